@@ -1,0 +1,1 @@
+"""crf: linear-chain conditional random fields at Wapiti scale."""

@@ -1,0 +1,293 @@
+"""Text corpora as integer arrays: vocabulary, sentence markers, unknown words.
+
+Conventions (those of SRILM and KenLM):
+
+* UTF-8 text, one sentence per line, tokens separated by whitespace; ``-`` reads stdin.
+  Blank lines are skipped (they are not sentences).
+* Each sentence is encoded as ``<s> w1 ... wn </s>``. The predicted symbols are
+  ``w1 ... wn`` and ``</s>``; ``<s>`` is only ever a context.
+* Ids 0, 1, 2 are always ``<s>``, ``</s>`` and ``<unk>``. Whether ``<unk>`` is a real
+  vocabulary word is ``Vocabulary.has_unk``: it is when the training text (or the
+  vocabulary file) contains ``<unk>``, or when the user asks for an open vocabulary
+  (SRILM's ``-unk``). Then out-of-vocabulary words map to ``<unk>`` and are scored
+  as it. Otherwise an OOV word is still stored as id 2, but it is counted as an OOV
+  and excluded from perplexity, exactly as SRILM's ``ngram -ppl`` does.
+
+A ``Corpus`` is one flat ``int32`` token array (markers included) plus ``int64``
+sentence offsets: sentence ``s`` is ``tokens[offsets[s]:offsets[s+1]]``.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterable, Iterator
+
+import numpy as np
+
+BOS = "<s>"
+EOS = "</s>"
+UNK = "<unk>"
+BOS_ID = 0
+EOS_ID = 1
+UNK_ID = 2
+_SPECIALS = (BOS, EOS, UNK)
+
+
+class CorpusError(ValueError):
+    """Bad corpus or vocabulary input; the message names the file and line."""
+
+
+def _open_text(path: str | Path) -> tuple[IO[bytes], str, bool]:
+    if str(path) == "-":
+        return sys.stdin.buffer, "<stdin>", False
+    p = Path(path)
+    if not p.exists():
+        raise CorpusError(f"{p}: no such file")
+    if p.is_dir():
+        raise CorpusError(f"{p}: is a directory, expected a text file")
+    if p.suffix == ".gz":
+        import gzip
+
+        return gzip.open(p, "rb"), str(p), True
+    return open(p, "rb"), str(p), True
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, tokens)`` for each non-blank line of a UTF-8 text file.
+
+    Raises ``CorpusError`` naming the file and line on invalid UTF-8, and when the file
+    holds no sentence at all (empty, or only blank lines).
+    """
+    fh, name, close = _open_text(path)
+    n_sent = 0
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CorpusError(
+                    f"{name}:{lineno}: invalid UTF-8 at byte {e.start} of the line"
+                ) from None
+            toks = line.split()
+            if toks:
+                n_sent += 1
+                yield lineno, toks
+    finally:
+        if close:
+            fh.close()
+    if n_sent == 0:
+        what = "is empty" if lineno == 0 else f"has only blank lines ({lineno} lines)"
+        raise CorpusError(f"{name}: {what}; expected one sentence per line")
+
+
+def _strip_markers(toks: list[str]) -> list[str]:
+    # SRILM accepts sentences already wrapped in <s> ... </s>; drop those markers.
+    if toks and toks[0] == BOS:
+        toks = toks[1:]
+    if toks and toks[-1] == EOS:
+        toks = toks[:-1]
+    return toks
+
+
+class Vocabulary:
+    """Word <-> id map. Ids 0..2 are ``<s>``, ``</s>``, ``<unk>``; then words by
+    decreasing training count (ties in code-point order), so ids are deterministic.
+
+    Attributes
+    ----------
+    words : list[str]      id -> word
+    index : dict[str, int] word -> id
+    has_unk : bool         whether ``<unk>`` is a real word (open vocabulary)
+    """
+
+    def __init__(self, words: Iterable[str], has_unk: bool = False):
+        words = list(words)
+        if tuple(words[:3]) != _SPECIALS:
+            raise ValueError("vocabulary must start with <s>, </s>, <unk>")
+        self.words = words
+        self.index = {w: i for i, w in enumerate(words)}
+        if len(self.index) != len(words):
+            raise ValueError("vocabulary has duplicate words")
+        self.has_unk = bool(has_unk)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        i = self.index.get(word)
+        return i is not None and (i != UNK_ID or self.has_unk)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocabulary) and self.words == other.words and self.has_unk == other.has_unk
+
+    def id(self, word: str) -> int:
+        """Id of ``word``; ``UNK_ID`` for a word outside the vocabulary."""
+        return self.index.get(word, UNK_ID)
+
+    @property
+    def n_predicted(self) -> int:
+        """Number of symbols a model predicts: V minus ``<s>``, minus ``<unk>`` unless it is a word."""
+        return len(self.words) - 1 - (0 if self.has_unk else 1)
+
+    @classmethod
+    def from_counts(cls, counts: Counter, min_count: int = 1, unk: bool = False) -> "Vocabulary":
+        """Words seen at least ``min_count`` times. Words dropped by ``min_count`` become
+        ``<unk>``, which makes the vocabulary open (``has_unk``)."""
+        if min_count < 1:
+            raise ValueError("min_count must be >= 1")
+        kept = [w for w, c in counts.items() if c >= min_count and w not in _SPECIALS]
+        dropped = any(c < min_count for w, c in counts.items() if w not in _SPECIALS)
+        kept.sort(key=lambda w: (-counts[w], w))
+        has_unk = unk or counts.get(UNK, 0) > 0 or dropped
+        return cls(list(_SPECIALS) + kept, has_unk=has_unk)
+
+    @classmethod
+    def from_text(cls, path: str | Path, min_count: int = 1, unk: bool = False) -> "Vocabulary":
+        """Vocabulary of a training text (see ``from_counts``)."""
+        counts: Counter = Counter()
+        for _, toks in read_lines(path):
+            counts.update(_strip_markers(toks))
+        return cls.from_counts(counts, min_count=min_count, unk=unk)
+
+    @classmethod
+    def from_file(cls, path: str | Path, unk: bool = False) -> "Vocabulary":
+        """Read a vocabulary file: one word per line (SRILM ``-vocab`` format; a second
+        column, e.g. a count, is ignored). ``<unk>`` in the file makes it open."""
+        words: list[str] = []
+        seen: set[str] = set()
+        has_unk = unk
+        for lineno, toks in read_lines(path):
+            w = toks[0]
+            if w == UNK:
+                has_unk = True
+            if w in _SPECIALS or w in seen:
+                continue
+            seen.add(w)
+            words.append(w)
+        return cls(list(_SPECIALS) + words, has_unk=has_unk)
+
+    def save(self, path: str | Path) -> None:
+        """Write one word per line (specials included; ``<unk>`` only if it is a word)."""
+        with open(path, "w", encoding="utf-8") as fh:
+            for i, w in enumerate(self.words):
+                if i == UNK_ID and not self.has_unk:
+                    continue
+                fh.write(w + "\n")
+
+
+@dataclass
+class Corpus:
+    """A tokenised corpus.
+
+    tokens  : int32[n_tokens]   ``<s> w1 .. wn </s>`` for every sentence, concatenated
+    offsets : int64[n_sent + 1] sentence boundaries into ``tokens``
+    vocab   : Vocabulary
+    n_words : int   words in the text (markers excluded), OOVs included
+    n_oov   : int   words that are OOV (id 2 while ``vocab.has_unk`` is False)
+    """
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    vocab: Vocabulary
+    n_words: int
+    n_oov: int
+    source: str = ""
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    def sentence(self, s: int) -> np.ndarray:
+        return self.tokens[self.offsets[s] : self.offsets[s + 1]]
+
+    def sentences_as_words(self) -> Iterator[list[str]]:
+        """The words of each sentence, markers excluded (OOVs show as ``<unk>``)."""
+        w = self.vocab.words
+        for s in range(self.n_sentences):
+            yield [w[t] for t in self.sentence(s)[1:-1]]
+
+    def target_mask(self) -> np.ndarray:
+        """bool[n_tokens]: True where the token is predicted and scored: every position
+        except ``<s>``, and except OOVs when ``<unk>`` is not a word."""
+        m = np.ones(len(self.tokens), dtype=bool)
+        m[self.offsets[:-1]] = False
+        if not self.vocab.has_unk:
+            m &= self.tokens != UNK_ID
+        return m
+
+    @classmethod
+    def from_sentences(cls, sentences: Iterable[list[str]], vocab: Vocabulary, source: str = "") -> "Corpus":
+        index = vocab.index
+        ids: list[int] = []
+        offsets = [0]
+        n_words = 0
+        n_unk = 0
+        for toks in sentences:
+            toks = _strip_markers(toks)
+            ids.append(BOS_ID)
+            for w in toks:
+                i = index.get(w, UNK_ID)
+                if i == UNK_ID:
+                    n_unk += 1
+                ids.append(i)
+            ids.append(EOS_ID)
+            n_words += len(toks)
+            offsets.append(len(ids))
+        tokens = np.asarray(ids, dtype=np.int32)
+        off = np.asarray(offsets, dtype=np.int64)
+        n_oov = 0 if vocab.has_unk else n_unk
+        return cls(tokens, off, vocab, n_words, n_oov, source)
+
+    @classmethod
+    def from_text(cls, path: str | Path, vocab: Vocabulary) -> "Corpus":
+        """Encode a text file with a given vocabulary."""
+        return cls.from_sentences((t for _, t in read_lines(path)), vocab, source=str(path))
+
+    @classmethod
+    def from_strings(cls, lines: Iterable[str], vocab: Vocabulary | None = None, **vocab_kw) -> "Corpus":
+        """Convenience for tests and the API: sentences given as strings. Without a
+        vocabulary, one is built from these lines."""
+        sents = [ln.split() for ln in lines if ln.split()]
+        if not sents:
+            raise CorpusError("no sentence given")
+        if vocab is None:
+            counts: Counter = Counter()
+            for t in sents:
+                counts.update(_strip_markers(t))
+            vocab = Vocabulary.from_counts(counts, **vocab_kw)
+        return cls.from_sentences(sents, vocab)
+
+
+def load_training_corpus(
+    path: str | Path,
+    vocab_path: str | Path | None = None,
+    min_count: int = 1,
+    unk: bool = False,
+) -> Corpus:
+    """Read a training text once (so ``-`` for stdin works): vocabulary from
+    ``vocab_path`` if given, else from the text itself (words seen ``min_count``
+    times or more), then encode it."""
+    sents = [t for _, t in read_lines(path)]
+    if vocab_path is not None:
+        vocab = Vocabulary.from_file(vocab_path, unk=unk)
+    else:
+        counts: Counter = Counter()
+        for t in sents:
+            counts.update(_strip_markers(t))
+        vocab = Vocabulary.from_counts(counts, min_count=min_count, unk=unk)
+    return Corpus.from_sentences(sents, vocab, source=str(path))
+
+
+def write_text(corpus: Corpus, fh: io.TextIOBase) -> None:
+    """Write a corpus back as text, one sentence per line, markers excluded."""
+    for words in corpus.sentences_as_words():
+        fh.write(" ".join(words) + "\n")
