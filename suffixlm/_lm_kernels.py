@@ -1,0 +1,247 @@
+"""numba kernels of the log-linear LM: scores, normalisers, loss and gradient.
+
+Notation (Nelakanti et al. 2013, §2). Parameters live at (context node j, word v)
+pairs of the suffix tree ("params" q); ``param_parent[q]`` is (parent(j), v). A tree
+node j stands for ``collapsed[j]`` trie nodes that share one weight, so a context
+that covers node j fully adds ``collapsed[j] * w[q]`` to the score of v.
+
+Because the path from the root to a node is unique, the score of every word after a
+context that ends exactly at node j is a function of j alone:
+
+    S[q] = S[param_parent[q]] + collapsed[j] * w[q]       (S = 0 above the root)
+    Z[j] = Z[parent(j)] + sum_{q of j} (exp S[q] - exp S[param_parent[q]])
+    Z[root] = sum_{q of root} exp S[q] + n_unseen          (words never predicted: score 0)
+
+so one top-down pass over the params gives every normaliser, and one bottom-up pass
+gives the whole gradient: with alpha_d = n_d / Z[d] (n_d = positions whose context
+ends at d) and A(j) = sum of alpha over the subtree of j,
+
+    E[q] = exp(S[q]) * (A(j) - sum_{child params q'} A(node q')) + sum_{child params} E[q']
+    d loss / d w_coord[q] = E[q] - emp[q]
+
+(per trie coordinate; the collapsed weight's derivative is collapsed[j] times that).
+A pass costs O(params + nodes), independent of the corpus length: this is what makes
+an epoch over PTB take a fraction of a second. Training contexts always end on a
+whole tree node (a trie leaf: depth m or a sentence start), so this is exact there;
+unseen text may stop inside an edge and is scored by ``score_positions``.
+
+All arrays are int64 / float64, ``topo`` lists nodes parents-first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def forward_pass(w, topo, node_parent, collapsed, succ_offsets, param_parent, n_unseen, S, expS, Z):
+    """Fill S, expS (float64[n_params]) and Z (float64[n_nodes]) for weights w."""
+    for t in range(topo.shape[0]):
+        j = topo[t]
+        pj = node_parent[j]
+        c = collapsed[j]
+        if pj < 0:
+            z = float(n_unseen)
+            for q in range(succ_offsets[j], succ_offsets[j + 1]):
+                s = c * w[q]
+                S[q] = s
+                e = np.exp(s)
+                expS[q] = e
+                z += e
+        else:
+            z = Z[pj]
+            for q in range(succ_offsets[j], succ_offsets[j + 1]):
+                pq = param_parent[q]
+                s = S[pq] + c * w[q]
+                S[q] = s
+                e = np.exp(s)
+                expS[q] = e
+                z += e - expS[pq]
+        Z[j] = z
+
+
+@njit(cache=True)
+def loss_and_gradient(
+    w, topo, node_parent, collapsed, succ_offsets, param_parent, param_node,
+    S, expS, Z, n_end, emp, A, grad,
+):
+    """Loss sum_i -ln p(y_i | x_i) and its gradient per trie coordinate (into ``grad``).
+
+    n_end : float64[n_nodes]  positions whose context ends at each node
+    emp   : float64[n_params] positions through node(q) predicting word(q)
+    A     : float64[n_nodes]  scratch
+    Requires ``forward_pass`` to have filled S, expS, Z for the same w.
+    Returns the summed loss (not divided by the number of positions).
+    """
+    n_nodes = topo.shape[0]
+    loss = 0.0
+    for j in range(n_nodes):
+        a = n_end[j]
+        if a != 0.0:
+            loss += a * np.log(Z[j])
+            A[j] = a / Z[j]
+        else:
+            A[j] = 0.0
+    for q in range(w.shape[0]):
+        if emp[q] != 0.0:
+            loss -= emp[q] * collapsed[param_node[q]] * w[q]
+    # subtree sums of alpha, children before parents
+    for t in range(n_nodes - 1, -1, -1):
+        j = topo[t]
+        pj = node_parent[j]
+        if pj >= 0:
+            A[pj] += A[j]
+    # own share of each param: A(node) minus what child params take
+    for q in range(w.shape[0]):
+        grad[q] = A[param_node[q]]
+    for q in range(w.shape[0]):
+        pq = param_parent[q]
+        if pq >= 0:
+            grad[pq] -= A[param_node[q]]
+    for q in range(w.shape[0]):
+        grad[q] *= expS[q]
+    for t in range(n_nodes - 1, -1, -1):
+        j = topo[t]
+        for q in range(succ_offsets[j], succ_offsets[j + 1]):
+            pq = param_parent[q]
+            if pq >= 0:
+                grad[pq] += grad[q]
+    for q in range(w.shape[0]):
+        grad[q] -= emp[q]
+    return loss
+
+
+@njit(cache=True)
+def accumulate_batch(batch, end_node, target_param, param_parent, n_end, emp, sign):
+    """Add (sign=+1) or remove (sign=-1) the statistics of positions ``batch``
+    (indices into end_node / target_param) to n_end and emp."""
+    for b in range(batch.shape[0]):
+        i = batch[b]
+        n_end[end_node[i]] += sign
+        q = target_param[i]
+        while q >= 0:
+            emp[q] += sign
+            q = param_parent[q]
+
+
+@njit(cache=True)
+def find_param(succ_offsets, succ_words, node, word):
+    """Index of param (node, word) by binary search, or -1."""
+    lo = succ_offsets[node]
+    hi = succ_offsets[node + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        v = succ_words[mid]
+        if v < word:
+            lo = mid + 1
+        elif v > word:
+            hi = mid
+        else:
+            return mid
+    return -1
+
+
+@njit(cache=True)
+def training_statistics(ctx_offsets, ctx_nodes, targets, keep, succ_offsets, succ_words, end_node, target_param):
+    """For each kept training position: the node where its context ends and the
+    deepest param (node on its path, its target). Returns False if some kept target
+    is missing from the tree (inconsistent input)."""
+    ok = True
+    for p in range(targets.shape[0]):
+        if not keep[p]:
+            end_node[p] = -1
+            target_param[p] = -1
+            continue
+        last = ctx_offsets[p + 1] - 1
+        end_node[p] = ctx_nodes[last]
+        q = -1
+        k = last
+        while k >= ctx_offsets[p] and q < 0:
+            q = find_param(succ_offsets, succ_words, ctx_nodes[k], targets[p])
+            k -= 1
+        if q < 0:
+            ok = False
+        target_param[p] = q
+    return ok
+
+
+@njit(cache=True)
+def score_positions(
+    w, node_parent, collapsed, succ_offsets, succ_words, param_parent,
+    S, expS, Z, ctx_offsets, ctx_nodes, ctx_cover, targets, out,
+):
+    """Natural-log probability of each position's target (any text, contexts may end
+    inside an edge: cover < collapsed). Targets never seen after any context score 0
+    before normalisation. ``out`` float64[n_pos]."""
+    for p in range(targets.shape[0]):
+        first = ctx_offsets[p]
+        last = ctx_offsets[p + 1] - 1
+        j = ctx_nodes[last]
+        k = ctx_cover[last]
+        partial = k != collapsed[j]
+        if not partial:
+            z = Z[j]
+        else:
+            z = Z[node_parent[j]]
+            for q in range(succ_offsets[j], succ_offsets[j + 1]):
+                pq = param_parent[q]
+                z += np.exp(S[pq] + k * w[q]) - expS[pq]
+        y = targets[p]
+        s = 0.0
+        for t in range(last, first - 1, -1):
+            q = find_param(succ_offsets, succ_words, ctx_nodes[t], y)
+            if q >= 0:
+                if t == last and partial:
+                    s = S[param_parent[q]] + k * w[q]
+                else:
+                    s = S[q]
+                break
+        out[p] = s - np.log(z)
+
+
+@njit(cache=True)
+def topological_order(node_parent):
+    """Nodes parents-first (breadth-first by depth in the tree), int64[n_nodes]."""
+    n = node_parent.shape[0]
+    n_children = np.zeros(n + 1, dtype=np.int64)
+    root = -1
+    for j in range(n):
+        p = node_parent[j]
+        if p >= 0:
+            n_children[p + 1] += 1
+        else:
+            root = j
+    for j in range(n):
+        n_children[j + 1] += n_children[j]
+    fill = n_children[:-1].copy()
+    kids = np.empty(max(n - 1, 0), dtype=np.int64)
+    for j in range(n):
+        p = node_parent[j]
+        if p >= 0:
+            kids[fill[p]] = j
+            fill[p] += 1
+    order = np.empty(n, dtype=np.int64)
+    order[0] = root
+    head = 0
+    tail = 1
+    while head < tail:
+        j = order[head]
+        head += 1
+        for k in range(n_children[j], n_children[j + 1]):
+            order[tail] = kids[k]
+            tail += 1
+    return order
+
+
+@njit(cache=True)
+def loss_value(w, collapsed, param_node, Z, n_end, emp):
+    """The summed loss alone (after ``forward_pass``)."""
+    loss = 0.0
+    for j in range(n_end.shape[0]):
+        if n_end[j] != 0.0:
+            loss += n_end[j] * np.log(Z[j])
+    for q in range(w.shape[0]):
+        if emp[q] != 0.0:
+            loss -= emp[q] * collapsed[param_node[q]] * w[q]
+    return loss

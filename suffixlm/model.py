@@ -1,0 +1,541 @@
+"""Log-linear language models on suffix trees (Nelakanti et al. 2013).
+
+    P(y = v | x) = exp(sum_j k_j w[j, v]) / sum_u exp(sum_j k_j w[j, u])
+
+where j runs over the suffix-tree nodes on the path of the context x (its last
+``order - 1`` words, reversed, never crossing the sentence start) and k_j is the
+number of collapsed trie nodes of j that x covers. Weights are non-negative and
+exist only where v followed context j in the training text (§2.5); everything else
+is zero. The objective is the *mean* log-loss per predicted token plus
+``lam * Omega(w)``, so ``lam`` does not scale with the corpus size.
+
+Penalties: ``l1``, ``l2sq``, ``l2-tree``, ``linf-tree`` (heap merge, Algorithm 4),
+``linf-tree-pivot`` (Algorithm 3). With ``alpha`` the groups at depth d are weighted
+by alpha**d (§6). l1, l2sq and linf-tree keep the values of a collapsed chain equal
+(Propositions 1-2) and run on the suffix tree; l2-tree and the weighted l1 / l2sq
+break that equality and run on the suffix trie.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from . import _lm_kernels as K
+from .corpus import BOS_ID, UNK_ID, Corpus, CorpusError, Vocabulary, load_training_corpus
+
+PENALTIES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
+FORMAT = "suffixlm-loglinear"
+FORMAT_VERSION = 1
+LN10 = math.log(10.0)
+
+
+class ModelFormatError(ValueError):
+    """A model file that cannot be read: truncated, tampered, or of another format."""
+
+
+def _uses_trie(penalty: str, alpha: float | None) -> bool:
+    if penalty == "l2-tree":
+        return True
+    return alpha is not None and penalty in ("l1", "l2sq")
+
+
+def _as_corpus(data, vocab: Vocabulary | None) -> Corpus:
+    if isinstance(data, Corpus):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        if vocab is None:
+            return load_training_corpus(data)
+        return Corpus.from_text(data, vocab)
+    lines = list(data)
+    return Corpus.from_strings(lines, vocab=vocab)
+
+
+class _LMProblem:
+    """The mean log-loss of a training corpus as a ``SmoothProblem`` (see solvers)."""
+
+    def __init__(self, tree, end_node, target_param, n_unseen):
+        self.tree = tree
+        keep = end_node >= 0
+        self.end_node = np.ascontiguousarray(end_node[keep])
+        self.target_param = np.ascontiguousarray(target_param[keep])
+        self.n_samples = int(self.end_node.shape[0])
+        self.n_unseen = float(n_unseen)
+        t = tree
+        self.topo = K.topological_order(t.parent)
+        self.param_node = t.param_node()
+        self.param_parent = t.param_parent()
+        self.collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
+        self.metric = self.collapsed[self.param_node].astype(np.float64)
+        n_params, n_nodes = t.n_params, t.n_nodes
+        self.S = np.empty(n_params)
+        self.expS = np.empty(n_params)
+        self.Z = np.empty(n_nodes)
+        self.A = np.empty(n_nodes)
+        self.grad = np.empty(n_params)
+        # statistics of the whole corpus, and scratch for mini-batches
+        self.n_end_all = np.zeros(n_nodes)
+        self.emp_all = np.zeros(n_params)
+        K.accumulate_batch(np.arange(self.n_samples), self.end_node, self.target_param,
+                           self.param_parent, self.n_end_all, self.emp_all, 1.0)
+        self.n_end_b = np.zeros(n_nodes)
+        self.emp_b = np.zeros(n_params)
+        self.seconds_gradient = 0.0
+
+    def _forward(self, w):
+        t = self.tree
+        K.forward_pass(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
+                       self.n_unseen, self.S, self.expS, self.Z)
+
+    def _stats(self, batch):
+        if batch is None:
+            return self.n_end_all, self.emp_all, self.n_samples
+        K.accumulate_batch(batch, self.end_node, self.target_param, self.param_parent, self.n_end_b, self.emp_b, 1.0)
+        return self.n_end_b, self.emp_b, len(batch)
+
+    def _unstats(self, batch):
+        if batch is not None:
+            K.accumulate_batch(batch, self.end_node, self.target_param, self.param_parent,
+                               self.n_end_b, self.emp_b, -1.0)
+
+    def value_grad(self, w, batch=None):
+        t0 = time.perf_counter()
+        self._forward(w)
+        n_end, emp, n = self._stats(batch)
+        t = self.tree
+        loss = K.loss_and_gradient(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
+                                   self.param_node, self.S, self.expS, self.Z, n_end, emp, self.A, self.grad)
+        self._unstats(batch)
+        self.seconds_gradient += time.perf_counter() - t0
+        return loss / n, self.grad / n
+
+    def value(self, w, batch=None):
+        self._forward(w)
+        n_end, emp, n = self._stats(batch)
+        loss = K.loss_value(w, self.collapsed, self.param_node, self.Z, n_end, emp)
+        self._unstats(batch)
+        return loss / n
+
+
+_TREE_FIELDS = ("parent", "depth", "collapsed", "count", "context_position", "child_offsets", "children",
+                "child_first_word", "succ_offsets", "succ_words", "succ_counts", "tokens", "offsets")
+
+
+def _tree_to_arrays(tree) -> dict:
+    """The arrays of a suffix tree that scoring needs (not the per-training-position ones)."""
+    d = {k: np.asarray(getattr(tree, k)) for k in _TREE_FIELDS}
+    d["max_depth"] = np.array(tree.max_depth, dtype=np.int64)
+    return d
+
+
+def _tree_from_arrays(d: dict, vocab_size: int):
+    """Rebuild a SuffixTree from saved arrays, checking every index so that a tampered
+    file cannot make a kernel read outside an array (ValueError otherwise)."""
+    from .suffixtree import SuffixTree
+
+    a = {}
+    for k in _TREE_FIELDS:
+        if k not in d:
+            raise ValueError(f"missing array tree.{k}")
+        x = d[k]
+        if x.dtype.kind not in "iu" or x.ndim != 1:
+            raise ValueError(f"tree.{k} is not a 1-d integer array")
+        a[k] = np.ascontiguousarray(x, dtype=np.int32 if k in ("child_first_word", "succ_words", "tokens") else np.int64)
+    max_depth = int(d["max_depth"])
+    n = a["parent"].shape[0]
+    P = a["succ_words"].shape[0]
+    T = a["tokens"].shape[0]
+    idx = np.arange(n)
+
+    def need(cond, what):
+        if not bool(cond):
+            raise ValueError(what)
+
+    need(n >= 1 and a["parent"][0] == -1 and np.all(a["parent"][1:] >= 0) and np.all(a["parent"][1:] < idx[1:]),
+         "bad tree.parent")
+    for k in ("depth", "collapsed", "count", "context_position"):
+        need(a[k].shape[0] == n, f"tree.{k} has the wrong length")
+    need(np.all(a["collapsed"] >= 1) and np.all(a["depth"] >= 0) and np.all(a["depth"] <= max_depth), "bad depths")
+    need(np.all(a["depth"][1:] - a["collapsed"][1:] == a["depth"][a["parent"][1:]]), "bad collapsed counts")
+    need(np.all(a["context_position"] >= a["depth"]) and np.all(a["context_position"] < T), "bad tree.context_position")
+    for off, arr, size in (("child_offsets", "children", n - 1), ("succ_offsets", "succ_words", P)):
+        o = a[off]
+        need(o.shape[0] == n + 1 and o[0] == 0 and o[-1] == a[arr].shape[0] == size and np.all(np.diff(o) >= 0),
+             f"bad tree.{off}")
+    need(np.all((a["children"] > 0) & (a["children"] < n)) and a["child_first_word"].shape[0] == n - 1,
+         "bad tree.children")
+    need(a["succ_counts"].shape[0] == P, "bad tree.succ_counts")
+    for k in ("succ_words", "child_first_word", "tokens"):
+        need(np.all((a[k] >= 0) & (a[k] < vocab_size)), f"tree.{k} refers to words outside the vocabulary")
+    o = a["offsets"]
+    need(o.shape[0] >= 2 and o[0] == 0 and o[-1] == T and np.all(np.diff(o) >= 0), "bad tree.offsets")
+    # successor lists must be strictly ascending within each node (binary search)
+    sw = a["succ_words"].astype(np.int64)
+    starts = np.zeros(P, dtype=bool)
+    starts[a["succ_offsets"][:-1][np.diff(a["succ_offsets"]) > 0]] = True
+    need(np.all((np.diff(sw) > 0) | starts[1:]), "tree.succ_words not sorted")
+    tree = SuffixTree(max_depth=max_depth, position_node=np.zeros(0, np.int64), **a)
+    # every param's parent param must exist (v after j implies v after parent(j))
+    need(np.all(tree.param_parent()[a["succ_offsets"][1]:] >= 0), "successor sets are not nested")
+    return tree
+
+
+class LogLinearLM:
+    """Log-linear n-gram LM with structured penalties.
+
+    Parameters
+    ----------
+    order : int           n-gram order (contexts of up to order - 1 words)
+    penalty : str         one of ``PENALTIES``
+    lam : float           regularisation strength (per-token mean loss + lam * Omega)
+    alpha : float | None  depth weighting alpha**depth of the groups (weighted variants)
+    solver : str          ``"sage"`` (Algorithm 1, mini-batches) or ``"fista"`` (full batch)
+    epochs : int          maximum epochs (sage) / iterations (fista)
+    batch_size : int|None initial mini-batch size (sage); None = n_tokens / 32
+    batch_growth : float  factor by which the batch grows each epoch (sage)
+    tol : float           stop when the objective's relative decrease stays below tol
+    seed : int            shuffling seed (training is deterministic given it)
+
+    Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
+    ``objective_``, ``history_``, ``n_params_``, ``n_nonzero_``.
+    """
+
+    def __init__(
+        self,
+        order: int = 5,
+        penalty: str = "linf-tree",
+        lam: float = 1e-4,
+        alpha: float | None = None,
+        solver: str = "sage",
+        epochs: int = 100,
+        batch_size: int | None = None,
+        batch_growth: float = 2.0,
+        tol: float = 1e-6,
+        seed: int = 0,
+    ):
+        self.order = order
+        self.penalty = penalty
+        self.lam = lam
+        self.alpha = alpha
+        self.solver = solver
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.batch_growth = batch_growth
+        self.tol = tol
+        self.seed = seed
+
+    # ------------------------------------------------------------------ training
+    def _check_params(self):
+        if not isinstance(self.order, (int, np.integer)) or self.order < 1:
+            raise ValueError(f"order must be an integer >= 1, got {self.order!r}")
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"unknown penalty {self.penalty!r}; expected one of {', '.join(PENALTIES)}")
+        if not (self.lam >= 0.0 and math.isfinite(self.lam)):
+            raise ValueError(f"lam must be a finite number >= 0, got {self.lam!r}")
+        if self.alpha is not None and not (self.alpha > 0.0 and math.isfinite(self.alpha)):
+            raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
+        if self.solver not in ("sage", "fista"):
+            raise ValueError(f"unknown solver {self.solver!r}; expected 'sage' or 'fista'")
+
+    def _build(self, corpus: Corpus):
+        from .contexts import extract_contexts
+        from .suffixtree import SuffixTree
+
+        t0 = time.perf_counter()
+        tree = SuffixTree.build(corpus, max_depth=self.order - 1, collapse=not _uses_trie(self.penalty, self.alpha))
+        ctx = extract_contexts(tree, corpus)
+        keep = corpus.target_mask()[ctx.positions]
+        end_node = np.empty(len(ctx.positions), dtype=np.int64)
+        target_param = np.empty(len(ctx.positions), dtype=np.int64)
+        ok = K.training_statistics(ctx.offsets, ctx.nodes, ctx.targets.astype(np.int64), keep,
+                                   tree.succ_offsets, tree.succ_words, end_node, target_param)
+        if not ok:
+            raise RuntimeError("internal error: a training target is missing from the suffix tree")
+        self.seconds_build_ = time.perf_counter() - t0
+        return tree, end_node, target_param
+
+    def _n_unseen(self, tree, vocab: Vocabulary) -> float:
+        """Words of the predicted vocabulary that are no root param: they keep score 0
+        and add exp(0) = 1 each to every normaliser. (A ``<unk>`` root param in a
+        closed vocabulary is not a word but stays at w = 0, since nothing is ever
+        predicted as it, and its exp(0) takes the place of one unseen word:
+        n_predicted - |root params| is right in both cases.)"""
+        root = int(np.flatnonzero(tree.parent < 0)[0])
+        n_root = int(tree.succ_offsets[root + 1] - tree.succ_offsets[root])
+        return float(vocab.n_predicted - n_root)
+
+    def _penalty_fns(self, tree):
+        from . import penalties as P
+
+        node = tree.param_node()
+        counts = np.ascontiguousarray(tree.collapsed[node], dtype=np.int64)
+        weights = None
+        if self.alpha is not None:
+            weights = P.depth_weights(np.ascontiguousarray(tree.depth[node], dtype=np.int64), counts, float(self.alpha))
+        structure = P.ForestStructure.from_parent(tree.param_parent(), counts=counts, weights=weights)
+        name = self.penalty
+        stats = {"seconds": 0.0, "calls": 0}
+
+        def prox(v, kappa):
+            t0 = time.perf_counter()
+            P.prox_inplace(name, v, structure, kappa, nonneg=True)
+            stats["seconds"] += time.perf_counter() - t0
+            stats["calls"] += 1
+            return v
+
+        def omega(w):
+            return P.penalty_value_fast(name, w, structure)
+
+        return prox, omega, stats
+
+    def fit(self, corpus, valid=None, callback: Callable[[dict], None] | None = None):
+        """Train on ``corpus`` (a Corpus, a path, or a list of sentence strings).
+
+        ``valid`` (same kinds, encoded with the training vocabulary) adds the
+        validation perplexity to each epoch's record. ``callback(info)`` sees each
+        epoch's record (objective, seconds, ...).
+        """
+        from .solvers import fista, sage
+
+        self._check_params()
+        corpus = _as_corpus(corpus, None)
+        self.vocab_ = corpus.vocab
+        tree, end_node, target_param = self._build(corpus)
+        self.tree_ = tree
+        self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
+        problem = _LMProblem(tree, end_node, target_param, self.n_unseen_)
+        prox, omega, prox_stats = self._penalty_fns(tree)
+        valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
+        L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
+        self.weights_ = np.zeros(tree.n_params)
+
+        def cb(info):
+            if valid_corpus is not None:
+                self.weights_ = self._last_w(info)
+                info["valid_ppl"] = self.perplexity(valid_corpus)
+            info["prox_seconds"] = prox_stats["seconds"]
+            info["gradient_seconds"] = problem.seconds_gradient
+            if callback is not None:
+                return callback(info)
+            return None
+
+        self._current = None
+        t0 = time.perf_counter()
+        if self.solver == "fista":
+            res = fista(problem, self._tracking(prox), omega, self.lam, L0=L_bound / 16, max_iter=self.epochs,
+                        tol=self.tol, callback=cb)
+        else:
+            B = self.batch_size if self.batch_size is not None else max(400, problem.n_samples // 32)
+            res = sage(problem, self._tracking(prox), omega, self.lam, batch_size=B,
+                       batch_growth=self.batch_growth, epochs=self.epochs, L0=L_bound / 16, tol=self.tol,
+                       seed=self.seed, callback=cb)
+        self.seconds_train_ = time.perf_counter() - t0
+        self.weights_ = res.w
+        self.objective_ = res.objective
+        self.converged_ = res.converged
+        self.n_iter_ = res.n_iter
+        self.history_ = res.history
+        self.prox_seconds_ = prox_stats["seconds"]
+        self.gradient_seconds_ = problem.seconds_gradient
+        self._prepare_scoring()
+        return self
+
+    def _tracking(self, prox):
+        # remember the latest iterate so the per-epoch callback can score it
+        def f(v, kappa):
+            out = prox(v, kappa)
+            self._current = out
+            return out
+
+        return f
+
+    def _last_w(self, info):
+        return self._current if self._current is not None else self.weights_
+
+    # ------------------------------------------------------------------ scoring
+    def _prepare_scoring(self):
+        t = self.tree_
+        self._topo = K.topological_order(t.parent)
+        self._param_parent = t.param_parent()
+        self._collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
+        self._S = np.empty(t.n_params)
+        self._expS = np.empty(t.n_params)
+        self._Z = np.empty(t.n_nodes)
+        self._scored_w = None
+
+    def _ensure_forward(self):
+        if self._scored_w is not self.weights_:
+            t = self.tree_
+            K.forward_pass(self.weights_, self._topo, t.parent, self._collapsed, t.succ_offsets, self._param_parent,
+                           self.n_unseen_, self._S, self._expS, self._Z)
+            self._scored_w = self.weights_
+
+    def _check_fitted(self):
+        if not hasattr(self, "weights_"):
+            raise RuntimeError("this LogLinearLM is not fitted yet: call fit() or load()")
+
+    def log10_probs(self, corpus: Corpus) -> np.ndarray:
+        """log10 P(token | context) for every predicted position of ``corpus`` (all
+        non-``<s>`` tokens, in order); NaN where the target is an OOV that is not
+        scored (``<unk>`` not a word)."""
+        from .contexts import extract_contexts
+
+        self._check_fitted()
+        if not hasattr(self, "_topo"):
+            self._prepare_scoring()
+        self._ensure_forward()
+        t = self.tree_
+        ctx = extract_contexts(t, corpus)
+        out = np.empty(len(ctx.positions))
+        K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
+                          self._S, self._expS, self._Z, ctx.offsets, ctx.nodes, ctx.cover,
+                          ctx.targets.astype(np.int64), out)
+        out /= LN10
+        mask = corpus.target_mask()[ctx.positions]
+        out[~mask] = np.nan
+        return out
+
+    def _corpus_of(self, data) -> Corpus:
+        self._check_fitted()
+        return _as_corpus(data, self.vocab_)
+
+    def perplexity(self, data) -> float:
+        """SRILM's ``ppl`` (``</s>`` counted, OOVs excluded) of a corpus, path or
+        list of sentence strings."""
+        c = self._corpus_of(data)
+        lp = self.log10_probs(c)
+        lp = lp[~np.isnan(lp)]
+        return float(10.0 ** (-lp.sum() / max(len(lp), 1)))
+
+    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
+        """Per-word ``(log10 prob, context length used + 1, is_oov)`` like KenLM's
+        ``full_scores``. ``bos=False`` scores the sentence without the ``<s>`` context
+        (contexts then start at the first word); ``eos=False`` drops ``</s>``."""
+        self._check_fitted()
+        words = sentence.split()
+        c = Corpus.from_sentences([words], self.vocab_)
+        if not bos:
+            # no sentence-start context: drop <s> and let the first word be a context too
+            toks = c.tokens[1:]
+            c = Corpus(np.concatenate([[BOS_ID], toks]).astype(np.int32), c.offsets, c.vocab, c.n_words, c.n_oov)
+        lp = self.log10_probs(c)
+        from .contexts import extract_contexts
+
+        ctx = extract_contexts(self.tree_, c)
+        t = self.tree_
+        out = []
+        for p in range(len(ctx.positions)):
+            last = ctx.offsets[p + 1] - 1
+            node = ctx.nodes[last]
+            ngram = int(t.depth[node] - t.collapsed[node] + ctx.cover[last]) + 1
+            oov = bool(np.isnan(lp[p]))
+            out.append((float(lp[p]) if not oov else float("-inf"), ngram, oov or c.tokens[ctx.positions[p]] == UNK_ID))
+        if not eos:
+            out = out[:-1]
+        return out
+
+    def score(self, sentence: str, bos: bool = True, eos: bool = True) -> float:
+        """Total log10 probability of a sentence (KenLM's ``score``); OOVs that are not
+        words contribute nothing, as in SRILM."""
+        return float(sum(lp for lp, _, oov in self.full_scores(sentence, bos, eos) if math.isfinite(lp)))
+
+    # ------------------------------------------------------------------ info
+    @property
+    def n_params_(self) -> int:
+        return int(self.tree_.n_params)
+
+    @property
+    def n_nonzero_(self) -> int:
+        return int(np.count_nonzero(self.weights_))
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model to exactly ``path``: an npz container (no pickle) holding the
+        weights, the vocabulary, the suffix tree's arrays and a JSON header. Written
+        to a temporary file and renamed, so an interrupted save leaves no broken file."""
+        self._check_fitted()
+        arrays = {"weights": np.asarray(self.weights_, dtype=np.float64)}
+        for k, v in _tree_to_arrays(self.tree_).items():
+            arrays["tree." + k] = np.asarray(v)
+        blob = "\n".join(self.vocab_.words).encode("utf-8")
+        arrays["vocab_utf8"] = np.frombuffer(blob, dtype=np.uint8)
+        meta = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "order": int(self.order),
+            "penalty": self.penalty,
+            "lam": float(self.lam),
+            "alpha": None if self.alpha is None else float(self.alpha),
+            "has_unk": bool(self.vocab_.has_unk),
+            "vocab_size": len(self.vocab_),
+            "n_unseen": float(self.n_unseen_),
+            "n_params": int(self.tree_.n_params),
+            "objective": float(getattr(self, "objective_", float("nan"))),
+        }
+        arrays["meta_json"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent or "."))
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "LogLinearLM":
+        """Read a model written by ``save``. Never unpickles; a truncated, tampered or
+        foreign file raises ``ModelFormatError``."""
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                data = {k: z[k] for k in z.files}
+        except FileNotFoundError:
+            raise ModelFormatError(f"{path}: no such file") from None
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+            raise ModelFormatError(f"{path}: not a readable suffixlm model file ({e})") from None
+        try:
+            meta = json.loads(bytes(data["meta_json"]).decode("utf-8"))
+        except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ModelFormatError(f"{path}: missing or corrupt model header ({e})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise ModelFormatError(f"{path}: not a suffixlm log-linear model")
+        if meta.get("version") != FORMAT_VERSION:
+            raise ModelFormatError(f"{path}: model format version {meta.get('version')} is not supported "
+                                   f"(this suffixlm reads version {FORMAT_VERSION})")
+        try:
+            words = bytes(data["vocab_utf8"]).decode("utf-8").split("\n")
+            vocab = Vocabulary(words, has_unk=bool(meta["has_unk"]))
+            tree_fields = {k[5:]: v for k, v in data.items() if k.startswith("tree.")}
+            tree = _tree_from_arrays(tree_fields, len(vocab))
+            w = np.ascontiguousarray(data["weights"], dtype=np.float64)
+            m = cls(order=int(meta["order"]), penalty=str(meta["penalty"]), lam=float(meta["lam"]),
+                    alpha=meta["alpha"])
+            m._check_params()
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
+            raise ModelFormatError(f"{path}: corrupt model file ({e})") from None
+        if w.shape != (tree.n_params,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ModelFormatError(f"{path}: weights do not match the suffix tree (corrupt file)")
+        if tree.succ_words.size and int(tree.succ_words.max()) >= len(vocab):
+            raise ModelFormatError(f"{path}: suffix tree refers to words outside the vocabulary (corrupt file)")
+        if tree.max_depth != m.order - 1:
+            raise ModelFormatError(f"{path}: suffix tree depth does not match the model order (corrupt file)")
+        m.vocab_ = vocab
+        m.tree_ = tree
+        m.weights_ = w
+        m.n_unseen_ = float(meta["n_unseen"])
+        m.objective_ = float(meta.get("objective", float("nan")))
+        m._prepare_scoring()
+        return m

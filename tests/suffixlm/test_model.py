@@ -1,0 +1,217 @@
+"""The log-linear LM: gradient, normalisation, solvers, scoring, model files.
+
+The references here are written plainly: contexts as Python tuples, scores as dense
+sums over the trie, softmax over the whole predicted vocabulary.
+"""
+
+import math
+import zipfile
+
+import numpy as np
+import pytest
+
+from corpora import sample_path
+from suffixlm import _lm_kernels as K
+from suffixlm.contexts import extract_contexts
+from suffixlm.corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
+from suffixlm.model import LogLinearLM, ModelFormatError, _LMProblem
+from suffixlm.suffixtree import SuffixTree
+
+TRAIN = ["a b a b c", "b a a", "c c a b", "a b c a b c", "b b"]
+TEST = ["a b b c", "c a x b", "b"]
+
+
+def make(collapse=True, m=3, unk=False, lines=TRAIN):
+    corpus = Corpus.from_strings(lines, unk=unk)
+    tree = SuffixTree.build(corpus, m, collapse=collapse)
+    return corpus, tree
+
+
+def trie_weights(tree, w):
+    """{(context tuple, word): value} for every trie coordinate of the tree's params."""
+    out = {}
+    for j in range(tree.n_nodes):
+        ctx = tuple(tree.context(j))
+        d, c = int(tree.depth[j]), int(tree.collapsed[j])
+        words, _ = tree.successors(j)
+        for k, v in enumerate(words):
+            q = tree.succ_offsets[j] + k
+            for depth in range(d - c + 1, d + 1):
+                out[(ctx[:depth], int(v))] = w[q]
+    return out
+
+
+def dense_log_probs(corpus, tree, w, vocab, m):
+    """Reference: for each predicted position, the log softmax over the predicted
+    vocabulary of sum over trie prefixes of the context of the trie weights."""
+    tw = trie_weights(tree, w)
+    predicted = [v for v in range(len(vocab)) if v != BOS_ID and (v != UNK_ID or vocab.has_unk)]
+    out = []
+    for s in range(corpus.n_sentences):
+        sent = corpus.sentence(s)
+        for i in range(1, len(sent)):
+            ctx = tuple(int(t) for t in sent[:i][::-1][:m])
+            scores = {}
+            for v in predicted:
+                scores[v] = sum(tw.get((ctx[:d], v), 0.0) for d in range(0, len(ctx) + 1))
+            mx = max(scores.values())
+            logz = mx + math.log(sum(math.exp(x - mx) for x in scores.values()))
+            y = int(sent[i])
+            out.append(scores[y] - logz if y in scores else float("nan"))
+    return np.array(out)
+
+
+def problem_for(corpus, tree):
+    ctx = extract_contexts(tree, corpus)
+    keep = corpus.target_mask()[ctx.positions]
+    end = np.empty(len(ctx.positions), np.int64)
+    tp = np.empty(len(ctx.positions), np.int64)
+    assert K.training_statistics(ctx.offsets, ctx.nodes, ctx.targets.astype(np.int64), keep,
+                                 tree.succ_offsets, tree.succ_words, end, tp)
+    lm = LogLinearLM(order=tree.max_depth + 1)
+    n_unseen = lm._n_unseen(tree, corpus.vocab)
+    return _LMProblem(tree, end, tp, n_unseen)
+
+
+@pytest.mark.parametrize("collapse", [True, False])
+def test_loss_matches_dense_softmax_and_gradient_matches_finite_differences(collapse):
+    corpus, tree = make(collapse)
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0, 1.5, tree.n_params)
+    prob = problem_for(corpus, tree)
+    f, g = prob.value_grad(w)
+    ref = dense_log_probs(corpus, tree, w, corpus.vocab, tree.max_depth)
+    assert f == pytest.approx(-ref.mean(), rel=1e-12)
+    assert prob.value(w) == pytest.approx(f, rel=1e-13)
+    # g is per trie coordinate: d f / d w_q = metric[q] * g[q]
+    h = 1e-6
+    for q in range(tree.n_params):
+        e = np.zeros_like(w)
+        e[q] = h
+        fd = (prob.value(w + e) - prob.value(w - e)) / (2 * h)
+        assert fd == pytest.approx(prob.metric[q] * g[q], abs=1e-8)
+
+
+def test_minibatch_statistics_are_those_of_the_batch():
+    corpus, tree = make(True)
+    prob = problem_for(corpus, tree)
+    w = np.random.default_rng(1).uniform(0, 1, tree.n_params)
+    batches = [np.arange(0, 7), np.arange(7, prob.n_samples)]
+    total = sum(prob.value_grad(w, b)[0] * len(b) for b in batches)
+    assert total / prob.n_samples == pytest.approx(prob.value(w), rel=1e-12)
+    g_all = prob.value_grad(w)[1].copy()
+    g_sum = sum(prob.value_grad(w, b)[1] * len(b) for b in batches) / prob.n_samples
+    np.testing.assert_allclose(g_sum, g_all, atol=1e-12)
+    # scratch statistics are restored after each batch
+    assert not prob.n_end_b.any() and not prob.emp_b.any()
+
+
+def fitted(penalty="linf-tree", solver="fista", lam=1e-3, alpha=None, order=3, lines=TRAIN, epochs=300):
+    lm = LogLinearLM(order=order, penalty=penalty, lam=lam, alpha=alpha, solver=solver, epochs=epochs, tol=1e-10)
+    return lm.fit(lines)
+
+
+@pytest.mark.parametrize("penalty,alpha", [("linf-tree", None), ("l2-tree", None), ("l1", 0.7), ("l2sq", None)])
+def test_scores_on_unseen_text_match_dense_reference(penalty, alpha):
+    lm = fitted(penalty=penalty, alpha=alpha, epochs=30)
+    test = Corpus.from_strings(TEST, vocab=lm.vocab_)
+    lp = lm.log10_probs(test) * math.log(10)
+    ref = dense_log_probs(test, lm.tree_, lm.weights_, lm.vocab_, lm.order - 1)
+    np.testing.assert_allclose(lp, ref, rtol=1e-10, atol=1e-12, equal_nan=True)
+    assert np.isnan(lp).sum() == 1  # the OOV 'x' (closed vocabulary) is not scored
+
+
+def test_probabilities_sum_to_one_in_every_context():
+    lm = fitted(epochs=30)
+    v = lm.vocab_
+    predicted = [i for i in range(len(v)) if i != BOS_ID and (i != UNK_ID or v.has_unk)]
+    # every training context, plus contexts that stop inside edges and unseen ones
+    contexts = [tuple(lm.tree_.context(j)) for j in range(lm.tree_.n_nodes)]
+    contexts += [(2,), (3, 2), (4, 4, 4), ()]
+    for ctx in contexts:
+        sent = [BOS_ID] if (ctx and ctx[-1] == BOS_ID) else []
+        body = [t for t in ctx[::-1] if t != BOS_ID]
+        total = 0.0
+        for y in predicted:
+            toks = np.array([BOS_ID] + body + [y], dtype=np.int32) if sent else np.array([BOS_ID] + body + [y], np.int32)
+            c = Corpus(toks, np.array([0, len(toks)], np.int64), v, len(toks) - 1, 0)
+            total += 10 ** lm.log10_probs(c)[-1]
+        assert total == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("penalty,alpha", [("linf-tree", None), ("l2-tree", None), ("l1", None), ("linf-tree", 0.85)])
+def test_stochastic_solver_reaches_fista_objective(penalty, alpha):
+    lines = sample_path("tiny_lm.train.txt").read_text().splitlines()[:300]
+    ref = fitted(penalty, "fista", lam=2e-3, alpha=alpha, order=4, lines=lines, epochs=2000)
+    sto = LogLinearLM(order=4, penalty=penalty, lam=2e-3, alpha=alpha, solver="sage", epochs=300,
+                      batch_size=64, tol=1e-10, seed=3).fit(lines)
+    assert ref.converged_
+    assert sto.objective_ == pytest.approx(ref.objective_, rel=1e-3)
+    assert sto.objective_ >= ref.objective_ * (1 - 1e-6)
+
+
+def test_training_is_deterministic_given_seed():
+    a = LogLinearLM(order=3, lam=1e-3, epochs=5, batch_size=8, seed=7).fit(TRAIN)
+    b = LogLinearLM(order=3, lam=1e-3, epochs=5, batch_size=8, seed=7).fit(TRAIN)
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+
+
+def test_save_load_identical_scores(tmp_path):
+    lm = fitted(epochs=20)
+    p = tmp_path / "m.lm"
+    lm.save(p)
+    assert p.exists() and not list(tmp_path.glob("*.tmp"))
+    lm2 = LogLinearLM.load(p)
+    test = Corpus.from_strings(TEST, vocab=lm.vocab_)
+    np.testing.assert_array_equal(lm.log10_probs(test), lm2.log10_probs(test))
+    assert lm2.vocab_ == lm.vocab_
+    assert lm.score("a b c") == lm2.score("a b c")
+
+
+def test_truncated_and_tampered_files_give_clear_errors(tmp_path):
+    lm = fitted(epochs=5)
+    p = tmp_path / "m.lm"
+    lm.save(p)
+    data = p.read_bytes()
+    (tmp_path / "trunc.lm").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFormatError, match="trunc.lm"):
+        LogLinearLM.load(tmp_path / "trunc.lm")
+    (tmp_path / "junk.lm").write_bytes(b"not a model")
+    with pytest.raises(ModelFormatError):
+        LogLinearLM.load(tmp_path / "junk.lm")
+    # tampered: a parent index pointing outside the tree
+    with np.load(p, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["tree.parent"] = arrays["tree.parent"].copy()
+    arrays["tree.parent"][-1] = 10**6
+    with open(tmp_path / "bad.lm", "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(ModelFormatError):
+        LogLinearLM.load(tmp_path / "bad.lm")
+    # a pickled object array is refused, never unpickled
+    arrays2 = dict(arrays)
+    arrays2["weights"] = np.array([object()], dtype=object)
+    with open(tmp_path / "pickle.lm", "wb") as fh:
+        np.savez(fh, **arrays2)
+    with pytest.raises(ModelFormatError):
+        LogLinearLM.load(tmp_path / "pickle.lm")
+
+
+def test_score_and_full_scores_agree_with_log10_probs():
+    lm = fitted(epochs=20)
+    fs = lm.full_scores("a b c")
+    assert len(fs) == 4  # a b c </s>
+    c = Corpus.from_strings(["a b c"], vocab=lm.vocab_)
+    np.testing.assert_allclose([x[0] for x in fs], lm.log10_probs(c))
+    assert lm.score("a b c") == pytest.approx(sum(x[0] for x in fs))
+    assert lm.score("a b c", eos=False) == pytest.approx(sum(x[0] for x in fs[:-1]))
+    assert fs[0][1] == 2  # "<s> a": a bigram
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="penalty"):
+        LogLinearLM(penalty="nope").fit(TRAIN)
+    with pytest.raises(ValueError, match="order"):
+        LogLinearLM(order=0).fit(TRAIN)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        LogLinearLM().perplexity(TRAIN)
