@@ -1,0 +1,216 @@
+"""Proximal operators of the penalties of Nelakanti et al. (2013), §3-§5 and §6.
+
+Every operator acts on a tree-structured vector: one value per node of a forest
+given by a ``parent`` array (-1 for roots; any node numbering; a forest is allowed,
+e.g. one tree per output word of the language model). Names:
+
+========================  ==========================================================
+``l1``                    Omega(w) = sum_x eta_x |w_x|; soft-thresholding (eq. 7)
+``l2sq``                  Omega(w) = 1/2 sum_x eta_x w_x^2; rescaling (eq. 6)
+``l2-tree``               Omega(w) = sum_x eta_x ||w_subtree(x)||_2; Algorithm 2
+``linf-tree``             Omega(w) = sum_x eta_x ||w_subtree(x)||_inf; Algorithm 4
+                          (k-best pairing heaps)
+``linf-tree-pivot``       the same operator by Algorithm 3 (Bruckner's pivots)
+========================  ==========================================================
+
+The problem solved. With counts c (trie nodes per node, default 1) and weights
+eta (default: ``eta = c``, i.e. weight 1 for every trie group), ``prox`` returns
+
+    argmin_w  1/2 sum_x c_x (w_x - v_x)^2 + kappa * Omega(w)   s.t. w >= 0 if nonneg.
+
+With c = 1 this is the usual prox (SPAMS ``proximalTree`` with ``pos=True`` for the
+tree norms). A node of count c stands for a non-branching path of c trie nodes
+sharing one value; eta_x is then the sum of the weights of the c groups (for l1 /
+l2sq: coordinates) it stands for, and ``Omega`` above is exactly the trie's
+penalty for that vector. The operators are those of one trie coordinate
+(Propositions 1-2): l1 thresholds at kappa eta_x / c_x, l2sq divides by
+1 + kappa eta_x / c_x, linf-tree clips each subtree where its l1 mass above the
+threshold (counts included) is kappa eta_x. Hence prox on the collapsed tree equals
+prox on the expanded trie whenever the trie weights of each collapsed node are
+equal (l1, l2sq) -- for linf-tree it suffices that along every collapsed path a
+group's weight is at least the mean of the weights below it on that path, e.g.
+alpha**depth with alpha <= 1 (paper §6 uses alpha = 0.85). For alpha > 1 the trie
+solution is not constant on collapsed paths and the collapsed operator gives the
+best path-constant solution instead. ``l2-tree`` cannot be collapsed (§5):
+it requires all counts to be 1.
+
+nonneg: the projection on the positive orthant of Algorithm 1 (step 2), w = max(v, 0),
+then the unconstrained prox. For all five penalties (absolute norms, separable or
+monotone in |w|) this equals the solution of the constrained problem; the tests
+check it against a generic solver. With nonneg=False the operators are
+sign-symmetric: they act on |v| and keep the signs.
+
+Two layers: ``prox`` / ``penalty_value`` take plain arrays; ``ForestStructure``,
+``prox_inplace`` and ``penalty_value_fast`` are for solvers that call the operator
+many times on the same forest (no allocation per call, numba kernels). Kernels
+work in depth-first post-order; numbering the nodes in that order
+(``ForestStructure.order``) makes their gathers and scatters sequential.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._l1 import prox_l1, value_l1
+from ._l2_tree import prox_l2_tree
+from ._l2sq import prox_l2sq, value_l2sq
+from ._linf_tree import prox_linf_tree
+from ._linf_tree_pivot import prox_linf_tree_pivot
+from ._structure import ForestStructure, PenaltyError
+from ._value import value_l2_tree, value_linf_tree
+
+__all__ = [
+    "NAMES",
+    "ForestStructure",
+    "PenaltyError",
+    "depth_weights",
+    "penalty_value",
+    "penalty_value_fast",
+    "prox",
+    "prox_inplace",
+]
+
+NAMES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
+
+#: Seed of the random pivots of ``linf-tree-pivot`` (the result does not depend on it).
+PIVOT_SEED = 20130601
+
+
+def _check_name(name: str) -> None:
+    if name not in NAMES:
+        raise PenaltyError(f"unknown penalty {name!r}: expected one of {', '.join(NAMES)}")
+
+
+def _check_values(values, structure: ForestStructure) -> None:
+    if not isinstance(values, np.ndarray) or values.dtype != np.float64 or values.ndim != 1:
+        raise PenaltyError("values must be a 1-D float64 numpy array")
+    if values.shape[0] != structure.n:
+        raise PenaltyError(f"values has {values.shape[0]} entries, the forest has {structure.n} nodes")
+    if not values.flags.c_contiguous:
+        raise PenaltyError("values must be C-contiguous")
+
+
+def _check_l2_tree(structure: ForestStructure) -> None:
+    if not structure.counts_all_one:
+        raise PenaltyError(
+            "l2-tree needs counts all 1: its prox does not keep collapsed values equal "
+            "(paper §5), run it on the trie"
+        )
+
+
+def prox_inplace(name: str, values: np.ndarray, structure: ForestStructure, kappa: float,
+                 nonneg: bool = True) -> None:
+    """Proximal step of ``kappa * Omega`` applied in place to ``values``.
+
+    name: one of ``NAMES``. values: float64[n] in node order (overwritten).
+    structure: the forest (``ForestStructure.from_parent``). kappa: >= 0.
+    nonneg: project on w >= 0 first (Algorithm 1, step 2). Scratch arrays are kept
+    in ``structure``; nothing of size n is allocated after the first call.
+    """
+    _check_name(name)
+    _check_values(values, structure)
+    kappa = float(kappa)
+    if not (math.isfinite(kappa) and kappa >= 0.0):
+        raise PenaltyError(f"kappa = {kappa}: expected a finite number >= 0")
+    nonneg = bool(nonneg)
+    s = structure
+    if name == "l1":
+        prox_l1(values, s.weight_per_count, kappa, nonneg)
+    elif name == "l2sq":
+        prox_l2sq(values, s.weight_per_count, kappa, nonneg)
+    elif name == "l2-tree":
+        _check_l2_tree(s)
+        prox_l2_tree(values, s.order, s.parent_post, s.weights_post, kappa, nonneg,
+                     s.scratch("a"), s.scratch("gamma"), s.scratch("shrink"))
+    elif name == "linf-tree":
+        prox_linf_tree(values, s.order, s.parent_post, s.counts_post, s.weights_post, kappa,
+                       nonneg, s.scratch("a"), s.scratch("hval"), s.scratch("hcnt"),
+                       s.scratch("hchild", np.int64), s.scratch("hsib", np.int64),
+                       s.scratch("hroot", np.int64), s.scratch("tau"), s.scratch("thr"))
+    else:
+        prox_linf_tree_pivot(values, s.order, s.subtree_size, s.counts_post, s.weights_post,
+                             kappa, nonneg, PIVOT_SEED, s.scratch("a"), s.scratch("pv"),
+                             s.scratch("pc"))
+
+
+def penalty_value_fast(name: str, values: np.ndarray, structure: ForestStructure) -> float:
+    """Omega(values) for penalty ``name`` (see the module docstring), float64[n] values."""
+    _check_name(name)
+    _check_values(values, structure)
+    s = structure
+    if name == "l1":
+        return float(value_l1(values, s.weights))
+    if name == "l2sq":
+        return float(value_l2sq(values, s.weights))
+    if name == "l2-tree":
+        _check_l2_tree(s)
+        return float(value_l2_tree(values, s.order, s.parent_post, s.weights_post, s.scratch("a")))
+    return float(value_linf_tree(values, s.order, s.parent_post, s.weights_post, s.scratch("a")))
+
+
+def _values_copy(values) -> np.ndarray:
+    v = np.array(values, dtype=np.float64, copy=True)
+    if v.ndim != 1:
+        raise PenaltyError(f"values must be a 1-D array, got shape {v.shape}")
+    if v.size and not np.all(np.isfinite(v)):
+        raise PenaltyError(f"values[{int(np.flatnonzero(~np.isfinite(v))[0])}] is not finite")
+    return np.ascontiguousarray(v)
+
+
+def prox(name: str, values, parent, kappa: float, counts=None, weights=None,
+         nonneg: bool = True) -> np.ndarray:
+    """Proximal step of ``kappa * Omega`` for penalty ``name``; returns new values.
+
+    name: ``l1``, ``l2sq``, ``l2-tree``, ``linf-tree`` or ``linf-tree-pivot``.
+    values: float array [n]. parent: int array [n], -1 for roots (any order,
+    forests allowed). counts: int [n] >= 1, collapsed trie nodes per node
+    (default 1). weights: float [n] >= 0, group weight eta of each node (default
+    ``counts``: weight 1 per trie group). Solves
+    argmin_w 1/2 sum c (w - v)^2 + kappa Omega(w) s.t. w >= 0 if nonneg.
+    """
+    _check_name(name)
+    structure = ForestStructure.from_parent(parent, counts, weights)
+    v = _values_copy(values)
+    prox_inplace(name, v, structure, kappa, nonneg)
+    return v
+
+
+def penalty_value(name: str, values, parent, counts=None, weights=None) -> float:
+    """Omega(values) for penalty ``name`` on the forest ``parent`` (see ``prox``)."""
+    _check_name(name)
+    structure = ForestStructure.from_parent(parent, counts, weights)
+    return penalty_value_fast(name, _values_copy(values), structure)
+
+
+def depth_weights(depth_deepest, counts, alpha: float) -> np.ndarray:
+    """Group weights alpha**depth of the weighted penalties (paper §6).
+
+    depth_deepest: int64[n], trie depth of the deepest trie node a node stands for
+    (the number of context words; the root, the empty context, has depth 0).
+    counts: int64[n] >= 1, so a node stands for depths depth-c+1 .. depth.
+    Returns float64[n]: eta = sum_{d = depth-c+1}^{depth} alpha**d. The root group
+    (the whole tree of an output word) is kept, with weight alpha**0 = 1, as every
+    node of the tree is a group in eq. 8.
+    """
+    depth = np.asarray(depth_deepest)
+    c = np.asarray(counts)
+    if depth.ndim != 1 or c.shape != depth.shape:
+        raise PenaltyError(f"depth_deepest and counts must be vectors of one length, got "
+                           f"shapes {depth.shape} and {c.shape}")
+    depth = depth.astype(np.int64)
+    c = c.astype(np.int64)
+    alpha = float(alpha)
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise PenaltyError(f"alpha = {alpha}: expected a finite number > 0")
+    if depth.size and c.min() < 1:
+        raise PenaltyError(f"counts[{int(np.argmin(c))}] < 1: expected >= 1")
+    top = depth - c + 1
+    if depth.size and top.min() < 0:
+        bad = int(np.argmin(top))
+        raise PenaltyError(f"node {bad}: depth {int(depth[bad])} < counts {int(c[bad])} - 1")
+    if alpha == 1.0:
+        return c.astype(np.float64)
+    # geometric sum alpha**top * (1 - alpha**c) / (1 - alpha)
+    return np.power(alpha, top.astype(np.float64)) * (-np.expm1(c * math.log(alpha))) / (1.0 - alpha)
