@@ -1,0 +1,553 @@
+"""Numba kernels for Kneser-Ney estimation, back-off queries and ARPA output.
+
+Everything here takes and returns flat numpy arrays. Log-probabilities and back-off
+weights are ``float32`` on purpose: SRILM stores them as C ``float`` (``LogP``) and
+does its back-off sums in single precision; reproducing that makes our ARPA files
+and perplexities agree with SRILM's to the printed digit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+LN10 = math.log(10.0)
+PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
+
+
+@njit(cache=True)
+def estimate_order(ctx_start, ctx_end, ctx_skip, count, word, lower_lp, nonevent,
+                   min_count, d1, d2, d3, vocab_size, interpolate, unigrams):
+    """Interpolated (modified) Kneser-Ney probabilities of one order, as SRILM's
+    ``Ngram::estimate`` with ``ModKneserNey``/``KneserNey`` discounts.
+
+    ctx_start, ctx_end : int64[n_ctx]  children of context c are n-grams ctx_start[c]:ctx_end[c]
+    ctx_skip  : bool[n_ctx]    contexts that get no probabilities (contain a closed-vocabulary <unk>)
+    count     : int64[m]       (KN-modified) counts of the n-grams of this order
+    word      : int64[m]       predicted word of each n-gram
+    lower_lp  : float32[m]     log10 lower-order (back-off) probability of the same word
+    nonevent  : bool[V]        words never predicted (<s>, and <unk> when not a word)
+    d1, d2, d3: discounts for counts 1, 2 and 3+ (d1 == d2 == d3 for original KN)
+
+    Returns lp float32[m] (log10 probability), explicit bool[m] (kept in the model) and
+    the number of contexts where SRILM's "no back-off mass left" retry was applied.
+    """
+    m = count.shape[0]
+    lp = np.zeros(m, dtype=np.float32)
+    explicit = np.zeros(m, dtype=np.bool_)
+    n_retry = 0
+    for c in range(ctx_start.shape[0]):
+        if ctx_skip[c]:
+            continue
+        a = ctx_start[c]
+        b = ctx_end[c]
+        total = 0.0
+        n_obs = 0
+        n_min2 = 0
+        n_min3 = 0
+        for g in range(a, b):
+            k = count[g]
+            if k <= 0 or nonevent[word[g]]:
+                continue
+            total += k
+            n_obs += 1
+            if k >= 2:
+                n_min2 += 1
+            if k >= 3:
+                n_min3 += 1
+        if total == 0:
+            continue
+        interp = interpolate
+        while True:
+            if interp:
+                weight = (d1 * (n_obs - n_min2) + d2 * (n_min2 - n_min3) + d3 * n_min3) / total
+            else:
+                weight = 0.0
+            total_prob = 0.0
+            for g in range(a, b):
+                k = count[g]
+                w = word[g]
+                if k <= 0:
+                    continue
+                if nonevent[w]:
+                    if unigrams and w == 0:  # <s>: probability zero, but listed
+                        lp[g] = -np.inf
+                        explicit[g] = True
+                    continue
+                if k < min_count:
+                    explicit[g] = False
+                    continue
+                if k == 1:
+                    coef = (k - d1) / k
+                elif k == 2:
+                    coef = (k - d2) / k
+                else:
+                    coef = (k - d3) / k
+                prob = (coef * k) / total
+                if interp:
+                    prob += weight * math.exp(np.float64(lower_lp[g]) * LN10)
+                lp[g] = np.float32(math.log10(prob)) if prob > 0 else np.float32(-np.inf)
+                explicit[g] = True
+                total_prob += prob
+            if total_prob > 1.0 - PROB_EPSILON and n_obs < vocab_size:
+                n_retry += 1
+                if interp:
+                    interp = False
+                else:
+                    total += 1
+                continue
+            break
+    return lp, explicit, n_retry
+
+
+@njit(cache=True)
+def backoff_weights(ctx_start, ctx_end, explicit, lp, lower_lp):
+    """Back-off weights of the contexts of one order (SRILM ``computeBOW``):
+    bow(h) = (1 - sum p(w|h)) / (1 - sum p_lower(w|h')) over the explicit children.
+
+    Modifies ``lp`` in place in the one case SRILM does (no lower-order mass left:
+    the explicit probabilities are scaled to sum to 1). Returns bow float32[n_ctx]
+    (0 for contexts without explicit children) and the number of bad contexts
+    (negative numerator; bow set to -inf like SRILM's dummy value).
+    """
+    n_ctx = ctx_start.shape[0]
+    bow = np.zeros(n_ctx, dtype=np.float32)
+    n_bad = 0
+    for c in range(n_ctx):
+        num = 1.0
+        den = 1.0
+        any_child = False
+        for g in range(ctx_start[c], ctx_end[c]):
+            if explicit[g]:
+                any_child = True
+                num -= math.exp(np.float64(lp[g]) * LN10)
+                den -= math.exp(np.float64(lower_lp[g]) * LN10)
+        if not any_child:
+            continue
+        if num < 0.0 and num > -PROB_EPSILON:
+            num = 0.0
+        if den < 0.0 and den > -PROB_EPSILON:
+            den = 0.0
+        if den == 0.0 and num > PROB_EPSILON:
+            scale = np.float32(-math.log10(1.0 - num))
+            for g in range(ctx_start[c], ctx_end[c]):
+                if explicit[g]:
+                    lp[g] = lp[g] + scale
+            bow[c] = np.float32(0.0)
+        elif num < 0.0:
+            bow[c] = np.float32(-np.inf)
+            n_bad += 1
+        elif den <= 0.0:
+            if num > PROB_EPSILON:
+                bow[c] = np.float32(-np.inf)
+                n_bad += 1
+            else:
+                bow[c] = np.float32(0.0)
+        elif num == 0.0:
+            bow[c] = np.float32(-np.inf)
+        else:
+            bow[c] = np.float32(math.log10(num) - math.log10(den))
+    return bow, n_bad
+
+
+@njit(cache=True)
+def _find(keys, key):
+    i = np.searchsorted(keys, key)
+    if i < keys.shape[0] and keys[i] == key:
+        return i
+    return -1
+
+
+@njit(cache=True)
+def backoff_query(tokens, starts, positions, order, vocab_size, node_keys, node_bow,
+                  prob_keys, prob_lp):
+    """log10 p(w | context) by the ARPA back-off rule, walked like SRILM's
+    ``Ngram::wordProbBO`` (reversed-context trie, float32 sums).
+
+    tokens    : int64[n_tokens]  model word ids
+    starts    : int64[n_tokens]  index of the sentence start (<s>) of each token
+    positions : int64[n]         positions to score
+    node_keys : int64[n_nodes]   sorted keys parent_node * V + word of context nodes
+                                 (node id = index + 1, root = 0)
+    node_bow  : float32[n_nodes + 1]
+    prob_keys : int64[n_probs]   sorted keys context_node * V + word
+    prob_lp   : float32[n_probs]
+    Returns (log10 probability float64[n], length of the n-gram used int64[n]; 0 = none).
+    """
+    n = positions.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        p = positions[i]
+        w = tokens[p]
+        logp = np.float32(-np.inf)
+        k = _find(prob_keys, w)
+        if k >= 0:
+            logp = prob_lp[k]
+            hit[i] = 1
+        bow = np.float32(0.0)
+        node = 0
+        depth = min(order - 1, p - starts[p])
+        for d in range(1, depth + 1):
+            j = _find(node_keys, node * vocab_size + tokens[p - d])
+            if j < 0:
+                break
+            node = j + 1
+            bow = bow + node_bow[node]
+            k = _find(prob_keys, node * vocab_size + w)
+            if k >= 0:
+                logp = prob_lp[k]
+                bow = np.float32(0.0)
+                hit[i] = d + 1
+        out[i] = np.float64(logp + bow)
+    return out, hit
+
+
+@njit(cache=True)
+def lookup_nodes(rows, node_keys, vocab_size):
+    """Node id of each row of words (a context read most-recent-first from the right),
+    or -1 when absent. rows : int64[m, n]."""
+    m, n = rows.shape
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        node = 0
+        for j in range(n - 1, -1, -1):
+            k = _find(node_keys, node * vocab_size + rows[i, j])
+            if k < 0:
+                node = -1
+                break
+            node = k + 1
+        out[i] = node
+    return out
+
+
+# ---------------------------------------------------------------- ARPA output
+
+_POW10 = np.array([10.0 ** k for k in range(23)])
+
+
+@njit(cache=True)
+def _put_int(buf, pos, v):
+    # non-negative integer, decimal
+    if v == 0:
+        buf[pos] = 48
+        return pos + 1
+    tmp = np.empty(20, dtype=np.uint8)
+    n = 0
+    while v > 0:
+        tmp[n] = 48 + v % 10
+        v //= 10
+        n += 1
+    for i in range(n):
+        buf[pos + i] = tmp[n - 1 - i]
+    return pos + n
+
+
+@njit(cache=True)
+def format_g7(buf, pos, x):
+    """Write ``x`` as C's ``%.7g`` at ``buf[pos:]``; -inf is written as -99 (SRILM's
+    log-zero). Returns the new position, or -1 when the value is outside the range
+    handled exactly here (|x| < 1e-15 or >= 1e15, NaN); the caller then falls back to
+    Python formatting."""
+    if x == 0.0:
+        buf[pos] = 48
+        return pos + 1
+    if x == -np.inf:
+        buf[pos] = 45
+        buf[pos + 1] = 57
+        buf[pos + 2] = 57
+        return pos + 3
+    if not (abs(x) >= 1e-15 and abs(x) < 1e15):
+        return -1
+    if x < 0:
+        buf[pos] = 45
+        pos += 1
+        a = -x
+    else:
+        a = x
+    e = int(math.floor(math.log10(a)))
+    for _ in range(3):
+        k = 6 - e
+        if k >= 0:
+            mant = np.rint(a * _POW10[k])
+        else:
+            mant = np.rint(a / _POW10[-k])
+        if mant >= 1e7:
+            e += 1
+        elif mant < 1e6:
+            e -= 1
+        else:
+            break
+    digits = np.empty(7, dtype=np.uint8)
+    v = np.int64(mant)
+    for i in range(6, -1, -1):
+        digits[i] = 48 + v % 10
+        v //= 10
+    last = 6
+    while last > 0 and digits[last] == 48:
+        last -= 1
+    if -4 <= e < 7:
+        if e >= 0:
+            for i in range(e + 1):
+                buf[pos] = digits[i]
+                pos += 1
+            if last > e:
+                buf[pos] = 46
+                pos += 1
+                for i in range(e + 1, last + 1):
+                    buf[pos] = digits[i]
+                    pos += 1
+        else:
+            buf[pos] = 48
+            buf[pos + 1] = 46
+            pos += 2
+            for i in range(-e - 1):
+                buf[pos] = 48
+                pos += 1
+            for i in range(last + 1):
+                buf[pos] = digits[i]
+                pos += 1
+    else:
+        buf[pos] = digits[0]
+        pos += 1
+        if last > 0:
+            buf[pos] = 46
+            pos += 1
+            for i in range(1, last + 1):
+                buf[pos] = digits[i]
+                pos += 1
+        buf[pos] = 101
+        pos += 1
+        if e < 0:
+            buf[pos] = 45
+            e = -e
+        else:
+            buf[pos] = 43
+        pos += 1
+        if e < 10:
+            buf[pos] = 48
+            pos += 1
+        pos = _put_int(buf, pos, e)
+    return pos
+
+
+@njit(cache=True)
+def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
+    """ARPA n-gram lines ``prob<TAB>w1 .. wn[<TAB>bow]\\n`` into ``buf`` (uint8, large
+    enough). Returns (bytes written, -1), or (start of line i, i) when line i holds a
+    value that needs Python formatting (the caller writes it and resumes)."""
+    m, n = rows.shape
+    pos = 0
+    for i in range(m):
+        line_start = pos
+        q = format_g7(buf, pos, np.float64(lp[i]))
+        if q < 0:
+            return line_start, i
+        pos = q
+        buf[pos] = 9
+        pos += 1
+        for j in range(n):
+            if j > 0:
+                buf[pos] = 32
+                pos += 1
+            w = rows[i, j]
+            for t in range(word_offsets[w], word_offsets[w + 1]):
+                buf[pos] = word_bytes[t]
+                pos += 1
+        if has_bow[i]:
+            buf[pos] = 9
+            pos += 1
+            q = format_g7(buf, pos, np.float64(bow[i]))
+            if q < 0:
+                return line_start, i
+            pos = q
+        buf[pos] = 10
+        pos += 1
+    return pos, -1
+
+
+# ---------------------------------------------------------------- ARPA input
+
+# error codes of parse_ngram_section
+ERR_NONE = 0
+ERR_FIELDS = 1      # wrong number of fields on the line
+ERR_PROB = 2        # probability is not a number
+ERR_BOW = 3         # back-off weight is not a number
+ERR_WORD = 4        # word not among the unigrams
+ERR_TOO_MANY = 5    # more entries than the header announced
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True)
+def _hash_bytes(buf, s, e):
+    h = _FNV_OFFSET
+    for i in range(s, e):
+        h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
+    return h
+
+
+@njit(cache=True)
+def build_word_table(word_bytes, word_offsets):
+    """Open-addressing hash table word bytes -> id. Returns table int64[size] holding
+    id + 1 (0 = empty); size is a power of two >= 2 V."""
+    v = word_offsets.shape[0] - 1
+    size = 1
+    while size < 2 * v + 2:
+        size *= 2
+    table = np.zeros(size, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for w in range(v):
+        h = _hash_bytes(word_bytes, word_offsets[w], word_offsets[w + 1]) & mask
+        while table[h] != 0:
+            h = (h + np.uint64(1)) & mask
+        table[h] = w + 1
+    return table
+
+
+@njit(cache=True)
+def _lookup_word(buf, s, e, table, word_bytes, word_offsets):
+    mask = np.uint64(table.shape[0] - 1)
+    h = _hash_bytes(buf, s, e) & mask
+    while table[h] != 0:
+        w = table[h] - 1
+        a = word_offsets[w]
+        b = word_offsets[w + 1]
+        if b - a == e - s:
+            same = True
+            for t in range(e - s):
+                if word_bytes[a + t] != buf[s + t]:
+                    same = False
+                    break
+            if same:
+                return w
+        h = (h + np.uint64(1)) & mask
+    return -1
+
+
+@njit(cache=True)
+def _parse_float(buf, s, e):
+    """Decimal number in buf[s:e] -> (value, ok). Exact (one rounding) for up to 18
+    significant digits and exponents within +-22, like strtod's fast path."""
+    i = s
+    neg = False
+    if i < e and (buf[i] == 45 or buf[i] == 43):
+        neg = buf[i] == 45
+        i += 1
+    mant = np.int64(0)
+    nd = 0
+    exp10 = 0
+    seen = False
+    while i < e and 48 <= buf[i] <= 57:
+        seen = True
+        if nd < 18:
+            mant = mant * 10 + (buf[i] - 48)
+            if mant > 0:
+                nd += 1
+        else:
+            exp10 += 1
+        i += 1
+    if i < e and buf[i] == 46:
+        i += 1
+        while i < e and 48 <= buf[i] <= 57:
+            seen = True
+            if nd < 18:
+                mant = mant * 10 + (buf[i] - 48)
+                exp10 -= 1
+                if mant > 0:
+                    nd += 1
+            i += 1
+    if not seen:
+        return 0.0, False
+    if i < e and (buf[i] == 101 or buf[i] == 69):
+        i += 1
+        eneg = False
+        if i < e and (buf[i] == 45 or buf[i] == 43):
+            eneg = buf[i] == 45
+            i += 1
+        ev = 0
+        eseen = False
+        while i < e and 48 <= buf[i] <= 57:
+            eseen = True
+            if ev < 100000:
+                ev = ev * 10 + (buf[i] - 48)
+            i += 1
+        if not eseen:
+            return 0.0, False
+        exp10 += -ev if eneg else ev
+    if i != e:
+        return 0.0, False
+    v = np.float64(mant)
+    if exp10 == 0:
+        pass
+    elif 0 < exp10 <= 22:
+        v = v * _POW10[exp10]
+    elif -22 <= exp10 < 0:
+        v = v / _POW10[-exp10]
+    else:
+        v = v * 10.0 ** exp10
+    return (-v if neg else v), True
+
+
+@njit(cache=True)
+def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_offsets):
+    """Parse the lines of one ``\\n-grams:`` section, buf[start:end].
+
+    Each non-blank line is ``prob w1 .. wn [bow]`` (tabs or spaces). Returns rows
+    int64[count, n], lp float32[count], bow float32[count], has_bow bool[count],
+    count, error code (ERR_*), and the 0-based line index of the error within the
+    section. -99 (SRILM's log-zero) is kept as the number -99.
+    """
+    rows = np.zeros((expected, n), dtype=np.int64)
+    lp = np.zeros(expected, dtype=np.float32)
+    bow = np.zeros(expected, dtype=np.float32)
+    has_bow = np.zeros(expected, dtype=np.bool_)
+    tok_s = np.empty(n + 3, dtype=np.int64)
+    tok_e = np.empty(n + 3, dtype=np.int64)
+    count = 0
+    line = 0
+    pos = start
+    while pos < end:
+        le = pos
+        while le < end and buf[le] != 10:
+            le += 1
+        # tokenise on spaces, tabs and \r
+        nt = 0
+        i = pos
+        while i < le and nt < n + 3:
+            while i < le and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+                i += 1
+            if i >= le:
+                break
+            tok_s[nt] = i
+            while i < le and not (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+                i += 1
+            tok_e[nt] = i
+            nt += 1
+        if nt > 0:
+            if count >= expected:
+                return rows, lp, bow, has_bow, count, ERR_TOO_MANY, line
+            if nt != n + 1 and nt != n + 2:
+                return rows, lp, bow, has_bow, count, ERR_FIELDS, line
+            v, ok = _parse_float(buf, tok_s[0], tok_e[0])
+            if not ok:
+                return rows, lp, bow, has_bow, count, ERR_PROB, line
+            lp[count] = np.float32(v)
+            for j in range(n):
+                w = _lookup_word(buf, tok_s[j + 1], tok_e[j + 1], table, word_bytes, word_offsets)
+                if w < 0:
+                    return rows, lp, bow, has_bow, count, ERR_WORD, line
+                rows[count, j] = w
+            if nt == n + 2:
+                v, ok = _parse_float(buf, tok_s[n + 1], tok_e[n + 1])
+                if not ok:
+                    return rows, lp, bow, has_bow, count, ERR_BOW, line
+                bow[count] = np.float32(v)
+                has_bow[count] = True
+            count += 1
+        line += 1
+        pos = le + 1
+    return rows, lp, bow, has_bow, count, ERR_NONE, line

@@ -1,0 +1,389 @@
+"""Back-off n-gram models in the ARPA format: read (SRILM, KenLM, gzip), write, query.
+
+A ``BackoffLM`` holds, for each order n, the explicit n-grams as rows of word ids with
+their log10 probabilities and back-off weights (``float32``, as SRILM keeps them), plus
+a compact query index:
+
+* context nodes: every context of an explicit n-gram and every suffix of one (SRILM's
+  reversed-context trie), stored as sorted ``int64`` keys ``parent_node * V + word``
+  (the parent is the context one word shorter on the left; node id = index + 1,
+  root = 0) with a ``float32`` back-off weight per node (0 where the file gives none);
+* probabilities: sorted ``int64`` keys ``context_node * V + word`` -> ``float32``.
+
+``log10_probs(corpus)`` scores every predicted position (all tokens but ``<s>``) by the
+ARPA back-off rule, walking contexts like SRILM's ``Ngram::wordProbBO`` with the same
+single-precision sums, so scoring an SRILM ARPA file reproduces ``ngram -ppl``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
+
+LOG_ZERO = -99.0  # how ARPA files write log10(0)
+
+
+class ArpaError(ValueError):
+    """Malformed ARPA file; the message names the file and line."""
+
+
+def predicted_positions(corpus: Corpus) -> np.ndarray:
+    """int64[n_pos]: indices into ``corpus.tokens`` of every predicted token (all but ``<s>``)."""
+    mask = np.ones(corpus.n_tokens, dtype=bool)
+    mask[corpus.offsets[:-1]] = False
+    return np.flatnonzero(mask).astype(np.int64)
+
+
+def _sentence_starts(corpus: Corpus) -> np.ndarray:
+    return np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets)).astype(np.int64)
+
+
+class BackoffLM:
+    """A back-off n-gram model (the content of an ARPA file), ready to score text.
+
+    Parameters
+    ----------
+    vocab : Vocabulary        the model's words (ids index the rows below)
+    ngrams : list of (rows int64[m_n, n], logprob float32[m_n], bow float32[m_n],
+             has_bow bool[m_n]) for n = 1..order
+    """
+
+    def __init__(self, vocab: Vocabulary, ngrams: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
+        self.vocab = vocab
+        self.order = len(ngrams)
+        self.ngrams = [
+            (np.ascontiguousarray(r, dtype=np.int64).reshape(-1, n + 1),
+             np.asarray(p, dtype=np.float32), np.asarray(b, dtype=np.float32), np.asarray(h, dtype=bool))
+            for n, (r, p, b, h) in enumerate(ngrams)
+        ]
+        self._index = None
+
+    # ------------------------------------------------------------ summary
+    @property
+    def counts(self) -> list[int]:
+        """Number of explicit n-grams of each order (the ARPA header)."""
+        return [len(p) for _, p, _, _ in self.ngrams]
+
+    @property
+    def n_parameters(self) -> int:
+        """Probabilities plus back-off weights stored."""
+        return int(sum(len(p) + int(h.sum()) for _, p, _, h in self.ngrams))
+
+    # ------------------------------------------------------------ index
+    def _build_index(self):
+        """Context nodes (suffix-closed) and probability keys; see the module docstring."""
+        from . import _kn_kernels as K
+
+        V = len(self.vocab)
+        N = self.order
+        # base[m] = rows (length m) that must be context nodes: contexts of explicit
+        # (m+1)-grams and explicit m-grams carrying a back-off weight
+        base = []
+        for m in range(1, N):
+            rows_next = self.ngrams[m][0][:, :m]
+            rows_m, _, _, hb = self.ngrams[m - 1]
+            base.append(np.concatenate([rows_next, rows_m[hb]]))
+        level_keys = [np.arange(V, dtype=np.int64)]  # unigram nodes: word w -> id w + 1
+        n_ids = V
+        cur = [b[:, -1] + 1 for b in base]  # node id of the last-1 suffix of each base row
+        for k in range(2, N):
+            keys_parts = [cur[m - 1] * V + base[m - 1][:, m - k] for m in range(k, N)]
+            uniq = np.unique(np.concatenate(keys_parts)) if keys_parts else np.zeros(0, np.int64)
+            level_keys.append(uniq)
+            for m in range(k, N):
+                kp = cur[m - 1] * V + base[m - 1][:, m - k]
+                cur[m - 1] = n_ids + 1 + np.searchsorted(uniq, kp)
+            n_ids += len(uniq)
+        node_keys = np.concatenate(level_keys)
+        node_bow = np.zeros(len(node_keys) + 1, dtype=np.float32)
+        prob_keys = []
+        prob_lp = []
+        for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
+            if n < N and hb.any():
+                ids = K.lookup_nodes(rows[hb], node_keys, V)
+                node_bow[ids] = bow[hb]
+            if n == 1:
+                ctx = np.zeros(len(rows), dtype=np.int64)
+            else:
+                ctx = K.lookup_nodes(np.ascontiguousarray(rows[:, :-1]), node_keys, V)
+            prob_keys.append(ctx * V + rows[:, -1])
+            prob_lp.append(lp)
+        pk = np.concatenate(prob_keys)
+        order = np.argsort(pk, kind="stable")
+        pk = pk[order]
+        if len(pk) > 1 and np.any(pk[1:] == pk[:-1]):
+            raise ArpaError("model lists the same n-gram twice")
+        self._index = (node_keys, node_bow, pk, np.concatenate(prob_lp)[order])
+        return self._index
+
+    def _model_tokens(self, corpus: Corpus) -> np.ndarray:
+        if corpus.vocab is self.vocab or corpus.vocab.words == self.vocab.words:
+            return corpus.tokens.astype(np.int64)
+        mapping = np.array([self.vocab.id(w) for w in corpus.vocab.words], dtype=np.int64)
+        mapping[0] = 0
+        mapping[1] = 1
+        mapping[UNK_ID] = UNK_ID
+        return mapping[corpus.tokens]
+
+    def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
+        """(log10 p float64[n_pos], n-gram length used int64[n_pos]) at every predicted
+        position of ``corpus`` (all tokens but ``<s>``, in order); -inf for probability 0."""
+        from . import _kn_kernels as K
+
+        index = self._index or self._build_index()
+        node_keys, node_bow, prob_keys, prob_lp = index
+        return K.backoff_query(
+            self._model_tokens(corpus), _sentence_starts(corpus), predicted_positions(corpus),
+            self.order, len(self.vocab), node_keys, node_bow, prob_keys, prob_lp,
+        )
+
+    def log10_probs(self, corpus: Corpus) -> np.ndarray:
+        """float64[n_pos]: log10 p(w | context) at every predicted position (the scoring protocol)."""
+        return self.query(corpus)[0]
+
+    # ------------------------------------------------------------ output
+    def write_arpa(self, path: str | Path) -> None:
+        """Write the model as an ARPA file (SRILM layout, ``%.7g`` numbers, -99 for
+        log 0); ``.gz`` compresses. Written to a temporary file, then renamed."""
+        path = Path(path)
+        data = self.arpa_bytes()
+        if path.suffix == ".gz":
+            data = gzip.compress(data, compresslevel=6)
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def arpa_bytes(self) -> bytes:
+        """The ARPA file as bytes."""
+        from . import _kn_kernels as K
+
+        enc = [w.encode("utf-8") for w in self.vocab.words]
+        word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in enc], out=word_offsets[1:])
+        word_bytes = np.frombuffer(b"".join(enc), dtype=np.uint8) if word_offsets[-1] else np.zeros(1, np.uint8)
+        word_len = np.diff(word_offsets)
+        out = io.BytesIO()
+        out.write(b"\n\\data\\\n")
+        for n, c in enumerate(self.counts, start=1):
+            out.write(f"ngram {n}={c}\n".encode())
+        for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
+            out.write(f"\n\\{n}-grams:\n".encode())
+            if len(rows) == 0:
+                continue
+            order = np.lexsort(rows.T[::-1])
+            rows, lp, bow, hb = rows[order], lp[order], bow[order], hb[order]
+            size = int(word_len[rows].sum()) + len(rows) * (2 * 24 + n + 3)
+            buf = np.empty(size, dtype=np.uint8)
+            start = 0
+            while start < len(rows):
+                used, bad = K.write_ngram_lines(rows[start:], lp[start:], bow[start:], hb[start:],
+                                                word_bytes, word_offsets, buf)
+                out.write(buf[:used].tobytes())
+                if bad < 0:
+                    break
+                i = start + bad  # a value outside the kernel's exact range: format in Python
+                line = _fmt(lp[i]) + "\t" + " ".join(self.vocab.words[w] for w in rows[i])
+                if hb[i]:
+                    line += "\t" + _fmt(bow[i])
+                out.write(line.encode("utf-8") + b"\n")
+                start = i + 1
+        out.write(b"\n\\end\\\n")
+        return out.getvalue()
+
+    # ------------------------------------------------------------ input
+    @classmethod
+    def read_arpa(cls, path: str | Path) -> "BackoffLM":
+        """Read an ARPA file (plain or gzip, SRILM or KenLM). ``<unk>`` among the
+        unigrams makes the vocabulary open (test words outside it are scored as
+        ``<unk>``, SRILM's ``-unk``). Raises ``ArpaError`` naming the line on bad input."""
+        path = Path(path)
+        name = str(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise ArpaError(f"{name}: cannot read: {e.strerror}") from None
+        if data[:2] == b"\x1f\x8b":
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as e:
+                raise ArpaError(f"{name}: corrupt gzip data ({e})") from None
+        return cls.from_arpa_bytes(data, name)
+
+    @classmethod
+    def from_arpa_bytes(cls, data: bytes, name: str = "<arpa>") -> "BackoffLM":
+        from . import _kn_kernels as K
+
+        def lineno(pos: int) -> int:
+            return data.count(b"\n", 0, pos) + 1
+
+        def fail(pos: int, msg: str):
+            raise ArpaError(f"{name}:{lineno(pos)}: {msg}")
+
+        # lines starting with a backslash delimit the sections
+        marks = [(m.start(), m.group().rstrip(b"\r").strip()) for m in re.finditer(rb"(?m)^\\[^\n]*", data)]
+        i_data = next((i for i, (_, t) in enumerate(marks) if t == b"\\data\\"), None)
+        if i_data is None:
+            raise ArpaError(f"{name}: not an ARPA file (no \\data\\ line)")
+        marks = marks[i_data:]
+        # header: "ngram N=count" lines
+        hdr_start = data.index(b"\n", marks[0][0]) + 1 if b"\n" in data[marks[0][0]:] else len(data)
+        hdr_end = marks[1][0] if len(marks) > 1 else len(data)
+        expected: dict[int, int] = {}
+        pos = hdr_start
+        for raw in data[hdr_start:hdr_end].split(b"\n"):
+            s = raw.strip()
+            if s:
+                m = re.fullmatch(rb"ngram\s+(\d+)\s*=\s*(\d+)", s)
+                if not m:
+                    fail(pos, f"expected 'ngram N=count' in the \\data\\ header, got {s[:60].decode('utf-8', 'replace')!r}")
+                n, c = int(m.group(1)), int(m.group(2))
+                if n != len(expected) + 1:
+                    fail(pos, f"header lists order {n} after order {len(expected)}")
+                expected[n] = c
+            pos += len(raw) + 1
+        if not expected:
+            fail(marks[0][0], "empty \\data\\ header (no 'ngram N=count' lines)")
+        order = len(expected)
+        # sections
+        sections: dict[int, tuple[int, int, int]] = {}  # n -> (header pos, body start, body end)
+        saw_end = False
+        for j, (p, t) in enumerate(marks[1:], start=1):
+            m = re.fullmatch(rb"\\(\d+)-grams:", t)
+            if m:
+                n = int(m.group(1))
+                if n != len(sections) + 1 or n > order:
+                    fail(p, f"unexpected section {t.decode()} (expected \\{len(sections) + 1}-grams: "
+                            f"or \\end\\; header announces order {order})")
+                body = data.find(b"\n", p)
+                body = len(data) if body < 0 else body + 1
+                end = marks[j + 1][0] if j + 1 < len(marks) else len(data)
+                sections[n] = (p, body, end)
+            elif t == b"\\end\\":
+                saw_end = True
+                break
+            else:
+                fail(p, f"unexpected line {t[:60].decode('utf-8', 'replace')!r}")
+        if len(sections) < order:
+            missing = len(sections) + 1
+            fail(len(data), f"file ends before the \\{missing}-grams: section (truncated?)")
+        if not saw_end:
+            fail(len(data), "file ends without \\end\\ (truncated?)")
+
+        # unigrams in Python (they define the vocabulary)
+        p1, b1, e1 = sections[1]
+        words: list[str] = []
+        uni_lp: list[float] = []
+        uni_bow: list[float] = []
+        uni_hb: list[bool] = []
+        pos = b1
+        for raw in data[b1:e1].split(b"\n"):
+            toks = raw.split()
+            if toks:
+                if len(words) >= expected[1]:
+                    fail(pos, f"more 1-grams than the header's ngram 1={expected[1]}")
+                if len(toks) not in (2, 3):
+                    fail(pos, f"expected 'prob word [bow]', got {len(toks)} fields")
+                try:
+                    prob = float(toks[0])
+                    bw = float(toks[2]) if len(toks) == 3 else 0.0
+                except ValueError:
+                    fail(pos, f"not a number: {raw.strip()[:60].decode('utf-8', 'replace')!r}")
+                try:
+                    words.append(toks[1].decode("utf-8"))
+                except UnicodeDecodeError:
+                    fail(pos, "invalid UTF-8")
+                uni_lp.append(prob)
+                uni_bow.append(bw)
+                uni_hb.append(len(toks) == 3)
+            pos += len(raw) + 1
+        if len(words) != expected[1]:
+            fail(e1, f"header says ngram 1={expected[1]} but the section has {len(words)} entries")
+        index = {}
+        for i, w in enumerate(words):
+            if w in index:
+                fail(b1, f"unigram {w!r} listed twice")
+            index[w] = i
+        vocab_words = [BOS, EOS, UNK] + [w for w in words if w not in (BOS, EOS, UNK)]
+        vocab = Vocabulary(vocab_words, has_unk=UNK in index)
+        vid = np.array([vocab.index[w] for w in words], dtype=np.int64)
+        # absent specials: <s> as context only (log 0), </s> and <unk> get log 0
+        extra = [w for w in (BOS, EOS, UNK) if w not in index]
+        rows1 = np.concatenate([vid, np.array([vocab.index[w] for w in extra], dtype=np.int64)])
+        lp1 = np.array(uni_lp + [-np.inf] * len(extra), dtype=np.float32)
+        bow1 = np.array(uni_bow + [0.0] * len(extra), dtype=np.float32)
+        hb1 = np.array(uni_hb + [False] * len(extra), dtype=bool)
+        ngrams = [(rows1.reshape(-1, 1), lp1, bow1, hb1)]
+
+        enc = [w.encode("utf-8") for w in vocab.words]
+        word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in enc], out=word_offsets[1:])
+        word_bytes = np.frombuffer(b"".join(enc), dtype=np.uint8)
+        table = K.build_word_table(word_bytes, word_offsets)
+        buf = np.frombuffer(data, dtype=np.uint8)
+        for n in range(2, order + 1):
+            p, b, e = sections[n]
+            rows, lp, bow, hb, count, err, line = K.parse_ngram_section(
+                buf, b, e, n, expected[n], table, word_bytes, word_offsets)
+            if err != K.ERR_NONE:
+                err_pos = b
+                for _ in range(line):
+                    err_pos = data.index(b"\n", err_pos) + 1
+                text = data[err_pos:data.find(b"\n", err_pos)].strip()[:80].decode("utf-8", "replace")
+                msg = {
+                    K.ERR_FIELDS: f"expected 'prob w1 .. w{n} [bow]' ({n + 1} or {n + 2} fields)",
+                    K.ERR_PROB: "probability is not a number",
+                    K.ERR_BOW: "back-off weight is not a number",
+                    K.ERR_WORD: "word not among the 1-grams",
+                    K.ERR_TOO_MANY: f"more {n}-grams than the header's ngram {n}={expected[n]}",
+                }[int(err)]
+                fail(err_pos, f"{msg}: {text!r}")
+            if count != expected[n]:
+                fail(e, f"header says ngram {n}={expected[n]} but the section has {count} entries")
+            ngrams.append((rows, lp, bow, hb))
+        lm = cls(vocab, ngrams)
+        return lm
+
+
+def _fmt(x: float) -> str:
+    x = float(x)
+    if x == -np.inf:
+        return "-99"
+    return "%.7g" % x
+
+
+def read_arpa(path: str | Path) -> BackoffLM:
+    """Shorthand for ``BackoffLM.read_arpa``."""
+    return BackoffLM.read_arpa(path)
+
+
+def is_arpa_file(path: str | Path) -> bool:
+    """True when the file (plain or gzip) starts, after blank lines, with ``\\data\\``."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        opener = gzip.open if head == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            for _ in range(100):
+                line = fh.readline()
+                if not line:
+                    return False
+                if line.strip():
+                    return line.strip() == b"\\data\\"
+    except OSError:
+        return False
+    return False

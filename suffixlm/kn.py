@@ -1,0 +1,376 @@
+"""Interpolated Kneser-Ney n-gram models, computed exactly as SRILM's ``ngram-count``.
+
+``KneserNeyLM(order, modified=True)`` reproduces
+``ngram-count -order N -kndiscount -interpolate -unk`` (modified KN: three discounts
+per order from counts-of-counts, Chen & Goodman 1998) and, with ``modified=False``,
+``-ukndiscount -interpolate -unk`` (one discount per order). SRILM's rules, all kept:
+
+* counts: every n-gram of ``<s> w1 .. wn </s>`` of each order 1..N; for orders below
+  N the count is replaced by the number of distinct words preceding the n-gram
+  (continuation count), except for n-grams starting with ``<s>``, which keep their
+  counts (``KneserNey::prepareCounts``);
+* discounts from the counts-of-counts n1..n4 of the (modified) counts, skipping
+  n-grams that predict ``<s>``: Y = n1/(n1+2 n2), D1 = 1-2Y n2/n1, D2 = 2-3Y n3/n2,
+  D3+ = 3-4Y n4/n3; original KN: D = n1/(n1+2 n2);
+* cut-offs (``-gtNmin``): n-grams whose (modified) count is below ``min_counts[n-1]``
+  get no probability of their own, but still count in the context totals; SRILM's
+  defaults are 1, 1, 2, 2, 2, 2, 2, 2, 2 for orders 1..9 and 1 above;
+* p(w|h) = (c - D(c))/c(h) + gamma(h) p(w|h'), gamma(h) = sum_k D_k n_k(h) / c(h),
+  the unigram level interpolating with 1/|V| (|V| = words that can be predicted);
+  back-off weights normalise each context; unigram mass left over goes to unseen
+  words; probabilities are stored and combined in single precision like SRILM;
+* missing context n-grams get their back-off probability (``fixupProbs``) so the
+  ARPA file is prefix-closed.
+
+Beyond SRILM: when a modified-KN count-of-counts is zero (or a discount falls outside
+its range), the order falls back to the original-KN discount, or to 0.5/1/1.5 when even
+that is undefined, with a warning, instead of failing.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .arpa import BackoffLM
+from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
+
+SRILM_DEFAULT_MIN_COUNTS = (1, 1, 2, 2, 2, 2, 2, 2, 2)  # -gt1min .. -gt9min; -gtmin (orders > 9) is 1
+
+
+class DiscountWarning(UserWarning):
+    """A modified-KN discount could not be estimated; a fallback was used."""
+
+
+def srilm_min_counts(order: int) -> list[int]:
+    """SRILM's default cut-offs for orders 1..order (n-grams of order 3..9 seen once are dropped)."""
+    return [SRILM_DEFAULT_MIN_COUNTS[n - 1] if n <= 9 else 1 for n in range(1, order + 1)]
+
+
+@dataclass
+class NgramCounts:
+    """All n-grams of orders 1..N of a corpus, as a trie in flat arrays.
+
+    For order n (list index n-1), the m_n distinct n-grams are sorted by (prefix, word):
+    word   : int64[m_n]  last word
+    prefix : int64[m_n]  index of the (n-1)-gram prefix in order n-1 (0 for n = 1)
+    suffix : int64[m_n]  index of the (n-1)-gram suffix (first word dropped) in order n-1
+    first  : int64[m_n]  first word
+    count  : int64[m_n]  raw count
+    Order 1 lists every vocabulary word (count 0 when unseen), indexed by word id.
+    """
+
+    order: int
+    vocab_size: int
+    word: list = field(default_factory=list)
+    prefix: list = field(default_factory=list)
+    suffix: list = field(default_factory=list)
+    first: list = field(default_factory=list)
+    count: list = field(default_factory=list)
+
+    def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
+        """int64[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
+        idx = np.arange(len(self.word[n - 1])) if index is None else np.asarray(index)
+        out = np.empty((len(idx), n), dtype=np.int64)
+        g = idx
+        for j in range(n - 1, -1, -1):
+            out[:, j] = self.word[j][g]
+            g = self.prefix[j][g]
+        return out
+
+
+def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
+    """Count every n-gram (n = 1..order) inside the sentences of ``corpus``."""
+    if order < 1:
+        raise ValueError("order must be >= 1")
+    V = len(corpus.vocab)
+    tok = corpus.tokens.astype(np.int64)
+    starts = np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets))
+    depth = np.arange(len(tok), dtype=np.int64) - starts  # position inside the sentence
+    c = NgramCounts(order, V)
+    c.word.append(np.arange(V, dtype=np.int64))
+    c.prefix.append(np.zeros(V, dtype=np.int64))
+    c.suffix.append(np.zeros(V, dtype=np.int64))
+    c.first.append(np.arange(V, dtype=np.int64))
+    c.count.append(np.bincount(tok, minlength=V).astype(np.int64))
+    ids = tok.copy()  # id of the (n-1)-gram ending at each position
+    for n in range(2, order + 1):
+        valid = np.flatnonzero(depth >= n - 1)
+        if len(valid) == 0:
+            for lst in (c.word, c.prefix, c.suffix, c.first, c.count):
+                lst.append(np.zeros(0, dtype=np.int64))
+            ids = np.full(len(tok), -1, dtype=np.int64)
+            continue
+        keys = ids[valid - 1] * V + tok[valid]
+        uniq, inv = np.unique(keys, return_inverse=True)
+        prefix = uniq // V
+        suffix = np.empty(len(uniq), dtype=np.int64)
+        suffix[inv] = ids[valid]
+        c.word.append(uniq - prefix * V)
+        c.prefix.append(prefix)
+        c.suffix.append(suffix)
+        c.first.append(c.first[n - 2][prefix])
+        c.count.append(np.bincount(inv, minlength=len(uniq)).astype(np.int64))
+        ids = np.full(len(tok), -1, dtype=np.int64)
+        ids[valid] = inv
+    return c
+
+
+def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndarray]:
+    """Counts as SRILM's ``KneserNey::prepareCounts`` leaves them: for n < N the number
+    of distinct (n+1)-grams ending in the n-gram, except n-grams starting with a
+    non-event (``<s>``; ``<unk>`` in a closed vocabulary), which keep their counts."""
+    out = []
+    N = counts.order
+    for n in range(1, N + 1):
+        raw = counts.count[n - 1]
+        if n == N:
+            out.append(raw.copy())
+            continue
+        cc = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int64)
+        keep = nonevent[counts.first[n - 1]]
+        out.append(np.where(keep, raw, cc))
+    return out
+
+
+def count_of_counts(kn_count: np.ndarray, word: np.ndarray, nonevent: np.ndarray) -> np.ndarray:
+    """int64[5]: n_0..n_4, the number of n-grams with (modified) count k, n-grams
+    predicting a non-event excluded (n_0 unused)."""
+    sel = (kn_count >= 1) & (kn_count <= 4) & ~nonevent[word]
+    return np.bincount(kn_count[sel], minlength=5)[:5].astype(np.int64)
+
+
+def estimate_discounts(n: np.ndarray, modified: bool, order: int) -> tuple[float, float, float]:
+    """(D1, D2, D3+) from counts-of-counts ``n`` (index k = count k); SRILM's formulas,
+    with a warned fallback where SRILM would fail."""
+    n1, n2, n3, n4 = (int(x) for x in n[1:5])
+    if modified:
+        if n1 > 0 and n2 > 0 and n3 > 0 and n4 > 0:
+            y = n1 / (n1 + 2 * n2)
+            d1 = 1 - 2 * y * n2 / n1
+            d2 = 2 - 3 * y * n3 / n2
+            d3 = 3 - 4 * y * n4 / n3
+            if d1 >= 0 and d2 >= 0 and d3 >= 0:
+                return d1, d2, d3
+            why = f"a discount is negative (D1={d1:.4g}, D2={d2:.4g}, D3+={d3:.4g})"
+        else:
+            why = f"a count-of-counts is zero (n1..n4 = {n1}, {n2}, {n3}, {n4})"
+        if n1 > 0 and n2 > 0:
+            d = n1 / (n1 + 2 * n2)
+            warnings.warn(f"order {order}: modified Kneser-Ney impossible ({why}); "
+                          f"using the original-KN discount D = {d:.6g} for all counts", DiscountWarning, stacklevel=3)
+            return d, d, d
+        warnings.warn(f"order {order}: modified Kneser-Ney impossible ({why}); "
+                      "using fallback discounts 0.5, 1, 1.5", DiscountWarning, stacklevel=3)
+        return 0.5, 1.0, 1.5
+    if n1 > 0 and n2 > 0:
+        d = n1 / (n1 + 2 * n2)
+        return d, d, d
+    warnings.warn(f"order {order}: Kneser-Ney count-of-counts n1={n1}, n2={n2} has a zero; "
+                  "using fallback discount 0.5", DiscountWarning, stacklevel=3)
+    return 0.5, 0.5, 0.5
+
+
+def _ranges(prefix: np.ndarray, n_ctx: int) -> tuple[np.ndarray, np.ndarray]:
+    end = np.cumsum(np.bincount(prefix, minlength=n_ctx)).astype(np.int64)
+    start = np.empty_like(end)
+    start[0] = 0
+    start[1:] = end[:-1]
+    return start, end
+
+
+def _distribute_unigram_mass(lp: np.ndarray, explicit: np.ndarray, nonevent: np.ndarray) -> None:
+    """SRILM's ``distributeProb`` for the unigram level: mass left after the explicit
+    unigrams goes to the words without a probability (else to all words)."""
+    ok = lp[explicit & ~nonevent]
+    num = 1.0 - float(np.exp(ok.astype(np.float64)[np.isfinite(ok)] * math.log(10)).sum())
+    if -3e-6 < num < 0.0:
+        num = 0.0
+    if num < 0.0:
+        return  # improper model; SRILM keeps the probabilities as they are
+    words = ~nonevent
+    zero = words & (~explicit | (lp == -np.inf))
+    if zero.any():
+        add = num / int(zero.sum())
+        lp[zero] = np.float32(math.log10(add)) if add > 0 else -np.inf
+        explicit[zero] = True
+    else:
+        add = num / int(words.sum())
+        cur = np.exp(lp[words].astype(np.float64) * math.log(10))
+        lp[words] = np.log10(cur + add).astype(np.float32)
+
+
+@dataclass
+class _Order:
+    lp: np.ndarray        # float32[m] log10 probability (valid where explicit)
+    explicit: np.ndarray  # bool[m]
+    found: np.ndarray     # float32[m] probability found by the back-off walk
+    acc: np.ndarray       # float32[m] back-off weights summed on the way
+    bow: np.ndarray | None = None  # float32[m] back-off weight of the n-gram as a context
+
+
+def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
+    """Back-off (found, acc) of every n-gram of an order, SRILM's summation order."""
+    found = np.where(explicit, lp, order_prev.found[suffix]).astype(np.float32)
+    acc_bo = (order_prev.acc[suffix] + bow_prev[prefix]).astype(np.float32)
+    acc = np.where(explicit, np.float32(0), acc_bo).astype(np.float32)
+    return found, acc
+
+
+def estimate_kneser_ney(
+    counts: NgramCounts,
+    vocab: Vocabulary,
+    modified: bool = True,
+    min_counts: list[int] | None = None,
+    interpolate: bool = True,
+) -> tuple[BackoffLM, dict]:
+    """Estimate an interpolated (modified) KN model from ``counts`` as SRILM does.
+
+    Returns the model and a dict of diagnostics: ``discounts`` (list of (D1, D2, D3+)
+    per order), ``count_of_counts`` (n1..n4 per order), ``retries`` and ``bad_bows``
+    per order, ``fixups`` (context n-grams added per order).
+    """
+    from . import _kn_kernels as K
+
+    N = counts.order
+    V = counts.vocab_size
+    if min_counts is None:
+        min_counts = srilm_min_counts(N)
+    min_counts = list(min_counts) + [min_counts[-1]] * (N - len(min_counts))
+    nonevent = np.zeros(V, dtype=bool)
+    nonevent[BOS_ID] = True
+    if not vocab.has_unk:
+        nonevent[UNK_ID] = True
+    vocab_size = int(V - nonevent.sum())
+    kn = kneser_ney_counts(counts, nonevent)
+    info: dict = {"discounts": [], "count_of_counts": [], "retries": [], "bad_bows": [], "fixups": []}
+    orders: list[_Order] = []
+    # contexts holding a closed-vocabulary <unk> get no probabilities
+    has_unk = [counts.word[0] == UNK_ID] if not vocab.has_unk else None
+    for n in range(1, N + 1):
+        coc = count_of_counts(kn[n - 1], counts.word[n - 1], nonevent)
+        d = estimate_discounts(coc, modified, n)
+        info["count_of_counts"].append([int(x) for x in coc[1:]])
+        info["discounts"].append(d)
+        word = counts.word[n - 1]
+        if n == 1:
+            start = np.zeros(1, dtype=np.int64)
+            end = np.full(1, V, dtype=np.int64)
+            skip = np.zeros(1, dtype=bool)
+            lower = np.full(V, np.float32(-math.log10(vocab_size)), dtype=np.float32)
+        else:
+            prev = orders[-1]
+            n_ctx = len(counts.word[n - 2])
+            start, end = _ranges(counts.prefix[n - 1], n_ctx)
+            skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
+            lower = (prev.found + prev.acc)[counts.suffix[n - 1]].astype(np.float32)
+            if has_unk is not None:
+                has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
+        lp, explicit, n_retry = K.estimate_order(
+            start, end, skip, kn[n - 1], word, lower, nonevent,
+            int(min_counts[n - 1]), float(d[0]), float(d[1]), float(d[2]), vocab_size, bool(interpolate), n == 1)
+        info["retries"].append(int(n_retry))
+        if n == 1:
+            _distribute_unigram_mass(lp, explicit, nonevent)
+            info["bad_bows"].append(0)
+            orders.append(_Order(lp, explicit, lp.copy(), np.zeros(V, dtype=np.float32)))
+        else:
+            bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
+            info["bad_bows"].append(int(n_bad))
+            orders[-1].bow = bow
+            found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow)
+            orders.append(_Order(lp, explicit, found, acc))
+    orders[-1].bow = np.zeros(len(orders[-1].lp), dtype=np.float32)
+
+    # nodes: contexts of explicit n-grams and their suffixes
+    def context_nodes():
+        node = [np.zeros(len(o.lp), dtype=bool) for o in orders]
+        for n in range(N - 1, 0, -1):
+            node[n - 1][counts.prefix[n][orders[n].explicit]] = True
+            if n < N - 1:
+                node[n - 1][counts.suffix[n][node[n]]] = True
+        return node
+
+    node = context_nodes()
+    # fixups: every node and every prefix of a node needs an explicit probability
+    mark = [x.copy() for x in node]
+    for n in range(N - 1, 1, -1):
+        mark[n - 2][counts.prefix[n - 1][mark[n - 1]]] = True
+    info["fixups"].append(0)
+    for n in range(2, N + 1):
+        o = orders[n - 1]
+        o.found, o.acc = _walk(orders[n - 2], o.lp, o.explicit, counts.suffix[n - 1], counts.prefix[n - 1],
+                               orders[n - 2].bow)
+        if n == N:
+            info["fixups"].append(0)
+            break
+        fix = mark[n - 1] & ~o.explicit
+        info["fixups"].append(int(fix.sum()))
+        if fix.any():
+            o.lp[fix] = (o.found[fix] + o.acc[fix]).astype(np.float32)
+            o.explicit[fix] = True
+            o.found[fix] = o.lp[fix]
+            o.acc[fix] = 0
+    node = context_nodes()
+
+    ngrams = []
+    for n in range(1, N + 1):
+        o = orders[n - 1]
+        idx = np.flatnonzero(o.explicit)
+        if n == 1:
+            idx = idx[~nonevent[idx] | (idx == BOS_ID)]
+        rows = counts.rows(n, idx)
+        has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
+        ngrams.append((rows, o.lp[idx], o.bow[idx], has_bow))
+    return BackoffLM(vocab, ngrams), info
+
+
+class KneserNeyLM:
+    """Interpolated Kneser-Ney n-gram model (SRILM ``ngram-count -kndiscount
+    -interpolate``; ``modified=False`` for ``-ukndiscount``).
+
+    Parameters
+    ----------
+    order : int            n-gram order N
+    modified : bool        three discounts per order (Chen & Goodman) or one
+    min_counts : list[int] | None   per-order cut-offs (SRILM ``-gtNmin``); None =
+                           SRILM's defaults, ``[1]`` = keep everything; the last value
+                           repeats for higher orders
+    interpolate : bool     interpolated (True, SRILM ``-interpolate``) or back-off KN
+
+    Learned: ``model_`` (BackoffLM), ``vocab_``, ``discounts_``, ``info_``.
+    Follows the scoring protocol: ``order``, ``vocab``, ``log10_probs(corpus)``.
+    """
+
+    def __init__(self, order: int = 3, modified: bool = True, min_counts: list[int] | None = None,
+                 interpolate: bool = True):
+        if order < 1:
+            raise ValueError("order must be >= 1")
+        if min_counts is not None and (len(min_counts) == 0 or min(min_counts) < 1):
+            raise ValueError("min_counts must be a non-empty list of integers >= 1")
+        self.order = order
+        self.modified = modified
+        self.min_counts = min_counts
+        self.interpolate = interpolate
+
+    def fit(self, corpus: Corpus) -> "KneserNeyLM":
+        counts = count_ngrams(corpus, self.order)
+        self.model_, self.info_ = estimate_kneser_ney(
+            counts, corpus.vocab, self.modified, self.min_counts, self.interpolate)
+        self.vocab_ = corpus.vocab
+        self.discounts_ = self.info_["discounts"]
+        return self
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return self.vocab_
+
+    def log10_probs(self, corpus: Corpus) -> np.ndarray:
+        """float64[n_pos] log10 p(w | context) at every predicted position (all but <s>)."""
+        return self.model_.log10_probs(corpus)
+
+    def write_arpa(self, path) -> None:
+        self.model_.write_arpa(path)
