@@ -245,3 +245,47 @@ def loss_value(w, collapsed, param_node, Z, n_end, emp):
         if emp[q] != 0.0:
             loss -= emp[q] * collapsed[param_node[q]] * w[q]
     return loss
+
+
+@njit(cache=True)
+def smoothed_initial_weights(topo, node_parent, collapsed, succ_offsets, succ_counts, param_parent,
+                             n_unseen, discount, w, S, expS, Z):
+    """A starting point close to the optimum for small penalties: the weights that make
+    the log-linear model equal an interpolated absolute-discounting n-gram model.
+
+    Root: w[v] = ln(count(v) + 1) (unseen words keep 0: add-one smoothing). Node j with
+    parent distribution P(v | parent) = exp(S[param_parent]) / Z[parent]:
+        P(v | j) = (c(j, v) - D) / c(j) + gamma_j P(v | parent),  gamma_j = D |succ(j)| / c(j)
+    and since a word that never followed j gets gamma_j P(v | parent), the model matches
+    this exactly when collapsed[j] * w[j, v] = ln(P(v | j) / (gamma_j P(v | parent))) > 0.
+    Fills w, and S, expS, Z as ``forward_pass`` would for it.
+    """
+    for t in range(topo.shape[0]):
+        j = topo[t]
+        pj = node_parent[j]
+        c = collapsed[j]
+        a = succ_offsets[j]
+        b = succ_offsets[j + 1]
+        if pj < 0:
+            z = float(n_unseen)
+            for q in range(a, b):
+                w[q] = np.log(succ_counts[q] + 1.0)
+                S[q] = w[q]
+                expS[q] = np.exp(S[q])
+                z += expS[q]
+        else:
+            total = 0.0
+            for q in range(a, b):
+                total += succ_counts[q]
+            gamma_total = discount * (b - a)
+            z = Z[pj]
+            for q in range(a, b):
+                pq = param_parent[q]
+                p_par = expS[pq] / Z[pj]
+                ratio = 1.0 + (succ_counts[q] - discount) / (gamma_total * p_par)
+                w[q] = np.log(ratio) / c if ratio > 1.0 else 0.0
+                S[q] = S[pq] + c * w[q]
+                expS[q] = np.exp(S[q])
+                z += expS[q] - expS[pq]
+        Z[j] = z
+

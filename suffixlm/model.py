@@ -203,6 +203,10 @@ class LogLinearLM:
     batch_growth : float  factor by which the batch grows each epoch (sage)
     tol : float           stop when the objective's relative decrease stays below tol
     seed : int            shuffling seed (training is deterministic given it)
+    init : str            starting point: ``"smoothed"`` (the weights of an interpolated
+                          absolute-discounting model, see ``_lm_kernels``) or ``"zeros"``.
+                          The objective is convex, so both reach the same optimum; the
+                          smoothed start is much closer to it for small ``lam``.
 
     Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
     ``objective_``, ``history_``, ``n_params_``, ``n_nonzero_``.
@@ -220,6 +224,7 @@ class LogLinearLM:
         batch_growth: float = 2.0,
         tol: float = 1e-6,
         seed: int = 0,
+        init: str = "smoothed",
     ):
         self.order = order
         self.penalty = penalty
@@ -231,6 +236,7 @@ class LogLinearLM:
         self.batch_growth = batch_growth
         self.tol = tol
         self.seed = seed
+        self.init = init
 
     # ------------------------------------------------------------------ training
     def _check_params(self):
@@ -242,6 +248,8 @@ class LogLinearLM:
             raise ValueError(f"lam must be a finite number >= 0, got {self.lam!r}")
         if self.alpha is not None and not (self.alpha > 0.0 and math.isfinite(self.alpha)):
             raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
+        if self.init not in ("smoothed", "zeros"):
+            raise ValueError(f"unknown init {self.init!r}; expected 'smoothed' or 'zeros'")
         if self.solver not in ("sage", "fista"):
             raise ValueError(f"unknown solver {self.solver!r}; expected 'sage' or 'fista'")
 
@@ -315,7 +323,8 @@ class LogLinearLM:
         prox, omega, prox_stats = self._penalty_fns(tree)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
-        self.weights_ = np.zeros(tree.n_params)
+        w0 = self._initial_weights(problem)
+        self.weights_ = w0.copy()
 
         def cb(info):
             if valid_corpus is not None:
@@ -330,11 +339,11 @@ class LogLinearLM:
         self._current = None
         t0 = time.perf_counter()
         if self.solver == "fista":
-            res = fista(problem, self._tracking(prox), omega, self.lam, L0=L_bound / 16, max_iter=self.epochs,
+            res = fista(problem, self._tracking(prox), omega, self.lam, w0=w0, L0=L_bound / 16, max_iter=self.epochs,
                         tol=self.tol, callback=cb)
         else:
             B = self.batch_size if self.batch_size is not None else max(400, problem.n_samples // 32)
-            res = sage(problem, self._tracking(prox), omega, self.lam, batch_size=B,
+            res = sage(problem, self._tracking(prox), omega, self.lam, w0=w0, batch_size=B,
                        batch_growth=self.batch_growth, epochs=self.epochs, L0=L_bound / 16, tol=self.tol,
                        seed=self.seed, callback=cb)
         self.seconds_train_ = time.perf_counter() - t0
@@ -347,6 +356,15 @@ class LogLinearLM:
         self.gradient_seconds_ = problem.seconds_gradient
         self._prepare_scoring()
         return self
+
+    def _initial_weights(self, problem) -> np.ndarray:
+        w = np.zeros(self.tree_.n_params)
+        if self.init == "smoothed":
+            t = self.tree_
+            K.smoothed_initial_weights(problem.topo, t.parent, problem.collapsed, t.succ_offsets, t.succ_counts,
+                                       problem.param_parent, problem.n_unseen, 0.7, w, problem.S, problem.expS,
+                                       problem.Z)
+        return w
 
     def _tracking(self, prox):
         # remember the latest iterate so the per-epoch callback can score it
@@ -486,6 +504,9 @@ class LogLinearLM:
         try:
             with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, **arrays)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
             os.replace(tmp, path)
         except BaseException:
             try:

@@ -43,8 +43,9 @@ class SolverResult:
 def quadratic_upper_bound_holds(f_new, f_old, g, d, metric, L) -> bool:
     """f(y + d) <= f(y) + <g, d> + L/2 ||d||^2 in the metric (with a tiny relative slack
     for rounding)."""
-    md = metric * d
-    rhs = f_old + float(np.dot(g, md)) + 0.5 * L * float(np.dot(d, md))
+    from ._kernels import weighted_dot
+
+    rhs = f_old + weighted_dot(g, d, metric) + 0.5 * L * weighted_dot(d, d, metric)
     return f_new <= rhs + 1e-12 * max(1.0, abs(f_old))
 
 

@@ -1,0 +1,139 @@
+"""``suffixlm train``: fit a log-linear LM with a structured penalty."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import click
+
+PENALTY_CHOICES = ["l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot"]
+AUTO_GRID = (1e-4, 3e-5, 1e-5, 3e-6, 1e-6)
+
+
+def _lam(value: str):
+    if value == "auto":
+        return "auto"
+    try:
+        x = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a number nor 'auto'") from None
+    if not (x >= 0 and math.isfinite(x)):
+        raise click.BadParameter("must be a finite number >= 0")
+    return x
+
+
+@click.command("train")
+@click.argument("train_file", metavar="TRAIN.txt")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (exactly this path).")
+@click.option("--order", default=5, show_default=True, type=click.IntRange(1, 64), help="n-gram order (contexts of order-1 words).")
+@click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(PENALTY_CHOICES))
+@click.option("--lam", "lam_text", default="1e-5", show_default=True,
+              help="Regularisation strength (per-token mean loss + lam * Omega), or 'auto' to choose it on --valid "
+                   f"from {', '.join(map(str, AUTO_GRID))}.")
+@click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
+@click.option("--solver", default="sage", show_default=True, type=click.Choice(["sage", "fista"]),
+              help="sage: Algorithm 1 (accelerated stochastic proximal gradient); fista: full batch.")
+@click.option("--epochs", default=100, show_default=True, type=click.IntRange(1), help="Maximum epochs.")
+@click.option("--batch-size", type=click.IntRange(1), default=None, help="Initial mini-batch size (sage). Default: tokens/32.")
+@click.option("--batch-growth", default=2.0, show_default=True, type=click.FloatRange(1.0), help="Batch growth per epoch (sage).")
+@click.option("--tol", default=1e-6, show_default=True, type=float, help="Stop when the objective's relative decrease stays below this.")
+@click.option("--init", default="smoothed", show_default=True, type=click.Choice(["smoothed", "zeros"]))
+@click.option("--valid", "valid_file", default=None, metavar="VALID.txt", help="Validation text: its perplexity is shown each epoch.")
+@click.option("--vocab", "vocab_file", default=None, help="Vocabulary file (one word per line).")
+@click.option("--min-count", default=1, show_default=True, type=click.IntRange(1), help="Words seen fewer times become <unk>.")
+@click.option("--unk", is_flag=True, help="Open vocabulary: score unseen words as <unk> (SRILM's -unk).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
+def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs, batch_size, batch_growth, tol, init,
+            valid_file, vocab_file, min_count, unk, seed, quiet, as_json):
+    """Train a log-linear language model on TRAIN.txt (one sentence per line)."""
+    from ..corpus import Corpus, CorpusError, load_training_corpus
+    from ..model import LogLinearLM
+
+    lam = _lam(lam_text)
+    if lam == "auto" and valid_file is None:
+        raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
+    try:
+        corpus = load_training_corpus(train_file, vocab_path=vocab_file, min_count=min_count, unk=unk)
+        valid = Corpus.from_text(valid_file, corpus.vocab) if valid_file else None
+    except CorpusError as e:
+        raise click.ClickException(str(e)) from None
+    if not quiet:
+        click.echo(f"{train_file}: {corpus.n_sentences} sentences, {corpus.n_words} words, vocabulary {len(corpus.vocab)}",
+                   err=True)
+
+    def train_one(lam_value, label=""):
+        lm = LogLinearLM(order=order, penalty=penalty, lam=lam_value, alpha=alpha, solver=solver, epochs=epochs,
+                         batch_size=batch_size, batch_growth=batch_growth, tol=tol, seed=seed, init=init)
+        t0 = time.perf_counter()
+        if quiet:
+            lm.fit(corpus, valid=valid)
+            return lm
+        with click.progressbar(length=epochs, label=f"training{label}", file=sys.stderr,
+                               item_show_func=lambda s: s, show_pos=True) as bar:
+            def cb(info):
+                e = info.get("epoch", info.get("iter", 0))
+                if e == 0:
+                    return
+                text = f"objective {info['objective']:.6f}"
+                if "valid_ppl" in info:
+                    text += f"  valid ppl {info['valid_ppl']:.2f}"
+                bar.update(1, text)
+
+            lm.fit(corpus, valid=valid, callback=cb)
+        click.echo(f"  {lm.n_iter_} steps, {time.perf_counter() - t0:.1f} s, objective {lm.objective_:.6f}, "
+                   f"{'converged' if lm.converged_ else 'stopped at --epochs'}, "
+                   f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters", err=True)
+        return lm
+
+    chosen = None
+    grid_results = []
+    try:
+        if lam == "auto":
+            best = None
+            for x in AUTO_GRID:
+                lm = train_one(x, f" lam={x:g}")
+                ppl = lm.perplexity(valid)
+                grid_results.append({"lam": x, "valid_ppl": ppl})
+                if not quiet:
+                    click.echo(f"  lam={x:g}: valid ppl {ppl:.3f}", err=True)
+                if best is None or ppl < best[0]:
+                    best = (ppl, x, lm)
+            _, chosen, model = best
+            if not quiet:
+                click.echo(f"chose lam={chosen:g}", err=True)
+        else:
+            model = train_one(lam)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    try:
+        model.save(output)
+    except OSError as e:
+        raise click.ClickException(f"{output}: cannot write model ({e.strerror or e})") from None
+    summary = {
+        "model": output,
+        "order": order,
+        "penalty": penalty,
+        "lam": model.lam,
+        "alpha": alpha,
+        "objective": model.objective_,
+        "steps": model.n_iter_,
+        "converged": model.converged_,
+        "parameters": model.n_params_,
+        "nonzero": model.n_nonzero_,
+        "train_seconds": model.seconds_train_,
+        "prox_seconds": model.prox_seconds_,
+        "gradient_seconds": model.gradient_seconds_,
+    }
+    if valid is not None:
+        summary["valid_ppl"] = model.perplexity(valid)
+    if grid_results:
+        summary["lam_grid"] = grid_results
+    if as_json:
+        click.echo(json.dumps(summary))
+    elif not quiet:
+        click.echo(f"wrote {output}" + (f" (valid ppl {summary['valid_ppl']:.2f})" if valid is not None else ""), err=True)
