@@ -1,0 +1,82 @@
+"""``suffixlm tree``: build the suffix tree of a training text and report its size."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+
+@click.command("tree")
+@click.argument("train", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--order", "-n", type=int, required=True, help="Model order N; contexts have at most N-1 words.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None, help="Vocabulary file, one word per line.")
+@click.option("--min-count", type=int, default=1, show_default=True, help="Words seen fewer times become <unk>.")
+@click.option("--unk", is_flag=True, help="Open vocabulary: out-of-vocabulary words map to <unk>.")
+def command(train, order, as_json, vocab_path, min_count, unk):
+    """Suffix trie |S| and suffix tree |T| of the contexts of TRAIN (one sentence per
+    line, '-' for stdin), with the (context, successor) parameter counts of both.
+
+    tokens counts the words of the text (sentence markers excluded), vocab the
+    vocabulary ids including <s>, </s> and <unk>.
+    """
+    if order < 1:
+        raise click.ClickException(f"--order must be >= 1, got {order}")
+    if min_count < 1:
+        raise click.ClickException(f"--min-count must be >= 1, got {min_count}")
+    from ..contexts import extract_contexts
+    from ..corpus import CorpusError, load_training_corpus
+    from ..suffixtree import SuffixTree
+
+    t0 = time.perf_counter()
+    try:
+        corpus = load_training_corpus(train, vocab_path, min_count=min_count, unk=unk)
+    except CorpusError as e:
+        raise click.ClickException(str(e)) from None
+    t1 = time.perf_counter()
+    tree = SuffixTree.build(corpus, order - 1)
+    t2 = time.perf_counter()
+    contexts = extract_contexts(tree, corpus)
+    t3 = time.perf_counter()
+    st = tree.stats()
+    out = {
+        "order": order,
+        "tokens": corpus.n_words,
+        "sentences": corpus.n_sentences,
+        "vocab": len(corpus.vocab),
+        "oov": corpus.n_oov,
+        "positions": st["positions"],
+        "trie_nodes": st["trie_nodes"],
+        "tree_nodes": st["tree_nodes"],
+        "trie_params": st["trie_params"],
+        "tree_params": st["tree_params"],
+        "path_entries": int(contexts.nodes.shape[0]),
+        "read_seconds": round(t1 - t0, 4),
+        "build_seconds": round(t2 - t1, 4),
+        "extract_seconds": round(t3 - t2, 4),
+    }
+    if as_json:
+        click.echo(json.dumps(out))
+        return
+    labels = {
+        "order": "order",
+        "tokens": "tokens (words)",
+        "sentences": "sentences",
+        "vocab": "vocabulary",
+        "oov": "OOV words",
+        "positions": "predictions",
+        "trie_nodes": "suffix trie nodes |S|",
+        "tree_nodes": "suffix tree nodes |T|",
+        "trie_params": "trie parameters",
+        "tree_params": "tree parameters",
+        "path_entries": "context path entries",
+        "read_seconds": "read seconds",
+        "build_seconds": "build seconds",
+        "extract_seconds": "extraction seconds",
+    }
+    width = max(len(v) for v in labels.values())
+    for key, label in labels.items():
+        v = out[key]
+        click.echo(f"{label:<{width}}  {v:,}" if isinstance(v, int) else f"{label:<{width}}  {v:.3f}")
