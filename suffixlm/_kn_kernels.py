@@ -152,77 +152,6 @@ def backoff_weights(ctx_start, ctx_end, explicit, lp, lower_lp):
     return bow, n_bad
 
 
-@njit(cache=True)
-def _find(keys, key):
-    i = np.searchsorted(keys, key)
-    if i < keys.shape[0] and keys[i] == key:
-        return i
-    return -1
-
-
-@njit(cache=True)
-def backoff_query(tokens, starts, positions, order, vocab_size, node_keys, node_bow,
-                  prob_keys, prob_lp):
-    """log10 p(w | context) by the ARPA back-off rule, walked like SRILM's
-    ``Ngram::wordProbBO`` (reversed-context trie, float32 sums).
-
-    tokens    : int64[n_tokens]  model word ids
-    starts    : int64[n_tokens]  index of the sentence start (<s>) of each token
-    positions : int64[n]         positions to score
-    node_keys : int64[n_nodes]   sorted keys parent_node * V + word of context nodes
-                                 (node id = index + 1, root = 0)
-    node_bow  : float32[n_nodes + 1]
-    prob_keys : int64[n_probs]   sorted keys context_node * V + word
-    prob_lp   : float32[n_probs]
-    Returns (log10 probability float64[n], length of the n-gram used int64[n]; 0 = none).
-    """
-    n = positions.shape[0]
-    out = np.empty(n, dtype=np.float64)
-    hit = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        p = positions[i]
-        w = tokens[p]
-        logp = np.float32(-np.inf)
-        k = _find(prob_keys, w)
-        if k >= 0:
-            logp = prob_lp[k]
-            hit[i] = 1
-        bow = np.float32(0.0)
-        node = 0
-        depth = min(order - 1, p - starts[p])
-        for d in range(1, depth + 1):
-            j = _find(node_keys, node * vocab_size + tokens[p - d])
-            if j < 0:
-                break
-            node = j + 1
-            bow = bow + node_bow[node]
-            k = _find(prob_keys, node * vocab_size + w)
-            if k >= 0:
-                logp = prob_lp[k]
-                bow = np.float32(0.0)
-                hit[i] = d + 1
-        out[i] = np.float64(logp + bow)
-    return out, hit
-
-
-@njit(cache=True)
-def lookup_nodes(rows, node_keys, vocab_size):
-    """Node id of each row of words (a context read most-recent-first from the right),
-    or -1 when absent. rows : int64[m, n]."""
-    m, n = rows.shape
-    out = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        node = 0
-        for j in range(n - 1, -1, -1):
-            k = _find(node_keys, node * vocab_size + rows[i, j])
-            if k < 0:
-                node = -1
-                break
-            node = k + 1
-        out[i] = node
-    return out
-
-
 # ---------------------------------------------------------------- ARPA output
 
 _POW10 = np.array([10.0 ** k for k in range(23)])
@@ -551,3 +480,149 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
         line += 1
         pos = le + 1
     return rows, lp, bow, has_bow, count, ERR_NONE, line
+
+
+# ---------------------------------------------------------------- int64 hash maps
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _slot(key, shift):
+    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
+
+
+@njit(cache=True)
+def hash_insert(table_keys, table_vals, shift, keys, next_id):
+    """Insert non-negative ``keys`` into an open-addressing map (empty slot = -1);
+    a new key gets value ``next_id``, ``next_id + 1``, ... in order of first appearance.
+    Returns (value of every key int64[n], next free id). The caller keeps the load
+    below one half."""
+    size = table_keys.shape[0]
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        h = _slot(k, shift)
+        while True:
+            t = table_keys[h]
+            if t == k:
+                out[i] = table_vals[h]
+                break
+            if t == -1:
+                table_keys[h] = k
+                table_vals[h] = next_id
+                out[i] = next_id
+                next_id += 1
+                break
+            h += 1
+            if h == size:
+                h = 0
+    return out, next_id
+
+
+@njit(cache=True)
+def hash_rehash(table_keys, table_vals, new_size, new_shift):
+    nk = np.full(new_size, -1, dtype=np.int64)
+    nv = np.zeros(new_size, dtype=np.int64)
+    for h in range(table_keys.shape[0]):
+        k = table_keys[h]
+        if k != -1:
+            j = _slot(k, new_shift)
+            while nk[j] != -1:
+                j += 1
+                if j == new_size:
+                    j = 0
+            nk[j] = k
+            nv[j] = table_vals[h]
+    return nk, nv
+
+
+@njit(cache=True)
+def hash_find(table_keys, table_vals, shift, key):
+    """Value stored for ``key``, or -1."""
+    size = table_keys.shape[0]
+    h = _slot(key, shift)
+    while True:
+        t = table_keys[h]
+        if t == key:
+            return table_vals[h]
+        if t == -1:
+            return -1
+        h += 1
+        if h == size:
+            h = 0
+
+
+@njit(cache=True)
+def backoff_query(tokens, starts, positions, order, vocab_size, node_keys, node_vals,
+                         node_shift, node_bow, prob_keys, prob_vals, prob_shift, prob_lp):
+    """log10 p(w | context) by the ARPA back-off rule, walked like SRILM's
+    ``Ngram::wordProbBO`` (reversed-context trie, float32 sums).
+
+    tokens    : int64[n_tokens]  model word ids
+    starts    : int64[n_tokens]  index of the sentence start (<s>) of each token
+    positions : int64[n]         positions to score
+    node map  : key parent_node * V + word -> node id (root 0; parent = the context one
+                word shorter on the left); node_bow float32[n_nodes + 1]
+    prob map  : key context_node * V + word -> index into prob_lp float32
+    Returns (log10 probability float64[n], length of the n-gram used int64[n]; 0 = none).
+    """
+    n = positions.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        p = positions[i]
+        w = tokens[p]
+        logp = np.float32(-np.inf)
+        k = hash_find(prob_keys, prob_vals, prob_shift, w)
+        if k >= 0:
+            logp = prob_lp[k]
+            hit[i] = 1
+        bow = np.float32(0.0)
+        node = 0
+        depth = min(order - 1, p - starts[p])
+        for d in range(1, depth + 1):
+            nxt = hash_find(node_keys, node_vals, node_shift, node * vocab_size + tokens[p - d])
+            if nxt < 0:
+                break
+            node = nxt
+            bow = bow + node_bow[node]
+            k = hash_find(prob_keys, prob_vals, prob_shift, node * vocab_size + w)
+            if k >= 0:
+                logp = prob_lp[k]
+                bow = np.float32(0.0)
+                hit[i] = d + 1
+        out[i] = np.float64(logp + bow)
+    return out, hit
+
+
+@njit(cache=True)
+def quantize_g7(x):
+    """float32[n] -> float32[n]: each value replaced by what reading back its ``%.7g``
+    text gives (same digits as ``format_g7``, same arithmetic as ``_parse_float``), so
+    a model scores identically before and after an ARPA round trip. -inf and values
+    outside format_g7's exact range are kept."""
+    out = x.copy()
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        a = abs(v)
+        if v == 0.0 or not (a >= 1e-15 and a < 1e15):
+            continue
+        e = int(math.floor(math.log10(a)))
+        mant = 0.0
+        for _ in range(3):
+            k = 6 - e
+            if k >= 0:
+                mant = np.rint(a * _POW10[k])
+            else:
+                mant = np.rint(a / _POW10[-k])
+            if mant >= 1e7:
+                e += 1
+            elif mant < 1e6:
+                e -= 1
+            else:
+                break
+        k = 6 - e
+        q = mant / _POW10[k] if k >= 0 else mant * _POW10[-k]
+        out[i] = np.float32(-q if v < 0 else q)
+    return out

@@ -79,49 +79,39 @@ class BackoffLM:
 
     # ------------------------------------------------------------ index
     def _build_index(self):
-        """Context nodes (suffix-closed) and probability keys; see the module docstring."""
-        from . import _kn_kernels as K
-
+        """Context nodes (suffix-closed) and probability keys in hash maps; see the module docstring."""
         V = len(self.vocab)
         N = self.order
-        # base[m] = rows (length m) that must be context nodes: contexts of explicit
-        # (m+1)-grams and explicit m-grams carrying a back-off weight
+        # base[m-1] = rows of length m that must be context nodes: contexts of explicit
+        # (m+1)-grams, then explicit m-grams carrying a back-off weight
         base = []
         for m in range(1, N):
-            rows_next = self.ngrams[m][0][:, :m]
             rows_m, _, _, hb = self.ngrams[m - 1]
-            base.append(np.concatenate([rows_next, rows_m[hb]]))
-        level_keys = [np.arange(V, dtype=np.int64)]  # unigram nodes: word w -> id w + 1
-        n_ids = V
-        cur = [b[:, -1] + 1 for b in base]  # node id of the last-1 suffix of each base row
+            base.append(np.concatenate([self.ngrams[m][0][:, :m], rows_m[hb]]))
+        nodes = _Int64Map(V + sum(len(b) for b in base))
+        _, next_id = nodes.insert(np.arange(V, dtype=np.int64), 1)  # unigram node of w: id w + 1
+        cur = [b[:, -1] + 1 for b in base]  # node id of the length-k suffix of each base row
         for k in range(2, N):
-            keys_parts = [cur[m - 1] * V + base[m - 1][:, m - k] for m in range(k, N)]
-            uniq = np.unique(np.concatenate(keys_parts)) if keys_parts else np.zeros(0, np.int64)
-            level_keys.append(uniq)
+            parts = [cur[m - 1] * V + base[m - 1][:, m - k] for m in range(k, N)]
+            ids, next_id = nodes.insert(np.concatenate(parts), next_id)
+            pos = 0
             for m in range(k, N):
-                kp = cur[m - 1] * V + base[m - 1][:, m - k]
-                cur[m - 1] = n_ids + 1 + np.searchsorted(uniq, kp)
-            n_ids += len(uniq)
-        node_keys = np.concatenate(level_keys)
-        node_bow = np.zeros(len(node_keys) + 1, dtype=np.float32)
+                cur[m - 1] = ids[pos:pos + len(parts[m - k])]
+                pos += len(parts[m - k])
+        node_bow = np.zeros(next_id, dtype=np.float32)
         prob_keys = []
-        prob_lp = []
         for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
-            if n < N and hb.any():
-                ids = K.lookup_nodes(rows[hb], node_keys, V)
-                node_bow[ids] = bow[hb]
-            if n == 1:
-                ctx = np.zeros(len(rows), dtype=np.int64)
-            else:
-                ctx = K.lookup_nodes(np.ascontiguousarray(rows[:, :-1]), node_keys, V)
+            if n < N:
+                node_bow[cur[n - 1][len(self.ngrams[n][0]):]] = bow[hb]
+            ctx = np.zeros(len(rows), dtype=np.int64) if n == 1 else cur[n - 2][:len(rows)]
             prob_keys.append(ctx * V + rows[:, -1])
-            prob_lp.append(lp)
         pk = np.concatenate(prob_keys)
-        order = np.argsort(pk, kind="stable")
-        pk = pk[order]
-        if len(pk) > 1 and np.any(pk[1:] == pk[:-1]):
+        probs = _Int64Map(len(pk))
+        _, n_unique = probs.insert(pk, 0)
+        if n_unique != len(pk):
             raise ArpaError("model lists the same n-gram twice")
-        self._index = (node_keys, node_bow, pk, np.concatenate(prob_lp)[order])
+        lp_all = np.concatenate([lp for _, lp, _, _ in self.ngrams])
+        self._index = (nodes, node_bow, probs, lp_all)
         return self._index
 
     def _model_tokens(self, corpus: Corpus) -> np.ndarray:
@@ -138,11 +128,11 @@ class BackoffLM:
         position of ``corpus`` (all tokens but ``<s>``, in order); -inf for probability 0."""
         from . import _kn_kernels as K
 
-        index = self._index or self._build_index()
-        node_keys, node_bow, prob_keys, prob_lp = index
+        nodes, node_bow, probs, prob_lp = self._index or self._build_index()
         return K.backoff_query(
             self._model_tokens(corpus), _sentence_starts(corpus), predicted_positions(corpus),
-            self.order, len(self.vocab), node_keys, node_bow, prob_keys, prob_lp,
+            self.order, len(self.vocab), nodes.keys, nodes.vals, nodes.shift, node_bow,
+            probs.keys, probs.vals, probs.shift, prob_lp,
         )
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
@@ -184,8 +174,6 @@ class BackoffLM:
             out.write(f"\n\\{n}-grams:\n".encode())
             if len(rows) == 0:
                 continue
-            order = np.lexsort(rows.T[::-1])
-            rows, lp, bow, hb = rows[order], lp[order], bow[order], hb[order]
             size = int(word_len[rows].sum()) + len(rows) * (2 * 24 + n + 3)
             buf = np.empty(size, dtype=np.uint8)
             start = 0
@@ -235,13 +223,22 @@ class BackoffLM:
             raise ArpaError(f"{name}:{lineno(pos)}: {msg}")
 
         # lines starting with a backslash delimit the sections
-        marks = [(m.start(), m.group().rstrip(b"\r").strip()) for m in re.finditer(rb"(?m)^\\[^\n]*", data)]
+        marks = []
+        p = 0 if data.startswith(b"\\") else data.find(b"\n\\")
+        while p >= 0:
+            if data[p] == 10:
+                p += 1
+            e = data.find(b"\n", p)
+            e = len(data) if e < 0 else e
+            marks.append((p, data[p:e].strip()))
+            p = data.find(b"\n\\", e)
         i_data = next((i for i, (_, t) in enumerate(marks) if t == b"\\data\\"), None)
         if i_data is None:
             raise ArpaError(f"{name}: not an ARPA file (no \\data\\ line)")
         marks = marks[i_data:]
         # header: "ngram N=count" lines
-        hdr_start = data.index(b"\n", marks[0][0]) + 1 if b"\n" in data[marks[0][0]:] else len(data)
+        hdr_start = data.find(b"\n", marks[0][0])
+        hdr_start = len(data) if hdr_start < 0 else hdr_start + 1
         hdr_end = marks[1][0] if len(marks) > 1 else len(data)
         expected: dict[int, int] = {}
         pos = hdr_start
@@ -357,6 +354,36 @@ class BackoffLM:
             ngrams.append((rows, lp, bow, hb))
         lm = cls(vocab, ngrams)
         return lm
+
+
+class _Int64Map:
+    """Open-addressing hash map int64 key (>= 0) -> int64 value, grown to stay at most half full."""
+
+    def __init__(self, capacity: int):
+        size = 16
+        while size < 2 * capacity + 2:
+            size *= 2
+        self.keys = np.full(size, -1, dtype=np.int64)
+        self.vals = np.zeros(size, dtype=np.int64)
+        self.shift = 64 - (size.bit_length() - 1)
+        self.n = 0
+
+    def insert(self, keys: np.ndarray, next_id: int) -> tuple[np.ndarray, int]:
+        """Values of ``keys``; new keys get ``next_id``, ``next_id + 1``, ... Returns (values, next id)."""
+        from . import _kn_kernels as K
+
+        need = 2 * (self.n + len(keys)) + 2
+        if need > len(self.keys):
+            size = len(self.keys)
+            while size < need:
+                size *= 2
+            shift = 64 - (size.bit_length() - 1)
+            self.keys, self.vals = K.hash_rehash(self.keys, self.vals, size, shift)
+            self.shift = shift
+        ids, new_next = K.hash_insert(self.keys, self.vals, self.shift, np.ascontiguousarray(keys, dtype=np.int64),
+                                      int(next_id))
+        self.n += new_next - next_id
+        return ids, int(new_next)
 
 
 def _fmt(x: float) -> str:

@@ -20,7 +20,9 @@ per order from counts-of-counts, Chen & Goodman 1998) and, with ``modified=False
   back-off weights normalise each context; unigram mass left over goes to unseen
   words; probabilities are stored and combined in single precision like SRILM;
 * missing context n-grams get their back-off probability (``fixupProbs``) so the
-  ARPA file is prefix-closed.
+  ARPA file is prefix-closed;
+* the final values are those of the ARPA file (``%.7g``), which is what SRILM's
+  ``ngram -ppl`` scores, so our model, its ARPA file and SRILM agree to the digit.
 
 Beyond SRILM: when a modified-KN count-of-counts is zero (or a discount falls outside
 its range), the order falls back to the original-KN discount, or to 0.5/1/1.5 when even
@@ -324,7 +326,8 @@ def estimate_kneser_ney(
             idx = idx[~nonevent[idx] | (idx == BOS_ID)]
         rows = counts.rows(n, idx)
         has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
-        ngrams.append((rows, o.lp[idx], o.bow[idx], has_bow))
+        # the model holds exactly what its ARPA file says (SRILM scores its files, too)
+        ngrams.append((rows, K.quantize_g7(o.lp[idx]), K.quantize_g7(o.bow[idx]), has_bow))
     return BackoffLM(vocab, ngrams), info
 
 

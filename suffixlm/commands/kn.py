@@ -1,0 +1,90 @@
+"""``suffixlm kn``: estimate an interpolated Kneser-Ney model and write it as ARPA."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import click
+
+
+def parse_min_counts(text: str | None, order: int) -> list[int] | None:
+    """``--min-count`` value -> per-order cut-offs (None = SRILM's defaults).
+
+    'srilm' = SRILM's defaults (1 for orders 1-2 and above 9, else 2); 'none' = keep
+    every n-gram; or a comma list '1,1,2' for orders 1, 2, 3, ... (the last repeats)."""
+    if text is None or text.strip().lower() == "srilm":
+        return None
+    if text.strip().lower() == "none":
+        return [1] * order
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected 'srilm', 'none' or comma-separated integers like 1,1,2") from None
+    if not vals or min(vals) < 1:
+        raise click.BadParameter(f"{text!r}: cut-offs must be integers >= 1")
+    return vals
+
+
+@click.command("kn")
+@click.argument("train_file", metavar="TRAIN.txt")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="ARPA file to write (.gz compresses).")
+@click.option("--order", default=3, show_default=True, type=click.IntRange(1, 64), help="n-gram order N.")
+@click.option("--modified/--original", default=True, show_default=True,
+              help="Modified KN (3 discounts per order, SRILM -kndiscount) or original KN (1 discount, -ukndiscount).")
+@click.option("--min-count", "min_count", default="srilm", show_default=True,
+              help="Cut-offs per order (SRILM -gtNmin): 'srilm' (n-grams of order 3-9 seen once are dropped), "
+                   "'none' (keep all), or a list like 1,1,2 (last value repeats).")
+@click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
+              help="Vocabulary file (one word per line); other words become <unk>.")
+@click.option("--unk/--no-unk", default=True, show_default=True,
+              help="Keep <unk> as a word (open vocabulary, SRILM -unk).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def command(train_file, output, order, modified, min_count, vocab_path, unk, as_json, quiet):
+    """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
+    `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
+    from ..arpa import ArpaError
+    from ..corpus import CorpusError, load_training_corpus
+    from ..kn import DiscountWarning, KneserNeyLM
+
+    min_counts = parse_min_counts(min_count, order)
+    t0 = time.perf_counter()
+    try:
+        corpus = load_training_corpus(train_file, vocab_path, unk=unk)
+    except CorpusError as e:
+        raise click.ClickException(str(e)) from None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DiscountWarning)
+        lm = KneserNeyLM(order, modified=modified, min_counts=min_counts).fit(corpus)
+    t1 = time.perf_counter()
+    try:
+        lm.write_arpa(output)
+    except (OSError, ArpaError) as e:
+        raise click.ClickException(f"{output}: cannot write: {e}") from None
+    t2 = time.perf_counter()
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
+    if quiet:
+        return
+    info = lm.info_
+    summary = {
+        "train": str(train_file), "output": str(output), "order": order,
+        "method": "modified" if modified else "original",
+        "min_counts": min_counts if min_counts is not None else "srilm",
+        "sentences": corpus.n_sentences, "words": corpus.n_words, "vocabulary": len(corpus.vocab),
+        "ngrams": lm.model_.counts, "discounts": [list(d) for d in info["discounts"]],
+        "count_of_counts": info["count_of_counts"], "parameters": lm.model_.n_parameters,
+        "estimate_seconds": round(t1 - t0, 3), "write_seconds": round(t2 - t1, 3),
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(f"{train_file}: {corpus.n_sentences} sentences, {corpus.n_words} words, vocabulary {len(corpus.vocab)}")
+    for n, (c, d) in enumerate(zip(lm.model_.counts, info["discounts"]), start=1):
+        ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
+        click.echo(f"  {n}-grams: {c:>10}  {ds}")
+    click.echo(f"wrote {output} ({summary['parameters']} parameters) in {t2 - t0:.2f} s "
+               f"(estimate {t1 - t0:.2f} s, write {t2 - t1:.2f} s)")
