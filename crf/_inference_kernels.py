@@ -1,0 +1,485 @@
+"""numba kernels for linear-chain CRF inference (Lavergne et al. 2010, section 4).
+
+All kernels take a batch of sequences as flat arrays (see ``features.EncodedCorpus``):
+
+    theta        float64 (n_params,)
+    seq_offsets  int64 (n_seq + 1,)
+    ubase        int64 (n_tokens, n_unigram_patterns)  theta offset of (., x) or -1
+    bbase        int64 (n_tokens, n_bigram_patterns)   theta offset of (., ., x) or -1
+    labels       int64 (n_tokens,)                     gold label ids (-1: none)
+
+Forward-backward uses scaling (section 4.2): alpha_t and beta_t are normalised at
+every position and log Z = sum_t log c_t (plus the per-position maxima removed
+from the unary scores before exponentiation, for range safety).
+
+Two transition recursions:
+
+* dense: Psi_t(y', y) = exp(sum_b theta[b + y'L + y]) for every pair;
+* sparse (section 4.1): Psi_t = 1 + M_t with M_t = exp(lambda) - 1 non-zero only
+  where some bigram weight active at t is non-zero, so
+  alpha_t(y) = eU_t(y) (sum_y' alpha_{t-1}(y') + sum_{(y',y) in M_t} alpha_{t-1}(y') M_t(y', y)).
+  The non-zero pattern of every bigram observation is given as CSR arrays
+  ``nz_ptr`` (n_bigram_obs + 1,) / ``nz_idx`` (y'L + y entries).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+_NEG_INF = -np.inf
+
+
+@njit(cache=True)
+def unary_scores(theta, ubase, s, e, L, U):
+    """U[t, y] = sum_j theta[ubase[s + t, j] + y] for t < e - s.  U: float64 (>= T, L)."""
+    nu = ubase.shape[1]
+    for t in range(e - s):
+        for y in range(L):
+            U[t, y] = 0.0
+        for j in range(nu):
+            b = ubase[s + t, j]
+            if b >= 0:
+                for y in range(L):
+                    U[t, y] += theta[b + y]
+
+
+@njit(cache=True)
+def _same_bigram_row(bbase, i, k):
+    for j in range(bbase.shape[1]):
+        if bbase[i, j] != bbase[k, j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def transition_scores(theta, bbase, i, L2, W):
+    """W[k] = sum_j theta[bbase[i, j] + k], k < L*L (log transition potentials at token i)."""
+    for k in range(L2):
+        W[k] = 0.0
+    for j in range(bbase.shape[1]):
+        b = bbase[i, j]
+        if b >= 0:
+            for k in range(L2):
+                W[k] += theta[b + k]
+
+
+@njit(cache=True)
+def _dense_psi(theta, bbase, s, T, L, psi, psi_of):
+    """psi[m] = exp(W) for the distinct transition rows; psi_of[t] = m (t >= 1)."""
+    L2 = L * L
+    m = -1
+    for t in range(1, T):
+        if m >= 0 and _same_bigram_row(bbase, s + t, s + t - 1):
+            psi_of[t] = m
+            continue
+        m += 1
+        transition_scores(theta, bbase, s + t, L2, psi[m])
+        for k in range(L2):
+            psi[m, k] = np.exp(psi[m, k])
+        psi_of[t] = m
+
+
+@njit(cache=True)
+def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_idx, m_val):
+    """Sparse M_t = exp(sum of active bigram weights) - 1 on the union of non-zeros (t >= 1)."""
+    L2 = L * L
+    n = 0
+    m_ptr[0] = 0
+    m_ptr[1] = 0
+    for t in range(1, T):
+        start = n
+        for j in range(bbase.shape[1]):
+            b = bbase[s + t, j]
+            if b < 0:
+                continue
+            o = (b - bstart) // L2
+            for q in range(nz_ptr[o], nz_ptr[o + 1]):
+                k = nz_idx[q]
+                if mark[k] != s + t:
+                    mark[k] = s + t
+                    S[k] = 0.0
+                    m_idx[n] = k
+                    n += 1
+                S[k] += theta[b + k]
+        for q in range(start, n):
+            m_val[q] = np.expm1(S[m_idx[q]])
+        m_ptr[t + 1] = n
+
+
+@njit(cache=True)
+def _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                      U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
+    """Scaled forward-backward on sequence [s, e); returns log Z.
+
+    On return alpha[t] * beta[t] is the marginal of position t, and the pairwise
+    marginal is alpha[t-1, y'] Psi_t(y', y) eU[t, y] beta[t, y] / scale[t].
+    """
+    T = e - s
+    unary_scores(theta, ubase, s, e, L, U)
+    logz = 0.0
+    for t in range(T):
+        mx = U[t, 0]
+        for y in range(1, L):
+            if U[t, y] > mx:
+                mx = U[t, y]
+        logz += mx
+        for y in range(L):
+            eU[t, y] = np.exp(U[t, y] - mx)
+    if sparse:
+        _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_idx, m_val)
+    else:
+        _dense_psi(theta, bbase, s, T, L, psi, psi_of)
+    # forward
+    c = 0.0
+    for y in range(L):
+        alpha[0, y] = eU[0, y]
+        c += alpha[0, y]
+    scale[0] = c
+    for y in range(L):
+        alpha[0, y] /= c
+    for t in range(1, T):
+        if sparse:
+            tot = 0.0
+            for yp in range(L):
+                tot += alpha[t - 1, yp]
+            for y in range(L):
+                tmp[y] = tot
+            for q in range(m_ptr[t], m_ptr[t + 1]):
+                k = m_idx[q]
+                tmp[k % L] += alpha[t - 1, k // L] * m_val[q]
+        else:
+            P = psi[psi_of[t]]
+            for y in range(L):
+                tmp[y] = 0.0
+            for yp in range(L):
+                a = alpha[t - 1, yp]
+                r = yp * L
+                for y in range(L):
+                    tmp[y] += a * P[r + y]
+        c = 0.0
+        for y in range(L):
+            alpha[t, y] = eU[t, y] * tmp[y]
+            c += alpha[t, y]
+        scale[t] = c
+        for y in range(L):
+            alpha[t, y] /= c
+    for t in range(T):
+        logz += np.log(scale[t])
+    # backward
+    for y in range(L):
+        beta[T - 1, y] = 1.0
+    for t in range(T - 1, 0, -1):
+        for y in range(L):
+            tmp[y] = eU[t, y] * beta[t, y] / scale[t]
+        if sparse:
+            tot = 0.0
+            for y in range(L):
+                tot += tmp[y]
+            for yp in range(L):
+                beta[t - 1, yp] = tot
+            for q in range(m_ptr[t], m_ptr[t + 1]):
+                k = m_idx[q]
+                beta[t - 1, k // L] += m_val[q] * tmp[k % L]
+        else:
+            P = psi[psi_of[t]]
+            for yp in range(L):
+                acc = 0.0
+                r = yp * L
+                for y in range(L):
+                    acc += P[r + y] * tmp[y]
+                beta[t - 1, yp] = acc
+    return logz
+
+
+@njit(cache=True)
+def _gold_score(theta, ubase, bbase, labels, s, e, L):
+    sc = 0.0
+    for t in range(e - s):
+        y = labels[s + t]
+        for j in range(ubase.shape[1]):
+            b = ubase[s + t, j]
+            if b >= 0:
+                sc += theta[b + y]
+        if t > 0:
+            k = labels[s + t - 1] * L + y
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    sc += theta[b + k]
+    return sc
+
+
+@njit(cache=True)
+def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr,
+                         nz_idx, first, last, maxT, g, errs):
+    """Sum over sequences first..last-1 of -log p(y|x); adds the gradient into g.
+
+    errs: int64 (2,) receives the token and sequence errors of posterior decoding
+    (argmax of the marginals), a free by-product used for progress reports.
+    """
+    L2 = L * L
+    U = np.empty((maxT, L))
+    eU = np.empty((maxT, L))
+    alpha = np.empty((maxT, L))
+    beta = np.empty((maxT, L))
+    scale = np.empty(maxT)
+    tmp = np.empty(L)
+    pp = np.empty(L2)
+    if sparse:
+        psi = np.empty((1, L2))
+        psi_of = np.empty(1, dtype=np.int64)
+        S = np.empty(L2)
+        mark = np.full(L2, -1, dtype=np.int64)
+        m_ptr = np.empty(maxT + 1, dtype=np.int64)
+        m_idx = np.empty(maxT * L2, dtype=np.int64)
+        m_val = np.empty(maxT * L2)
+    else:
+        psi = np.empty((maxT, L2))
+        psi_of = np.empty(maxT, dtype=np.int64)
+        S = np.empty(1)
+        mark = np.empty(1, dtype=np.int64)
+        m_ptr = np.empty(1, dtype=np.int64)
+        m_idx = np.empty(1, dtype=np.int64)
+        m_val = np.empty(1)
+    loss = 0.0
+    nu = ubase.shape[1]
+    nb = bbase.shape[1]
+    errs[0] = 0
+    errs[1] = 0
+    for i in range(first, last):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        T = e - s
+        logz = _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                                 U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
+                                 m_idx, m_val)
+        loss += logz - _gold_score(theta, ubase, bbase, labels, s, e, L)
+        seq_err = 0
+        for t in range(T):
+            best = 0
+            for y in range(L):
+                tmp[y] = alpha[t, y] * beta[t, y]
+                if tmp[y] > tmp[best]:
+                    best = y
+            yg = labels[s + t]
+            if best != yg:
+                seq_err = 1
+                errs[0] += 1
+            for j in range(nu):
+                b = ubase[s + t, j]
+                if b >= 0:
+                    for y in range(L):
+                        g[b + y] += tmp[y]
+                    g[b + yg] -= 1.0
+        errs[1] += seq_err
+        for t in range(1, T):
+            for y in range(L):
+                tmp[y] = eU[t, y] * beta[t, y] / scale[t]
+            if sparse:
+                for yp in range(L):
+                    a = alpha[t - 1, yp]
+                    r = yp * L
+                    for y in range(L):
+                        pp[r + y] = a * tmp[y]
+                for q in range(m_ptr[t], m_ptr[t + 1]):
+                    k = m_idx[q]
+                    pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+            else:
+                P = psi[psi_of[t]]
+                for yp in range(L):
+                    a = alpha[t - 1, yp]
+                    r = yp * L
+                    for y in range(L):
+                        pp[r + y] = a * P[r + y] * tmp[y]
+            kg = labels[s + t - 1] * L + labels[s + t]
+            for j in range(nb):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    for k in range(L2):
+                        g[b + k] += pp[k]
+                    g[b + kg] -= 1.0
+    return loss
+
+
+@njit(cache=True, parallel=True)
+def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+                  chunks, G, grad, errors):
+    """Negative log-likelihood and its gradient (model expectations - empirical counts).
+
+    chunks: int64 (n_chunks + 1,) sequence boundaries of the parallel chunks.
+    G: float64 (n_chunks, n_params) per-thread gradient buffers (overwritten).
+    grad: float64 (n_params,) output.  errors: int64 (n_chunks, 2) posterior-decoding
+    token / sequence errors per chunk (output).  Returns the loss.
+    """
+    n_chunks = len(chunks) - 1
+    losses = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        Gc = G[c]
+        for k in range(Gc.shape[0]):
+            Gc[k] = 0.0
+        maxT = 1
+        for i in range(chunks[c], chunks[c + 1]):
+            T = seq_offsets[i + 1] - seq_offsets[i]
+            if T > maxT:
+                maxT = T
+        losses[c] = _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse,
+                                         bstart, nz_ptr, nz_idx, chunks[c], chunks[c + 1], maxT, Gc,
+                                         errors[c])
+    n = grad.shape[0]
+    for k in prange(n):
+        acc = 0.0
+        for c in range(n_chunks):
+            acc += G[c, k]
+        grad[k] = acc
+    return losses.sum()
+
+
+@njit(cache=True, parallel=True)
+def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_idx, out, logz):
+    """Posterior marginals out[i, y] = p(y_i = y | x) (float64 (n_tokens, L)); logz (n_seq,)."""
+    n_seq = len(seq_offsets) - 1
+    L2 = L * L
+    for i in prange(n_seq):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        T = e - s
+        if T == 0:
+            logz[i] = 0.0
+            continue
+        U = np.empty((T, L))
+        eU = np.empty((T, L))
+        alpha = np.empty((T, L))
+        beta = np.empty((T, L))
+        scale = np.empty(T)
+        tmp = np.empty(L)
+        psi = np.empty((T, L2))
+        psi_of = np.empty(T, dtype=np.int64)
+        S = np.empty(L2)
+        mark = np.full(L2, -1, dtype=np.int64)
+        m_ptr = np.empty(T + 1, dtype=np.int64)
+        m_idx = np.empty(T * L2 if sparse else 1, dtype=np.int64)
+        m_val = np.empty(T * L2 if sparse else 1)
+        logz[i] = _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                                    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
+                                    m_idx, m_val)
+        for t in range(T):
+            for y in range(L):
+                out[s + t, y] = alpha[t, y] * beta[t, y]
+
+
+@njit(cache=True, parallel=True)
+def viterbi(theta, seq_offsets, ubase, bbase, L, out, best):
+    """Most probable label sequences: out int64 (n_tokens,), best float64 (n_seq,) its score."""
+    n_seq = len(seq_offsets) - 1
+    L2 = L * L
+    for i in prange(n_seq):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        T = e - s
+        if T == 0:
+            best[i] = 0.0
+            continue
+        U = np.empty((T, L))
+        unary_scores(theta, ubase, s, e, L, U)
+        delta = np.empty((T, L))
+        back = np.empty((T, L), dtype=np.int64)
+        W = np.empty(L2)
+        for y in range(L):
+            delta[0, y] = U[0, y]
+        for t in range(1, T):
+            if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
+                transition_scores(theta, bbase, s + t, L2, W)
+            for y in range(L):
+                bv = _NEG_INF
+                ba = 0
+                for yp in range(L):
+                    v = delta[t - 1, yp] + W[yp * L + y]
+                    if v > bv:
+                        bv = v
+                        ba = yp
+                delta[t, y] = bv + U[t, y]
+                back[t, y] = ba
+        bv = _NEG_INF
+        ba = 0
+        for y in range(L):
+            if delta[T - 1, y] > bv:
+                bv = delta[T - 1, y]
+                ba = y
+        best[i] = bv
+        out[e - 1] = ba
+        for t in range(T - 1, 0, -1):
+            ba = back[t, ba]
+            out[s + t - 1] = ba
+
+
+@njit(cache=True, parallel=True)
+def nbest_viterbi(theta, seq_offsets, ubase, bbase, L, N, out, scores):
+    """The N best label sequences (list Viterbi).
+
+    out: int64 (n_tokens, N) labels of the n-th best path; scores float64 (n_seq, N)
+    (-inf where fewer than N paths exist, e.g. L**T < N).
+    """
+    n_seq = len(seq_offsets) - 1
+    L2 = L * L
+    for i in prange(n_seq):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        T = e - s
+        if T == 0:
+            continue
+        U = np.empty((T, L))
+        unary_scores(theta, ubase, s, e, L, U)
+        delta = np.full((T, L, N), _NEG_INF)
+        bstate = np.zeros((T, L, N), dtype=np.int64)
+        brank = np.zeros((T, L, N), dtype=np.int64)
+        W = np.empty(L2)
+        cand = np.empty(L * N)
+        for y in range(L):
+            delta[0, y, 0] = U[0, y]
+        for t in range(1, T):
+            if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
+                transition_scores(theta, bbase, s + t, L2, W)
+            for y in range(L):
+                for yp in range(L):
+                    for r in range(N):
+                        cand[yp * N + r] = delta[t - 1, yp, r] + W[yp * L + y]
+                order = np.argsort(-cand, kind="mergesort")
+                for r in range(N):
+                    q = order[r]
+                    delta[t, y, r] = cand[q] + U[t, y]
+                    bstate[t, y, r] = q // N
+                    brank[t, y, r] = q % N
+        for yp in range(L):
+            for r in range(N):
+                cand[yp * N + r] = delta[T - 1, yp, r]
+        order = np.argsort(-cand, kind="mergesort")
+        for n in range(N):
+            q = order[n]
+            scores[i, n] = cand[q]
+            y = q // N
+            r = q % N
+            out[e - 1, n] = y
+            for t in range(T - 1, 0, -1):
+                y2 = bstate[t, y, r]
+                r = brank[t, y, r]
+                y = y2
+                out[s + t - 1, n] = y
+
+
+@njit(cache=True)
+def bigram_nonzeros(theta, bstart, n_bigram_obs, L2, nz_ptr, nz_idx):
+    """CSR non-zero pattern of every bigram observation block; returns the total count.
+
+    nz_ptr int64 (n_bigram_obs + 1,), nz_idx int64 (>= n_bigram_obs * L2,).
+    """
+    n = 0
+    nz_ptr[0] = 0
+    for o in range(n_bigram_obs):
+        base = bstart + o * L2
+        for k in range(L2):
+            if theta[base + k] != 0.0:
+                nz_idx[n] = k
+                n += 1
+        nz_ptr[o + 1] = n
+    return n

@@ -1,0 +1,242 @@
+"""``suffixlm crf train|label|eval|dump``: the command-line face of :class:`crf.CRF`.
+
+Heavy modules (numba kernels) are imported inside the commands so that
+``suffixlm --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+import numpy as np
+
+BATCH = 2000  # sequences labelled per batch (streaming)
+
+
+def _fail(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.group(name="crf")
+def command() -> None:
+    """Linear-chain CRFs (Wapiti-style patterns, OWL-QN / L-BFGS)."""
+
+
+@command.command()
+@click.option("-p", "--patterns", "patterns", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Wapiti/CRF++ pattern file.")
+@click.option("-a", "--algorithm", type=click.Choice(["owlqn", "lbfgs"]), default="owlqn", show_default=True,
+              help="owlqn: l1/elastic net; lbfgs: l2 only.")
+@click.option("--rho1", type=float, default=None, help="l1 penalty (default 0.5 for owlqn, 0 for lbfgs).")
+@click.option("--rho2", type=float, default=1e-4, show_default=True, help="l2 penalty (rho2/2 ||theta||^2).")
+@click.option("--devel", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Development file: progress and stopping use its (Viterbi) error.")
+@click.option("--maxiter", type=int, default=0, show_default=True, help="Maximum iterations (0: no limit).")
+@click.option("--stopeps", type=float, default=0.02, show_default=True,
+              help="Stop when the token error (percent) varies by less than this over the window.")
+@click.option("--stopwin", type=int, default=5, show_default=True, help="Window of the stopping rule (0: off).")
+@click.option("--history", type=int, default=5, show_default=True, help="L-BFGS memory.")
+@click.option("--threads", type=int, default=None, help="Threads (default: all cores).")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("model", type=click.Path(dir_okay=False))
+def train(patterns, algorithm, rho1, rho2, devel, maxiter, stopeps, stopwin, history, threads, quiet,
+          train, model):
+    """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
+    from .data import DataError, read_sequences, split_labels
+    from .model import CRF
+    from .patterns import PatternError
+
+    t0 = time.perf_counter()
+    try:
+        seqs = read_sequences(train)
+        if not seqs:
+            raise DataError(f"{train}: no sequence found (empty file?)")
+        X, y = split_labels(seqs)
+        Xd = yd = None
+        if devel:
+            dseqs = read_sequences(devel, n_columns=len(seqs[0][0]))
+            if not dseqs:
+                raise DataError(f"{devel}: no sequence found (empty file?)")
+            Xd, yd = split_labels(dseqs)
+        crf = CRF(patterns=patterns, algorithm=algorithm, rho1=rho1, rho2=rho2,
+                  max_iterations=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
+                  threads=threads, verbose=not quiet)
+        crf.fit(X, y, Xd, yd)
+        crf.save(model)
+    except (DataError, PatternError, ValueError) as exc:
+        raise _fail(exc) from None
+    if not quiet:
+        click.echo(f"* {crf.n_active_features_} active features of {crf.n_features_}; "
+                   f"model written to {model} ({time.perf_counter() - t0:.2f}s)", err=True)
+
+
+def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):
+    from .inference import forward_backward_marginals, nbest, viterbi
+
+    sp = crf.space_
+    data = crf.space_.encode(X, None)
+    labels = sp.labels
+    off = data.seq_offsets
+    need_marg = post or score
+    if need_marg:
+        marg, logz = forward_backward_marginals(crf.theta_, sp, data, crf.recursion)
+    if nbest_n > 1:
+        paths, scores = nbest(crf.theta_, sp, data, nbest_n)
+    elif post:
+        paths = marg.argmax(axis=1)[:, None]
+        scores = None
+    else:
+        best, sc = viterbi(crf.theta_, sp, data)
+        paths, scores = best[:, None], sc[:, None]
+    line = 0
+    for i in range(data.n_sequences):
+        s, e = off[i], off[i + 1]
+        for r in range(paths.shape[1]):
+            if scores is not None and not np.isfinite(scores[i, r]):
+                continue
+            if score:
+                if scores is not None:
+                    lp = scores[i, r] - logz[i]
+                else:  # posterior decoding: product of the chosen marginals
+                    lp = float(np.log(marg[np.arange(s, e), paths[s:e, 0]]).sum())
+                out.write(f"# {r} {lp:.6f}\n")
+            for t in range(s, e):
+                lab = labels[paths[t, r]]
+                if score and post:
+                    out.write(f"{raw[line + t - s]}\t{lab}\t{marg[t, paths[t, r]]:.6f}\n")
+                else:
+                    out.write(f"{raw[line + t - s]}\t{lab}\n")
+            out.write("\n")
+        if gold is not None:
+            pred = [labels[k] for k in paths[s:e, 0]]
+            wrong = sum(1 for a, b in zip(gold[i], pred) if a != b)
+            stats[0] += wrong
+            stats[1] += e - s
+            stats[2] += wrong > 0
+            stats[3] += 1
+        line += e - s
+
+
+@command.command()
+@click.option("-m", "--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Model written by `suffixlm crf train`.")
+@click.option("--check", is_flag=True, help="Input has the gold label in the last column: report errors.")
+@click.option("--score", is_flag=True, help="Write '# rank log-probability' before each sequence.")
+@click.option("--post", is_flag=True, help="Posterior decoding (max marginal per token) instead of Viterbi.")
+@click.option("--nbest", "nbest_n", type=int, default=1, show_default=True, help="Output the N best labellings.")
+@click.option("--threads", type=int, default=None, help="Threads (default: all cores).")
+@click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+def label(model_path, check, score, post, nbest_n, threads, infile, outfile):
+    """Label IN (column file; '-' = stdin) into OUT: every token line followed by a
+    tab and the predicted label; a blank line after each sequence.
+
+    If IN has one column more than the training observations, that last column is
+    taken as the gold label (kept in the output, so `label` then `eval` scores it).
+    """
+    from .data import DataError, iter_sequences, open_text
+    from .model import CRF, ModelError
+
+    if nbest_n < 1:
+        raise click.BadParameter("must be >= 1", param_hint="--nbest")
+    if post and nbest_n > 1:
+        raise click.UsageError("--post and --nbest are exclusive")
+    try:
+        crf = CRF.load(model_path)
+    except ModelError as exc:
+        raise _fail(exc) from None
+    crf.threads = threads
+    crf._set_threads()
+    n_obs = crf.space_.n_columns
+    stats = [0, 0, 0, 0]
+    try:
+        fin = open_text(infile)
+    except OSError as exc:
+        raise _fail(exc) from None
+    out = open_text(outfile, "w") if outfile != "-" else sys.stdout
+    try:
+        raw: list[str] = []
+        X, G = [], []
+        has_gold = None
+        for start, rows in iter_sequences(fin, infile, raw=raw):
+            n = len(rows[0])
+            if has_gold is None:
+                if n == n_obs + 1:
+                    has_gold = True
+                elif n == n_obs:
+                    has_gold = False
+                else:
+                    raise DataError(f"{infile}:{start}: {n} columns, the model expects {n_obs} "
+                                    f"observation column(s) (+1 optional gold label)")
+                if check and not has_gold:
+                    raise DataError(f"{infile}:{start}: --check needs the gold label as an extra last column")
+            if has_gold:
+                X.append([r[:-1] for r in rows])
+                G.append([r[-1] for r in rows])
+            else:
+                X.append(rows)
+            if len(X) >= BATCH:
+                _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
+                X, G, raw[:] = [], [], []
+        if X:
+            _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
+    except (DataError, ValueError) as exc:
+        raise _fail(exc) from None
+    finally:
+        fin.close()
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    if check and stats[1]:
+        click.echo(f"token error: {100.0 * stats[0] / stats[1]:.2f}%  "
+                   f"sequence error: {100.0 * stats[2] / stats[3]:.2f}%  "
+                   f"({stats[1]} tokens, {stats[3]} sequences)", err=True)
+
+
+@command.command(name="eval")
+@click.option("--per-label", is_flag=True, help="Also print token/sequence error and per-label P/R/F1.")
+@click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+def eval_(per_label, infile):
+    """Score `label` output ('... gold predicted' lines): conlleval-style report."""
+    from .data import open_text
+    from .evaluate import chunk_scores, conlleval_report, label_scores, read_label_output, token_scores
+
+    try:
+        with open_text(infile) as fh:
+            gold, guess = read_label_output(fh, infile)
+    except (OSError, ValueError) as exc:
+        raise _fail(exc) from None
+    click.echo(conlleval_report(chunk_scores(gold, guess)), nl=False)
+    if per_label:
+        te, se = token_scores(gold, guess)
+        click.echo(f"token error: {te:.2f}%  sequence error: {se:.2f}%")
+        for lab, (p, r, f, n) in label_scores(gold, guess).items():
+            click.echo(f"{lab:>17}: precision: {p:6.2f}%; recall: {r:6.2f}%; F1: {f:6.2f}  {n}")
+
+
+@command.command()
+@click.argument("model_path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+def dump(model_path, outfile):
+    """Write the non-zero features of MODEL as text: observation, previous label
+    ('#' for unigram features), label, weight (tab-separated)."""
+    from .data import open_text
+    from .model import CRF, ModelError
+
+    try:
+        crf = CRF.load(model_path)
+    except ModelError as exc:
+        raise _fail(exc) from None
+    out = open_text(outfile, "w") if outfile != "-" else sys.stdout
+    try:
+        for obs, prev, lab, w in crf.space_.describe(crf.theta_):
+            out.write(f"{obs}\t{'#' if prev is None else prev}\t{lab}\t{w:.9g}\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+

@@ -1,0 +1,90 @@
+"""CoNLL-style column files: one token per line, whitespace-separated columns,
+a blank line between sequences, the label in the last column.
+
+Reading is streaming (:func:`iter_sequences` yields one sequence at a time).
+A *sequence* is a list of token rows, a row is a list of column strings.
+
+Documented behaviour on odd input:
+
+- every row of a file must have the same number of columns; a ragged row raises
+  :class:`DataError` naming the file and line;
+- several blank lines in a row count as one separator; a file with no token line
+  gives zero sequences (the training code refuses that with a clear error);
+- lines whose first column is ``-DOCSTART-`` are kept as ordinary tokens (as
+  Wapiti does); remove them beforehand if they are not wanted;
+- a label met at labelling/evaluation time that was not seen in training is kept
+  as gold (it simply never matches a prediction, so it counts as an error).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["DataError", "iter_sequences", "read_sequences", "split_labels", "open_text"]
+
+
+class DataError(ValueError):
+    """Bad CRF input data (message names the file and line)."""
+
+
+def open_text(path: str | Path, mode: str = "r") -> TextIO:
+    """Open a UTF-8 text file; ``-`` is stdin/stdout."""
+    if str(path) == "-":
+        stream = sys.stdin if "r" in mode else sys.stdout
+        return io.TextIOWrapper(stream.buffer, encoding="utf-8", newline=None) if "r" in mode else stream
+    return open(path, mode, encoding="utf-8")
+
+
+def iter_sequences(
+    lines: Iterable[str], name: str = "<input>", n_columns: int | None = None, raw: list[str] | None = None
+) -> Iterator[tuple[int, list[list[str]]]]:
+    """Yield ``(first_line_number, rows)`` for each blank-line separated sequence.
+
+    ``n_columns``: expected number of columns (None: fixed by the first row).
+    ``raw``: if given, the text of each token line (without its line end) is
+    appended to it, so callers can echo lines unchanged.
+    Raises DataError on ragged rows or undecodable bytes.
+    """
+    rows: list[list[str]] = []
+    start = 0
+    lineno = 0
+    try:
+        for lineno, line in enumerate(lines, 1):
+            cols = line.split()
+            if not cols:
+                if rows:
+                    yield start, rows
+                    rows = []
+                continue
+            if n_columns is None:
+                n_columns = len(cols)
+            elif len(cols) != n_columns:
+                raise DataError(
+                    f"{name}:{lineno}: expected {n_columns} columns, found {len(cols)}"
+                )
+            if not rows:
+                start = lineno
+            rows.append(cols)
+            if raw is not None:
+                raw.append(line.rstrip("\r\n"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{name}:{lineno + 1}: not valid UTF-8 ({exc.reason})") from None
+    if rows:
+        yield start, rows
+
+
+def read_sequences(path: str | Path, n_columns: int | None = None) -> list[list[list[str]]]:
+    """All sequences of a column file (``-`` for stdin) as a list of row lists."""
+    with open_text(path) as fh:
+        return [rows for _, rows in iter_sequences(fh, str(path), n_columns)]
+
+
+def split_labels(sequences: list[list[list[str]]]) -> tuple[list[list[list[str]]], list[list[str]]]:
+    """Split the last column off: ``(X, y)`` with X rows without the label."""
+    X = [[row[:-1] for row in seq] for seq in sequences]
+    y = [[row[-1] for row in seq] for seq in sequences]
+    return X, y

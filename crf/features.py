@@ -1,0 +1,197 @@
+"""Observation strings -> ids and the parameter layout (Wapiti semantics).
+
+Every distinct observation string x seen in training gets an id.  An observation
+produced by a unigram pattern owns the L unigram features (y, x); one produced by
+a bigram pattern owns the L*L bigram features (y', y, x); ``*`` patterns give both.
+The lone ``B`` pattern is the observation ``"B"`` present at every position: the
+pure transition block.
+
+Parameters are one flat float64 vector::
+
+    theta[ : n_unigram_obs * L]                 unigram block, index u_rank(x)*L + y
+    theta[n_unigram_obs * L : ]                 bigram block, index
+                                                  start + b_rank(x)*L*L + y'*L + y
+
+where ``u_rank`` / ``b_rank`` number the observations having each kind.  A corpus
+is encoded as two rectangular int64 arrays of *base offsets* into theta, one column
+per pattern of each kind (-1 where the observation is unknown), so the kernels read
+``theta[base + y]`` / ``theta[base + y'*L + y]`` without any dictionary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .patterns import BIGRAM, UNIGRAM, Pattern, expand_patterns
+
+__all__ = ["EncodedCorpus", "FeatureSpace"]
+
+
+@dataclass
+class EncodedCorpus:
+    """A corpus as flat arrays for the kernels.
+
+    seq_offsets: int64 (n_seq + 1,) token offsets of the sequences.
+    unigram_base: int64 (n_tokens, n_unigram_patterns) theta offset of the
+        unigram block of each observation (-1: unknown observation).
+    bigram_base: int64 (n_tokens, n_bigram_patterns) likewise for bigram blocks
+        (row 0 of each sequence is ignored: no previous label there).
+    labels: int64 (n_tokens,) gold label ids, -1 when absent or unseen in training.
+    """
+
+    seq_offsets: np.ndarray
+    unigram_base: np.ndarray
+    bigram_base: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.seq_offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.seq_offsets[-1])
+
+    @property
+    def max_length(self) -> int:
+        return int(np.diff(self.seq_offsets).max()) if self.n_sequences else 0
+
+
+def _columns(X: list[list[list[str]]], n_cols: int) -> tuple[list[list[str]], list[int]]:
+    lengths = [len(seq) for seq in X]
+    rows = [row for seq in X for row in seq]
+    cols = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(n_cols)]
+    return cols, lengths
+
+
+class FeatureSpace:
+    """Observation dictionary, labels and parameter layout of a model.
+
+    observations: list of observation strings (id = position).
+    kinds: int8 (n_obs,) bit mask UNIGRAM=1 | BIGRAM=2.
+    labels: label strings (id = position).
+    """
+
+    def __init__(self, patterns: list[Pattern], observations: list[str], kinds: np.ndarray,
+                 labels: list[str], n_columns: int):
+        self.patterns = patterns
+        self.observations = observations
+        self.kinds = np.asarray(kinds, dtype=np.int8)
+        self.labels = list(labels)
+        self.n_columns = n_columns
+        self.label_index = {lab: i for i, lab in enumerate(self.labels)}
+        self.obs_index = {s: i for i, s in enumerate(observations)}
+        self._layout()
+
+    def _layout(self) -> None:
+        L = len(self.labels)
+        is_u = (self.kinds & UNIGRAM) != 0
+        is_b = (self.kinds & BIGRAM) != 0
+        self.n_unigram_obs = int(is_u.sum())
+        self.n_bigram_obs = int(is_b.sum())
+        self.bigram_start = self.n_unigram_obs * L
+        self.n_params = self.bigram_start + self.n_bigram_obs * L * L
+        self.unigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
+        self.unigram_offset[is_u] = np.arange(self.n_unigram_obs, dtype=np.int64) * L
+        self.bigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
+        self.bigram_offset[is_b] = self.bigram_start + np.arange(self.n_bigram_obs, dtype=np.int64) * L * L
+        self.unigram_patterns = [i for i, p in enumerate(self.patterns) if p.kind & UNIGRAM]
+        self.bigram_patterns = [i for i, p in enumerate(self.patterns) if p.kind & BIGRAM]
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.labels)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, patterns: list[Pattern], X, y, name: str = "<train>") -> tuple["FeatureSpace", EncodedCorpus]:
+        """Create the feature space from training data and encode that data."""
+        n_cols = len(X[0][0]) if X and X[0] else 0
+        cols, lengths = _columns(X, n_cols)
+        labels: dict[str, int] = {}
+        gold = np.fromiter((labels.setdefault(lab, len(labels)) for seq in y for lab in seq),
+                           dtype=np.int64, count=sum(lengths))
+        index: dict[str, int] = {}
+        obs_ids = []
+        for strs in expand_patterns(patterns, cols, lengths, name):
+            obs_ids.append(np.array([index.setdefault(s, len(index)) for s in strs], dtype=np.int64))
+        kinds = np.zeros(len(index), dtype=np.int8)
+        for p, ids in zip(patterns, obs_ids):
+            kinds[ids] |= p.kind
+        space = cls(patterns, list(index), kinds, list(labels), n_cols)
+        return space, space._encode_ids(obs_ids, lengths, gold)
+
+    def encode(self, X, y=None, name: str = "<input>") -> EncodedCorpus:
+        """Encode sequences with this feature space (unknown observations -> -1).
+
+        Labels unseen in training get id -1 (they never match a prediction).
+        """
+        cols, lengths = _columns(X, self.n_columns)
+        get = self.obs_index.get
+        obs_ids = [np.array([get(s, -1) for s in strs], dtype=np.int64)
+                   for strs in expand_patterns(self.patterns, cols, lengths, name)]
+        n = sum(lengths)
+        if y is None:
+            gold = np.full(n, -1, dtype=np.int64)
+        else:
+            lget = self.label_index.get
+            gold = np.fromiter((lget(lab, -1) for seq in y for lab in seq), dtype=np.int64, count=n)
+        return self._encode_ids(obs_ids, lengths, gold)
+
+    def _encode_ids(self, obs_ids, lengths, gold) -> EncodedCorpus:
+        n = sum(lengths)
+
+        def base(pattern_ids, offsets):
+            out = np.empty((n, len(pattern_ids)), dtype=np.int64)
+            for j, i in enumerate(pattern_ids):
+                ids = obs_ids[i]
+                out[:, j] = np.where(ids >= 0, offsets[np.maximum(ids, 0)], -1) if len(offsets) else -1
+            return out
+
+        seq_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=seq_offsets[1:])
+        return EncodedCorpus(seq_offsets, base(self.unigram_patterns, self.unigram_offset),
+                             base(self.bigram_patterns, self.bigram_offset), gold)
+
+    # ------------------------------------------------------------------ pruning
+    def compact(self, theta: np.ndarray) -> tuple["FeatureSpace", np.ndarray]:
+        """Drop observations whose features are all zero: ``(space, theta)`` smaller, same model."""
+        L = self.n_labels
+        keep = np.zeros(len(self.kinds), dtype=bool)
+        u = self.unigram_offset >= 0
+        if self.n_unigram_obs:
+            ublock = theta[: self.bigram_start].reshape(self.n_unigram_obs, L)
+            keep[u] |= (ublock != 0).any(axis=1)
+        b = self.bigram_offset >= 0
+        if self.n_bigram_obs:
+            bblock = theta[self.bigram_start:].reshape(self.n_bigram_obs, L * L)
+            keep[b] |= (bblock != 0).any(axis=1)
+        new_kinds = self.kinds[keep].copy()
+        # an observation kept for one kind only still carries both blocks if it had both
+        space = FeatureSpace(self.patterns, [s for s, k in zip(self.observations, keep) if k],
+                             new_kinds, self.labels, self.n_columns)
+        new_theta = np.zeros(space.n_params)
+        ku = keep & u
+        if self.n_unigram_obs:
+            src = theta[: self.bigram_start].reshape(-1, L)[ku[u]]
+            new_theta[: space.bigram_start] = src.ravel()
+        kb = keep & b
+        if self.n_bigram_obs:
+            src = theta[self.bigram_start:].reshape(-1, L * L)[kb[b]]
+            new_theta[space.bigram_start:] = src.ravel()
+        return space, new_theta
+
+    def describe(self, theta: np.ndarray):
+        """Yield ``(observation, prev_label or None, label, weight)`` for every non-zero feature."""
+        L = self.n_labels
+        for o, s in enumerate(self.observations):
+            off = self.unigram_offset[o]
+            if off >= 0:
+                for yy in np.flatnonzero(theta[off: off + L]):
+                    yield s, None, self.labels[yy], float(theta[off + yy])
+            off = self.bigram_offset[o]
+            if off >= 0:
+                for k in np.flatnonzero(theta[off: off + L * L]):
+                    yield s, self.labels[k // L], self.labels[k % L], float(theta[off + k])

@@ -1,0 +1,238 @@
+"""Wapiti / CRF++ pattern files -> observation strings.
+
+A pattern file has one pattern per line::
+
+    # comment (a line whose first non-blank character is '#')
+    U00:%x[-1,0]/%x[0,0]      unigram pattern (first letter u or U)
+    b:%x[0,1]                 bigram pattern (first letter b or B)
+    *:%x[0,0]                 both unigram and bigram features
+    B                         the lone bigram pattern: pure label transitions
+
+The first character gives the kind: ``u`` -> unigram features (y, x),
+``b`` -> bigram features (y', y, x), ``*`` -> both.  The observation string of a
+pattern at position t is the whole line with every command replaced by its value,
+so ``U00:%x[-1,0]`` gives e.g. ``U00:the`` and the lone ``B`` gives ``B`` at every
+position (one observation, hence the L x L transition block).
+
+Commands:
+
+- ``%x[off,col]``       the value of column ``col`` at row ``t + off``;
+- ``%t[off,col,"re"]``  ``true`` / ``false``: does the regular expression match the
+  value (anywhere; anchor with ``^``/``$``);
+- ``%m[off,col,"re"]``  the first substring matched by ``re`` (empty if none).
+
+**Row offset first**, as in CRF++ and in Wapiti's code (Wapiti's man page says
+``[col,off]`` but its reader takes the offset first).  ``off`` may be written
+``@n``: an absolute position, counted from the start of the sequence for n >= 0 and
+from its end for n < 0 (``@-1`` is the last token).  An upper-case command letter
+(``%X``, ``%T``, ``%M``) lower-cases the value before using it.  Regular expressions
+are Python's ``re`` syntax (a superset of Wapiti's small regex language for the
+usual cases).  Positions outside the sequence take Wapiti's padding values
+``_x-1`` ... ``_x-4``, ``_x-#`` before the start and ``_x+1`` ... ``_x+4``, ``_x+#``
+after the end.  Columns count from 0 over the observation columns (the label
+column cannot be referenced).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PatternError", "Command", "Pattern", "parse_patterns", "read_patterns", "expand_patterns",
+           "UNIGRAM", "BIGRAM"]
+
+UNIGRAM = 1
+BIGRAM = 2
+
+_PAD_BEFORE = ("_x-1", "_x-2", "_x-3", "_x-4", "_x-#")
+_PAD_AFTER = ("_x+1", "_x+2", "_x+3", "_x+4", "_x+#")
+
+
+class PatternError(ValueError):
+    """Malformed pattern file or pattern referring to a missing column."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``%x``/``%t``/``%m`` command of a pattern."""
+
+    op: str  # "x", "t" or "m"
+    lower: bool  # upper-case command letter: lower-case the value first
+    offset: int
+    absolute: bool
+    column: int
+    regex: str | None = None
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A parsed pattern: ``kind`` (UNIGRAM | BIGRAM bit mask), literal pieces and commands.
+
+    ``pieces`` has ``len(commands) + 1`` literal strings; the observation string is
+    ``pieces[0] + v0 + pieces[1] + v1 + ...``.
+    """
+
+    kind: int
+    text: str
+    pieces: tuple[str, ...]
+    commands: tuple[Command, ...]
+
+
+_CMD_RE = re.compile(r'%([xtmXTM])\[\s*(@?)([+-]?\d+)\s*,\s*(\d+)\s*(?:,\s*"((?:[^"\\]|\\.)*)"\s*)?\]')
+
+
+def _parse_line(text: str, where: str) -> Pattern:
+    first = text[0].lower()
+    if first == "u":
+        kind = UNIGRAM
+    elif first == "b":
+        kind = BIGRAM
+    elif first == "*":
+        kind = UNIGRAM | BIGRAM
+    else:
+        raise PatternError(f"{where}: a pattern must start with 'u', 'b' or '*', got {text[0]!r}")
+    pieces: list[str] = []
+    commands: list[Command] = []
+    pos = 0
+    for m in _CMD_RE.finditer(text):
+        op = m.group(1)
+        regex = m.group(5)
+        if op.lower() in "tm" and regex is None:
+            raise PatternError(f'{where}: %{op} needs a regular expression: %{op}[off,col,"re"]')
+        if op.lower() == "x" and regex is not None:
+            raise PatternError(f"{where}: %x takes [off,col] only")
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                raise PatternError(f"{where}: bad regular expression {regex!r}: {exc}") from None
+        pieces.append(text[pos : m.start()])
+        commands.append(Command(op.lower(), op.isupper(), int(m.group(3)), m.group(2) == "@",
+                                int(m.group(4)), regex))
+        pos = m.end()
+    pieces.append(text[pos:])
+    for piece in pieces:
+        bad = re.search(r"%[xtmXTM]", piece)
+        if bad:
+            raise PatternError(f"{where}: malformed command near {piece[bad.start():bad.start() + 12]!r}")
+    return Pattern(kind, text, tuple(pieces), tuple(commands))
+
+
+def parse_patterns(text: str, name: str = "<patterns>") -> list[Pattern]:
+    """Parse the text of a pattern file (see module docstring)."""
+    patterns = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        patterns.append(_parse_line(stripped, f"{name}:{lineno}"))
+    if not patterns:
+        raise PatternError(f"{name}: no pattern found")
+    return patterns
+
+
+def read_patterns(path: str | Path) -> tuple[str, list[Pattern]]:
+    """Read a pattern file: ``(text, patterns)``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PatternError(f"{path}: cannot read pattern file: {exc}") from None
+    return text, parse_patterns(text, str(path))
+
+
+def max_column(patterns: list[Pattern]) -> int:
+    """Largest column index used by the patterns (-1 if none)."""
+    return max((c.column for p in patterns for c in p.commands), default=-1)
+
+
+def _shifted(column: list[str], bounds: list[tuple[int, int]], cmd: Command) -> list[str]:
+    """Value of ``column`` at the commanded row for every token of the corpus."""
+    out: list[str] = []
+    off = cmd.offset
+    for s, e in bounds:
+        T = e - s
+        if cmd.absolute:
+            i = off if off >= 0 else T + off
+            if i < 0:
+                v = _PAD_BEFORE[min(-i - 1, 4)]
+            elif i >= T:
+                v = _PAD_AFTER[min(i - T, 4)]
+            else:
+                v = column[s + i]
+            out.extend([v] * T)
+            continue
+        if off == 0:
+            out.extend(column[s:e])
+        elif off > 0:
+            k = min(off, T)
+            out.extend(column[s + k : e])
+            out.extend(_PAD_AFTER[min(i, 4)] for i in range(off - k, off))
+        else:
+            k = min(-off, T)
+            out.extend(_PAD_BEFORE[min(i, 4)] for i in range(-off - 1, -off - 1 - k, -1))
+            out.extend(column[s : e - k])
+    return out
+
+
+def _apply(values: list[str], cmd: Command) -> list[str]:
+    if cmd.lower:
+        cache_l: dict[str, str] = {}
+        values = [cache_l.get(v) or cache_l.setdefault(v, v.lower()) for v in values]
+    if cmd.op == "x":
+        return values
+    rx = re.compile(cmd.regex)  # type: ignore[arg-type]
+    cache: dict[str, str] = {}
+    out = []
+    for v in values:
+        r = cache.get(v)
+        if r is None:
+            m = rx.search(v)
+            if cmd.op == "t":
+                r = "true" if m else "false"
+            else:
+                r = m.group(0) if m else ""
+            cache[v] = r
+        out.append(r)
+    return out
+
+
+def expand_patterns(
+    patterns: list[Pattern], columns: list[list[str]], lengths: list[int], name: str = "<input>"
+) -> Iterator[list[str]]:
+    """Observation strings of every pattern at every token (a generator, one list per pattern).
+
+    ``columns[c]`` is the list of column-c values of all tokens of the corpus
+    (sequences concatenated), ``lengths`` the sequence lengths.  Returns, for each
+    pattern, the list of its observation strings over all tokens.
+    """
+    bounds = []
+    s = 0
+    for T in lengths:
+        bounds.append((s, s + T))
+        s += T
+    for p in patterns:
+        for cmd in p.commands:
+            if cmd.column >= len(columns):
+                raise PatternError(
+                    f"pattern {p.text!r} uses column {cmd.column} but {name} has "
+                    f"{len(columns)} observation column(s) (columns count from 0)"
+                )
+    return _expand(patterns, columns, bounds, s)
+
+
+def _expand(patterns, columns, bounds, s) -> Iterator[list[str]]:
+    cache: dict[Command, list[str]] = {}
+    for p in patterns:
+        lists = []
+        for cmd in p.commands:
+            vals = cache.get(cmd)
+            if vals is None:
+                vals = cache[cmd] = _apply(_shifted(columns[cmd.column], bounds, cmd), cmd)
+            lists.append(vals)
+        if not lists:
+            yield [p.pieces[0]] * s
+            continue
+        fmt = "{}".join(piece.replace("{", "{{").replace("}", "}}") for piece in p.pieces)
+        yield list(map(fmt.format, *lists))

@@ -1,0 +1,76 @@
+"""L-BFGS: the limited-memory inverse-Hessian approximation (Nocedal & Wright,
+Algorithm 7.4, the two-loop recursion) and the l2-penalised solver.
+
+The solver itself is :func:`crf.train.owlqn.owlqn` with ``rho1 = 0``: OWL-QN
+without an l1 term is L-BFGS with a backtracking (Armijo) line search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _vector_kernels as V
+
+__all__ = ["LbfgsHistory", "lbfgs"]
+
+
+class LbfgsHistory:
+    """The last ``m`` pairs s_k = x_{k+1} - x_k, y_k = g_{k+1} - g_k (float64 (n,)).
+
+    The two-loop recursion is fused so that every pass over the vectors does one
+    update and the next dot product (about 2m + 1 passes instead of 4m + 2).
+    """
+
+    def __init__(self, n: int, m: int = 5):
+        self.m = m
+        self.s = np.zeros((m, n))
+        self.y = np.zeros((m, n))
+        self.rho = np.zeros(m)
+        self.gamma = 1.0
+        self.count = 0  # pairs stored so far
+        self.head = 0  # next slot
+
+    def push_from(self, x_new, x_old, g_new, g_old) -> bool:
+        """Store s, y computed from two iterates; skipped (False) when s.y <= 0."""
+        k = self.head
+        sy, yy = V.history_pair(x_new, x_old, g_new, g_old, self.s[k], self.y[k])
+        if not (sy > 1e-300 and yy > 0):
+            return False
+        self.rho[k] = 1.0 / sy
+        self.gamma = sy / yy
+        self.head = (k + 1) % self.m
+        self.count = min(self.count + 1, self.m)
+        return True
+
+    def direction(self, g, out):
+        """out = -H g (two-loop recursion, H0 = (s.y / y.y) I of the newest pair)."""
+        if self.count == 0:
+            np.negative(g, out=out)
+            return out
+        order = [(self.head - 1 - i) % self.m for i in range(self.count)]  # newest first
+        alphas = np.zeros(self.m)
+        gamma = self.gamma
+        # q = g; alpha_k = rho_k s_k.q; q -= alpha_k y_k   (newest -> oldest)
+        d = V.copy_dot(g, out, self.s[order[0]])
+        for i, k in enumerate(order):
+            alphas[k] = self.rho[k] * d
+            nxt = self.s[order[i + 1]] if i + 1 < len(order) else self.y[order[-1]]
+            d = V.axpy_dot(-alphas[k], self.y[k], out, nxt)
+        # r = gamma q is kept implicit: out holds r / gamma.
+        # beta = rho_k y_k.r; r += (alpha_k - beta) s_k   (oldest -> newest)
+        rev = order[::-1]
+        for i, k in enumerate(rev):
+            beta = self.rho[k] * gamma * d
+            coef = (alphas[k] - beta) / gamma
+            if i + 1 < len(rev):
+                d = V.axpy_dot(coef, self.s[k], out, self.y[rev[i + 1]])
+            else:
+                V.axpy_scale(coef, self.s[k], out, -gamma)
+        return out
+
+
+def lbfgs(fun, x0, rho2: float = 1e-4, **options):
+    """Minimise fun(x) + rho2/2 ||x||^2 by L-BFGS; see :func:`crf.train.owlqn.owlqn`."""
+    from .owlqn import owlqn
+
+    return owlqn(fun, x0, rho1=0.0, rho2=rho2, **options)
