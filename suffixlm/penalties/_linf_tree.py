@@ -22,49 +22,6 @@ from numba import njit
 from ._structure import gather_post, scatter_post
 
 
-@njit(cache=True, inline="always")
-def _link(a, b, hval, hchild, hsib):
-    """Meld two pairing-heap roots (either may be -1); returns the new root."""
-    if a < 0:
-        return b
-    if b < 0:
-        return a
-    if hval[a] >= hval[b]:
-        hsib[b] = hchild[a]
-        hchild[a] = b
-        return a
-    hsib[a] = hchild[b]
-    hchild[b] = a
-    return b
-
-
-@njit(cache=True)
-def _pop(root, hval, hchild, hsib):
-    """Delete the max of a pairing heap (two-pass pairing); returns the new root."""
-    a = hchild[root]
-    acc = -1
-    while a >= 0:  # first pass: link pairs left to right, stack them via hsib
-        b = hsib[a]
-        if b < 0:
-            hsib[a] = acc
-            acc = a
-            break
-        nxt = hsib[b]
-        m = _link(a, b, hval, hchild, hsib)
-        hsib[m] = acc
-        acc = m
-        a = nxt
-    if acc < 0:
-        return -1
-    res = acc  # second pass: meld right to left
-    nxt = hsib[res]
-    while nxt >= 0:
-        t = nxt
-        nxt = hsib[t]
-        res = _link(res, t, hval, hchild, hsib)
-    return res
-
-
 @njit(cache=True)
 def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
                    hval, hcnt, hchild, hsib, hroot, tau, thr):
@@ -73,7 +30,9 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
     a float64[n] magnitudes in post-order; parent_post int64[n]; counts_post,
     weights_post float64[n]. Scratch: hval, hcnt, tau, thr float64[n]; hchild,
     hsib, hroot int64[n]. Heap entry ids are post positions (an entry merged from
-    popped ones reuses the id of the first popped).
+    popped ones reuses the id of the first popped). The pairing-heap links are
+    written out inline: a numba call taking arrays costs reference-count updates
+    that made this loop five times slower.
     """
     n = a.shape[0]
     inf = np.inf
@@ -81,14 +40,23 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
         hroot[i] = -1
         tau[i] = 0.0
     for i in range(n):
-        root = hroot[i]
+        root = hroot[i]  # meld of the children's heaps
         mass = tau[i]  # l1 norm of the (already clipped) subtree: tau of Alg. 4
-        if a[i] > 0.0:  # zero entries never reach a threshold: keep them out
-            hval[i] = a[i]
+        ai = a[i]
+        if ai > 0.0:  # zero entries never reach a threshold: keep them out
+            hval[i] = ai
             hcnt[i] = counts_post[i]
             hchild[i] = -1
-            root = _link(root, i, hval, hchild, hsib)
-            mass += counts_post[i] * a[i]
+            if root < 0:
+                root = i
+            elif hval[root] >= ai:
+                hsib[i] = hchild[root]
+                hchild[root] = i
+            else:
+                hsib[root] = -1
+                hchild[i] = root
+                root = i
+            mass += counts_post[i] * ai
         radius = kappa * weights_post[i]
         t = inf
         if root >= 0 and radius > 0.0:
@@ -102,26 +70,80 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
                 first = -1
                 while root >= 0:
                     v = hval[root]
-                    if s - c * v >= radius:
+                    if s - c * v >= radius:  # v is below the threshold: stop
                         break
                     if first < 0:
                         first = root
                     s += v * hcnt[root]
                     c += hcnt[root]
-                    root = _pop(root, hval, hchild, hsib)
+                    # delete-max, two-pass pairing: link pairs left to right ...
+                    x = hchild[root]
+                    acc = -1
+                    while x >= 0:
+                        y = hsib[x]
+                        if y < 0:
+                            hsib[x] = acc
+                            acc = x
+                            break
+                        nxt = hsib[y]
+                        if hval[x] >= hval[y]:
+                            hsib[y] = hchild[x]
+                            hchild[x] = y
+                            m = x
+                        else:
+                            hsib[x] = hchild[y]
+                            hchild[y] = x
+                            m = y
+                        hsib[m] = acc
+                        acc = m
+                        x = nxt
+                    # ... then meld them right to left
+                    root = acc
+                    if acc >= 0:
+                        x = hsib[acc]
+                        while x >= 0:
+                            nxt = hsib[x]
+                            if hval[root] >= hval[x]:
+                                hsib[x] = hchild[root]
+                                hchild[root] = x
+                            else:
+                                hsib[root] = hchild[x]
+                                hchild[x] = root
+                                root = x
+                            x = nxt
                 t = (s - radius) / c
                 if t < 0.0:  # rounding when mass ~ radius
                     t = 0.0
+                # the clipped entries come back as one (t, c) entry
                 hval[first] = t
                 hcnt[first] = c
                 hchild[first] = -1
-                root = _link(root, first, hval, hchild, hsib)
+                if root < 0:
+                    root = first
+                elif hval[root] >= t:
+                    hsib[first] = hchild[root]
+                    hchild[root] = first
+                else:
+                    hsib[root] = -1
+                    hchild[first] = root
+                    root = first
                 mass -= radius
         thr[i] = t
         p = parent_post[i]
         if p >= 0:
-            hroot[p] = _link(hroot[p], root, hval, hchild, hsib)
             tau[p] += mass
+            if root >= 0:
+                q = hroot[p]
+                if q < 0:
+                    hroot[p] = root
+                elif hval[q] >= hval[root]:
+                    hsib[root] = hchild[q]
+                    hchild[q] = root
+                else:
+                    hsib[q] = hchild[root]
+                    hchild[root] = q
+                    hroot[p] = root
+    # clips are nested: a node ends clipped at the smallest threshold above it
     for i in range(n - 1, -1, -1):
         p = parent_post[i]
         t = thr[i]

@@ -15,57 +15,14 @@ from ._structure import gather_post, scatter_post
 
 
 @njit(cache=True)
-def _l1_threshold_pivot(pv, pc, m, radius):
-    """Threshold r with sum_j pc_j (pv_j - r)_+ = radius, by random pivots.
-
-    pv, pc float64[>= m] (values > 0 and counts of the group; permuted in place);
-    assumes sum pc * pv > radius > 0. Algorithm 3, procedure pi_linf, with a
-    three-way partition so that ties with the pivot leave the candidate set at once.
-    """
-    s = 0.0
-    c = 0.0
-    lo = 0
-    hi = m  # candidate set I = pv[lo:hi]
-    while lo < hi:
-        rho = pv[lo + np.random.randint(hi - lo)]
-        # partition pv[lo:hi] into  > rho | == rho | < rho
-        gt = lo
-        eq = lo
-        lt = hi
-        ds = 0.0
-        dc = 0.0
-        while eq < lt:
-            v = pv[eq]
-            if v > rho:
-                ds += v * pc[eq]
-                dc += pc[eq]
-                pv[eq], pv[gt] = pv[gt], v
-                pc[eq], pc[gt] = pc[gt], pc[eq]
-                gt += 1
-                eq += 1
-            elif v < rho:
-                lt -= 1
-                pv[eq], pv[lt] = pv[lt], v
-                pc[eq], pc[lt] = pc[lt], pc[eq]
-            else:
-                ds += v * pc[eq]
-                dc += pc[eq]
-                eq += 1
-        if (s + ds) - (c + dc) * rho < radius:
-            s += ds
-            c += dc
-            lo = lt  # I := L
-        else:
-            hi = gt  # I := U minus the pivot (and its ties)
-    return (s - radius) / c
-
-
-@njit(cache=True)
 def linf_tree_pivot_post(a, subtree_size, counts_post, weights_post, kappa, pv, pc, seed):
     """Algorithm 3 on a vector already in post-order (in place).
 
     a float64[n] magnitudes; subtree_size int64[n]; counts_post, weights_post
-    float64[n]; pv, pc float64[n] scratch; seed: the pivots' random seed.
+    float64[n]; pv, pc float64[n] scratch; seed: the pivots' random seed. The
+    pivoting (procedure pi_linf of Algorithm 3) is written inline, as in
+    ``_linf_tree``, so both methods pay the same per-node overhead; a three-way
+    partition lets the pivot's ties leave the candidate set at once.
     """
     np.random.seed(seed)
     n = a.shape[0]
@@ -88,7 +45,42 @@ def linf_tree_pivot_post(a, subtree_size, counts_post, weights_post, kappa, pv, 
             for j in range(lo, i + 1):
                 a[j] = 0.0
             continue
-        t = _l1_threshold_pivot(pv, pc, m, radius)
+        # threshold r with sum pc (pv - r)_+ = radius, by random pivots
+        s = 0.0
+        c = 0.0
+        start = 0
+        stop = m  # candidate set I = pv[start:stop]
+        while start < stop:
+            rho = pv[start + np.random.randint(stop - start)]
+            gt = start  # partition I into  > rho | == rho | < rho
+            eq = start
+            lt = stop
+            ds = 0.0
+            dc = 0.0
+            while eq < lt:
+                v = pv[eq]
+                if v > rho:
+                    ds += v * pc[eq]
+                    dc += pc[eq]
+                    pv[eq], pv[gt] = pv[gt], v
+                    pc[eq], pc[gt] = pc[gt], pc[eq]
+                    gt += 1
+                    eq += 1
+                elif v < rho:
+                    lt -= 1
+                    pv[eq], pv[lt] = pv[lt], v
+                    pc[eq], pc[lt] = pc[lt], pc[eq]
+                else:
+                    ds += v * pc[eq]
+                    dc += pc[eq]
+                    eq += 1
+            if (s + ds) - (c + dc) * rho < radius:
+                s += ds
+                c += dc
+                start = lt  # I := L
+            else:
+                stop = gt  # I := U minus the pivot (and its ties)
+        t = (s - radius) / c
         if t < 0.0:
             t = 0.0
         for j in range(lo, i + 1):
