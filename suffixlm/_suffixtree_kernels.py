@@ -338,57 +338,74 @@ def successors(tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offs
 
 
 @njit(cache=True)
-def expand_to_trie(parent, depth, collapsed):
-    """Trie nodes of a collapsed tree: tree node j becomes a chain of collapsed[j]
-    trie nodes (shallowest first) in place, which keeps depth-first preorder.
+def expand_to_trie(parent, depth, collapsed, count, context_position, child_offsets, children,
+                   child_first_word, succ_offsets, succ_words, succ_counts, tokens):
+    """The suffix trie of a collapsed tree: tree node j becomes a chain of
+    collapsed[j] trie nodes (shallowest first) in place, which keeps depth-first
+    preorder; every chain node copies j's count and successors.
 
-    Returns trie_parent, trie_depth, tree_node (tree node of each trie node): int64[|S|]
-    and last int64[n]: the trie id of the deepest trie node of each tree node.
+    Returns a tuple: trie parent, depth, count, context_position, child_offsets,
+    children, child_first_word, succ_offsets, succ_words, succ_counts (same layout as
+    the tree's), then tree_node int64[|S|] (tree node of each trie node) and last
+    int64[n] (trie id of the deepest trie node of each tree node).
     """
     n = parent.shape[0]
-    last = np.empty(n, np.int64)  # trie id of the deepest node of each chain
+    first = np.empty(n, np.int64)  # trie id of the shallowest node of each chain
     total = 0
+    n_params = 0
     for j in range(n):
+        first[j] = total
         total += collapsed[j]
-    trie_parent = np.empty(total, np.int64)
-    trie_depth = np.empty(total, np.int64)
+        n_params += collapsed[j] * (succ_offsets[j + 1] - succ_offsets[j])
+    t_parent = np.empty(total, np.int64)
+    t_depth = np.empty(total, np.int64)
+    t_count = np.empty(total, np.int64)
+    t_pos = np.empty(total, np.int64)
     tree_node = np.empty(total, np.int64)
-    t = 0
+    t_child_offsets = np.empty(total + 1, np.int64)
+    t_children = np.empty(max(total - 1, 0), np.int64)
+    t_first_word = np.empty(max(total - 1, 0), np.int32)
+    t_succ_offsets = np.empty(total + 1, np.int64)
+    t_succ_words = np.empty(n_params, np.int32)
+    t_succ_counts = np.empty(n_params, np.int64)
+    last = np.empty(n, np.int64)
+    t_child_offsets[0] = 0
+    t_succ_offsets[0] = 0
+    ce = 0
+    pe = 0
     for j in range(n):
         c = collapsed[j]
+        f = first[j]
+        w = context_position[j]
         for r in range(c):
+            t = f + r
             if r == 0:
-                trie_parent[t] = last[parent[j]] if j > 0 else -1
+                t_parent[t] = first[parent[j]] + collapsed[parent[j]] - 1 if j > 0 else -1
             else:
-                trie_parent[t] = t - 1
-            trie_depth[t] = depth[j] - c + 1 + r
+                t_parent[t] = t - 1
+            d = depth[j] - c + 1 + r
+            t_depth[t] = d
+            t_count[t] = count[j]
+            t_pos[t] = w
             tree_node[t] = j
-            t += 1
-        last[j] = t - 1
-    return trie_parent, trie_depth, tree_node, last
-
-
-@njit(cache=True)
-def gather_params(succ_offsets, tree_node):
-    """Successor lists of the trie nodes, copied from their tree nodes.
-
-    Returns trie_succ_offsets int64[|S|+1] and source int64[trie params]: the tree
-    parameter each trie parameter copies.
-    """
-    n = tree_node.shape[0]
-    off = np.empty(n + 1, np.int64)
-    off[0] = 0
-    for t in range(n):
-        j = tree_node[t]
-        off[t + 1] = off[t] + succ_offsets[j + 1] - succ_offsets[j]
-    source = np.empty(off[n], np.int64)
-    for t in range(n):
-        j = tree_node[t]
-        o = off[t]
-        for e in range(succ_offsets[j], succ_offsets[j + 1]):
-            source[o] = e
-            o += 1
-    return off, source
+            if r < c - 1:
+                t_children[ce] = t + 1
+                t_first_word[ce] = tokens[w - d - 1]
+                ce += 1
+            else:
+                for e in range(child_offsets[j], child_offsets[j + 1]):
+                    t_children[ce] = first[children[e]]
+                    t_first_word[ce] = child_first_word[e]
+                    ce += 1
+            t_child_offsets[t + 1] = ce
+            for e in range(succ_offsets[j], succ_offsets[j + 1]):
+                t_succ_words[pe] = succ_words[e]
+                t_succ_counts[pe] = succ_counts[e]
+                pe += 1
+            t_succ_offsets[t + 1] = pe
+        last[j] = f + c - 1
+    return (t_parent, t_depth, t_count, t_pos, t_child_offsets, t_children, t_first_word,
+            t_succ_offsets, t_succ_words, t_succ_counts, tree_node, last)
 
 
 @njit(cache=True)

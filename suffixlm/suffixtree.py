@@ -157,23 +157,25 @@ class SuffixTree:
         nodes (preorder kept). ``tree_node_of`` maps trie nodes back to this tree."""
         if self.is_trie:
             return self
-        parent, depth, tree_node, last = _k.expand_to_trie(self.parent, self.depth, self.collapsed)
-        context_position = self.context_position[tree_node]
-        child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, self.tokens)
-        succ_offsets, source = _k.gather_params(self.succ_offsets, tree_node)
+        (parent, depth, count, context_position, child_offsets, children, first_word,
+         succ_offsets, succ_words, succ_counts, tree_node, last) = _k.expand_to_trie(
+            self.parent, self.depth, self.collapsed, self.count, self.context_position,
+            self.child_offsets, self.children, self.child_first_word,
+            self.succ_offsets, self.succ_words, self.succ_counts, self.tokens,
+        )
         return SuffixTree(
             max_depth=self.max_depth,
             parent=parent,
             depth=depth,
             collapsed=np.ones(parent.shape[0], np.int64),
-            count=self.count[tree_node],
+            count=count,
             context_position=context_position,
             child_offsets=child_offsets,
             children=children,
             child_first_word=first_word,
             succ_offsets=succ_offsets,
-            succ_words=self.succ_words[source],
-            succ_counts=self.succ_counts[source],
+            succ_words=succ_words,
+            succ_counts=succ_counts,
             tokens=self.tokens,
             offsets=self.offsets,
             position_node=last[self.position_node],

@@ -198,3 +198,23 @@ def test_tiny_sample_corpus():
     corpus = load_training_corpus(sample_path("tiny_lm.train.txt"))
     tree = SuffixTree.build(corpus, 4)
     check_against_brute(tree, corpus, 4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sents=sentences, m=st.integers(0, 10))
+def test_ukkonen_alternative_finds_the_same_nodes(sents, m):
+    # The Ukkonen construction kept for the benchmark: capped at m, it must give the
+    # same context nodes and counts as the sorting construction.
+    from suffixlm import _ukkonen_kernels as U
+
+    corpus = Corpus.from_strings([" ".join(s) or "<s> </s>" for s in sents])
+    tree = SuffixTree.build(corpus, m)
+    n_symbols = int(corpus.tokens.max()) + 1
+    text, sent_end = U.reversed_text(corpus.tokens, corpus.offsets, n_symbols)
+    alphabet = n_symbols + corpus.n_sentences
+    start, end, _, keys, vals, _ = U.ukkonen(text, alphabet)
+    _, eff, is_node, count, sstart = U.cap_tree(text, sent_end, start, end, keys, vals, alphabet, m)
+    got = {tuple(text[sstart[u] : sstart[u] + eff[u]].tolist()): int(count[u]) for u in np.nonzero(is_node)[0]}
+    assert len(got) == int(is_node.sum())
+    want = {u: int(c) for u, c in zip(node_contexts(tree), tree.count.tolist())}
+    assert got == want
