@@ -197,7 +197,8 @@ class LogLinearLM:
     penalty : str         one of ``PENALTIES``
     lam : float           regularisation strength (per-token mean loss + lam * Omega)
     alpha : float | None  depth weighting alpha**depth of the groups (weighted variants)
-    solver : str          ``"sage"`` (Algorithm 1, mini-batches) or ``"fista"`` (full batch)
+    solver : str          ``"fista"`` (full batch, the default: measured fastest, see
+                          benchmarks/lm_solvers.json) or ``"sage"`` (Algorithm 1, mini-batches)
     epochs : int          maximum epochs (sage) / iterations (fista)
     batch_size : int|None initial mini-batch size (sage); None = n_tokens / 32
     batch_growth : float  factor by which the batch grows each epoch (sage)
@@ -207,6 +208,8 @@ class LogLinearLM:
                           absolute-discounting model, see ``_lm_kernels``) or ``"zeros"``.
                           The objective is convex, so both reach the same optimum; the
                           smoothed start is much closer to it for small ``lam``.
+    warm_start : bool     start from the current ``weights_`` when refitting the same
+                          corpus with the same structure (a path over ``lam``)
 
     Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
     ``objective_``, ``history_``, ``n_params_``, ``n_nonzero_``.
@@ -218,13 +221,14 @@ class LogLinearLM:
         penalty: str = "linf-tree",
         lam: float = 1e-4,
         alpha: float | None = None,
-        solver: str = "sage",
+        solver: str = "fista",
         epochs: int = 100,
         batch_size: int | None = None,
         batch_growth: float = 2.0,
         tol: float = 1e-6,
         seed: int = 0,
         init: str = "smoothed",
+        warm_start: bool = False,
     ):
         self.order = order
         self.penalty = penalty
@@ -237,6 +241,7 @@ class LogLinearLM:
         self.tol = tol
         self.seed = seed
         self.init = init
+        self.warm_start = warm_start
 
     # ------------------------------------------------------------------ training
     def _check_params(self):
@@ -314,6 +319,7 @@ class LogLinearLM:
         from .solvers import fista, sage
 
         self._check_params()
+        previous = getattr(self, "weights_", None)
         corpus = _as_corpus(corpus, None)
         self.vocab_ = corpus.vocab
         tree, end_node, target_param = self._build(corpus)
@@ -323,7 +329,7 @@ class LogLinearLM:
         prox, omega, prox_stats = self._penalty_fns(tree)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
-        w0 = self._initial_weights(problem)
+        w0 = self._initial_weights(problem, previous)
         self.weights_ = w0.copy()
 
         def cb(info):
@@ -357,7 +363,9 @@ class LogLinearLM:
         self._prepare_scoring()
         return self
 
-    def _initial_weights(self, problem) -> np.ndarray:
+    def _initial_weights(self, problem, previous=None) -> np.ndarray:
+        if self.warm_start and previous is not None and previous.shape == (self.tree_.n_params,):
+            return previous.copy()
         w = np.zeros(self.tree_.n_params)
         if self.init == "smoothed":
             t = self.tree_

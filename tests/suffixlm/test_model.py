@@ -151,9 +151,22 @@ def test_stochastic_solver_reaches_fista_objective(penalty, alpha):
 
 
 def test_training_is_deterministic_given_seed():
-    a = LogLinearLM(order=3, lam=1e-3, epochs=5, batch_size=8, seed=7).fit(TRAIN)
-    b = LogLinearLM(order=3, lam=1e-3, epochs=5, batch_size=8, seed=7).fit(TRAIN)
+    kw = dict(order=3, lam=1e-3, epochs=5, batch_size=8, batch_growth=1.0, solver="sage")
+    a = LogLinearLM(seed=7, **kw).fit(TRAIN)
+    b = LogLinearLM(seed=7, **kw).fit(TRAIN)
+    c = LogLinearLM(seed=8, **kw).fit(TRAIN)
     np.testing.assert_array_equal(a.weights_, b.weights_)
+    assert not np.array_equal(a.weights_, c.weights_)
+
+
+def test_warm_start_continues_from_previous_weights():
+    lm = LogLinearLM(order=3, lam=1e-3, epochs=200, tol=1e-12, warm_start=True).fit(TRAIN)
+    first = lm.objective_
+    lm.epochs = 1
+    lm.fit(TRAIN)  # one more step from the optimum stays there
+    assert lm.objective_ <= first * (1 + 1e-9)
+    cold = LogLinearLM(order=3, lam=1e-3, epochs=1).fit(TRAIN)
+    assert cold.objective_ > lm.objective_
 
 
 def test_save_load_identical_scores(tmp_path):

@@ -1,0 +1,58 @@
+"""Helpers shared by the benchmark scripts: machine description, JSON output."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / "benchmarks"
+
+
+def machine_info() -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "command": " ".join([Path(sys.executable).name] + sys.argv),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def write_json(name: str, payload: dict) -> Path:
+    BENCH_DIR.mkdir(exist_ok=True)
+    out = BENCH_DIR / name
+    payload = {"machine": machine_info(), **payload}
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1) + "\n")
+    os.replace(tmp, out)
+    return out
+
+
+def shared(*parts: str) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from corpora import shared_path
+
+    p = shared_path(*parts)
+    if p is None:
+        sys.exit(f"needs ../shared/{'/'.join(parts)} (not found)")
+    return p

@@ -1,0 +1,67 @@
+"""End-to-end: ``suffixlm train`` / ``demo`` / ``ppl`` on the shipped sample corpus."""
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from corpora import sample_path
+from suffixlm.cli import main
+from suffixlm.corpus import Corpus
+from suffixlm.model import LogLinearLM
+
+TRAIN = str(sample_path("tiny_lm.train.txt"))
+TEST = str(sample_path("tiny_lm.test.txt"))
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_train_then_ppl(tmp_path):
+    model = tmp_path / "tiny.model"
+    r = run("train", TRAIN, "-o", str(model), "--order", "3", "--lam", "1e-4", "--epochs", "40", "--quiet", "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output.strip().splitlines()[-1])
+    assert summary["order"] == 3 and summary["nonzero"] <= summary["parameters"]
+    assert model.exists()
+    lm = LogLinearLM.load(model)
+    r = run("ppl", str(model), TEST, "--json")
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.output)
+    test = Corpus.from_text(TEST, lm.vocab_)
+    lp = lm.log10_probs(test)
+    expected = 10 ** (-np.nansum(lp) / np.isfinite(lp).sum())
+    assert abs(rep["ppl"] - expected) <= 1e-6 * expected
+    r = run("ppl", str(model), TEST)
+    assert r.output.splitlines()[0].startswith(f"file {TEST}: 200 sentences, 1424 words, 0 OOVs")
+
+
+def test_lam_auto_needs_valid_and_chooses_from_grid(tmp_path):
+    model = tmp_path / "m"
+    r = CliRunner().invoke(main, ["train", TRAIN, "-o", str(model), "--lam", "auto"])
+    assert r.exit_code != 0 and "--valid" in r.output
+    r = run("train", TRAIN, "-o", str(model), "--order", "2", "--lam", "auto", "--valid", TEST, "--epochs", "15",
+            "--quiet", "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output.strip().splitlines()[-1])
+    grid = s["lam_grid"]
+    assert s["lam"] == min(grid, key=lambda g: g["valid_ppl"])["lam"]
+
+
+def test_bad_input_is_a_clean_error(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff\xfe\n")
+    r = CliRunner().invoke(main, ["train", str(bad), "-o", str(tmp_path / "m")])
+    assert r.exit_code == 1
+    assert "bad.txt:2: invalid UTF-8" in r.output
+    assert "Traceback" not in r.output
+    assert not (tmp_path / "m").exists()
+    r = CliRunner().invoke(main, ["train", TRAIN, "-o", str(tmp_path / "m"), "--lam", "x"])
+    assert r.exit_code == 2
+
+
+def test_demo_runs():
+    r = run("demo", "--order", "2")
+    assert r.exit_code == 0
+    assert "perplexity" in r.output
