@@ -175,6 +175,28 @@ def _put_int(buf, pos, v):
 
 
 @njit(cache=True)
+def _decimal7(a):
+    """a > 0 -> (m, e) with a ~= m * 10^(e-6), 1e6 <= m < 1e7, m rounded to nearest
+    (ties to even, as printf on the exact binary value). m = -1 when the scaled value is
+    so close to a rounding tie that double arithmetic cannot decide (left to Python)."""
+    e = int(math.floor(math.log10(a)))
+    mant = 0.0
+    for _ in range(3):
+        k = 6 - e
+        y = a * _POW10[k] if k >= 0 else a / _POW10[-k]
+        mant = np.rint(y)
+        if mant >= 1e7:
+            e += 1
+        elif mant < 1e6:
+            e -= 1
+        else:
+            if abs(abs(y - mant) - 0.5) < 1e-6:
+                return -1.0, e
+            break
+    return mant, e
+
+
+@njit(cache=True)
 def format_g7(buf, pos, x):
     """Write ``x`` as C's ``%.7g`` at ``buf[pos:]``; -inf is written as -99 (SRILM's
     log-zero). Returns the new position, or -1 when the value is outside the range
@@ -196,19 +218,9 @@ def format_g7(buf, pos, x):
         a = -x
     else:
         a = x
-    e = int(math.floor(math.log10(a)))
-    for _ in range(3):
-        k = 6 - e
-        if k >= 0:
-            mant = np.rint(a * _POW10[k])
-        else:
-            mant = np.rint(a / _POW10[-k])
-        if mant >= 1e7:
-            e += 1
-        elif mant < 1e6:
-            e -= 1
-        else:
-            break
+    mant, e = _decimal7(a)
+    if mant < 0:
+        return -1
     digits = np.empty(7, dtype=np.uint8)
     v = np.int64(mant)
     for i in range(6, -1, -1):
@@ -598,31 +610,23 @@ def backoff_query(tokens, starts, positions, order, vocab_size, node_keys, node_
 
 @njit(cache=True)
 def quantize_g7(x):
-    """float32[n] -> float32[n]: each value replaced by what reading back its ``%.7g``
-    text gives (same digits as ``format_g7``, same arithmetic as ``_parse_float``), so
-    a model scores identically before and after an ARPA round trip. -inf and values
-    outside format_g7's exact range are kept."""
+    """float32[n] -> (float32[n], bool[n]): each value replaced by what reading back its
+    ``%.7g`` text gives (same digits as ``format_g7``, same arithmetic as
+    ``_parse_float``), so a model scores identically before and after an ARPA round
+    trip. The mask marks near-tie values left unchanged for the caller to do in Python;
+    -inf and values outside format_g7's exact range are kept as they are."""
     out = x.copy()
+    python = np.zeros(x.shape[0], dtype=np.bool_)
     for i in range(x.shape[0]):
         v = np.float64(x[i])
         a = abs(v)
         if v == 0.0 or not (a >= 1e-15 and a < 1e15):
             continue
-        e = int(math.floor(math.log10(a)))
-        mant = 0.0
-        for _ in range(3):
-            k = 6 - e
-            if k >= 0:
-                mant = np.rint(a * _POW10[k])
-            else:
-                mant = np.rint(a / _POW10[-k])
-            if mant >= 1e7:
-                e += 1
-            elif mant < 1e6:
-                e -= 1
-            else:
-                break
+        mant, e = _decimal7(a)
+        if mant < 0:
+            python[i] = True
+            continue
         k = 6 - e
         q = mant / _POW10[k] if k >= 0 else mant * _POW10[-k]
         out[i] = np.float32(-q if v < 0 else q)
-    return out
+    return out, python

@@ -327,8 +327,18 @@ def estimate_kneser_ney(
         rows = counts.rows(n, idx)
         has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
         # the model holds exactly what its ARPA file says (SRILM scores its files, too)
-        ngrams.append((rows, K.quantize_g7(o.lp[idx]), K.quantize_g7(o.bow[idx]), has_bow))
+        ngrams.append((rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), has_bow))
     return BackoffLM(vocab, ngrams), info
+
+
+def quantize_g7(x: np.ndarray) -> np.ndarray:
+    """float32 values as read back from their ``%.7g`` text (what an ARPA file holds)."""
+    from . import _kn_kernels as K
+
+    out, python = K.quantize_g7(np.ascontiguousarray(x, dtype=np.float32))
+    for i in np.flatnonzero(python):
+        out[i] = np.float32(float("%.7g" % float(x[i])))
+    return out
 
 
 class KneserNeyLM:

@@ -1,0 +1,203 @@
+"""ARPA files: number formatting, hand-written files, round trips, bad files, SRILM's files."""
+
+from __future__ import annotations
+
+import gzip
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from suffixlm import _kn_kernels as K
+from suffixlm.arpa import ArpaError, BackoffLM, is_arpa_file, read_arpa
+from suffixlm.corpus import Corpus
+from suffixlm.evaluate import score
+from suffixlm.kn import KneserNeyLM
+
+HAND = """
+\\data\\
+ngram 1=5
+ngram 2=3
+ngram 3=1
+
+\\1-grams:
+-99\t<s>\t-0.5
+-0.5\ta\t-0.3
+-0.9\tb\t-0.2
+-0.7\t</s>
+-2.0\t<unk>
+
+\\2-grams:
+-0.2\t<s> a\t-0.1
+-0.4\ta b\t-0.05
+-0.1\ta </s>
+
+\\3-grams:
+-0.01\t<s> a b
+
+\\end\\
+"""
+
+
+def _fmt_c(x: float) -> str:
+    return "-99" if x == -math.inf else "%.7g" % x
+
+
+def _g7(x: float) -> str:
+    buf = np.zeros(64, dtype=np.uint8)
+    n = K.format_g7(buf, 0, float(x))
+    return None if n < 0 else buf[:n].tobytes().decode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, width=32).filter(lambda v: abs(v) < 1e14))
+def test_format_g7_is_printf(x):
+    s = _g7(x)
+    if x == 0:
+        assert s == "0"
+    elif abs(x) < 1e-15:
+        assert s is None  # left to Python formatting by the writer
+    else:
+        assert s is None or s == _fmt_c(x)  # None: a near-tie left to Python
+
+
+@pytest.mark.parametrize("x", [1.2890625, -0.5, 1e-5, 123456.75, 9999999.5, -99.0, 0.00012345675, 1e14, -4.447065])
+def test_format_g7_edge_cases(x):
+    assert _g7(x) in ("%.7g" % x, None)
+    assert _g7(0.00012345675) is None  # a near-tie in double arithmetic: Python decides
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, width=32))
+def test_quantize_is_read_back_of_written_text(x):
+    from suffixlm.kn import quantize_g7
+
+    q = quantize_g7(np.array([x], dtype=np.float32))[0]
+    if x == 0 or abs(x) < 1e-15:
+        return
+    assert q == np.float32(float("%.7g" % x))
+
+
+def _hand_lm():
+    return BackoffLM.from_arpa_bytes(HAND.encode(), "hand.arpa")
+
+
+def test_hand_written_file_back_off_rule():
+    lm = _hand_lm()
+    assert lm.order == 3 and lm.counts == [5, 3, 1] and lm.vocab.has_unk
+    c = Corpus.from_sentences([["a", "b"], ["a", "a"], ["b", "zzz"]], lm.vocab)
+    got = lm.log10_probs(c)
+    want = [
+        -0.2,                 # p(a | <s>): bigram
+        -0.01,                # p(b | <s> a): trigram
+        -0.05 + -0.2 + -0.7,  # p(</s> | a b): bow(a b) + bow(b) + p(</s>)
+        -0.2,                 # p(a | <s>)
+        -0.1 + -0.3 + -0.5,   # p(a | <s> a): bow(<s> a) + bow(a) + p(a)
+        -0.1,                 # p(</s> | a a): no node "a a"; p(</s> | a)
+        -0.5 + -0.9,          # p(b | <s>): bow(<s>) + p(b)
+        -0.2 + -2.0,          # p(<unk> | <s> b): zzz is scored as <unk>; bow(b) + p(<unk>)
+        -0.7,                 # p(</s> | b <unk>): <unk> has no bow (0)
+    ]
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    probs, hit = lm.query(c)
+    assert list(hit[:3]) == [2, 3, 1]
+
+
+@pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")  # tiny text: fallback discounts
+def test_round_trip_identical_scores(tmp_path):
+    train = Corpus.from_strings(["a b c a b", "b c d", "a b d d", "c a b c", "d a"] * 3, unk=True)
+    test = Corpus.from_strings(["a b c d", "d d a x", "c"], train.vocab)
+    lm = KneserNeyLM(3, min_counts=[1]).fit(train)
+    for name in ("m.arpa", "m.arpa.gz"):
+        lm.write_arpa(tmp_path / name)
+        assert is_arpa_file(tmp_path / name)
+        back = read_arpa(tmp_path / name)
+        assert back.counts == lm.model_.counts
+        test2 = Corpus.from_sentences(list(test.sentences_as_words()), back.vocab)
+        np.testing.assert_array_equal(back.log10_probs(test2), lm.log10_probs(test))
+        assert back.arpa_bytes() == lm.model_.arpa_bytes()  # and it writes the same file again
+    assert gzip.open(tmp_path / "m.arpa.gz").read() == (tmp_path / "m.arpa").read_bytes()
+
+
+def _expect_error(tmp_path, text, line, what):
+    p = tmp_path / "bad.arpa"
+    p.write_text(text)
+    with pytest.raises(ArpaError) as e:
+        read_arpa(p)
+    msg = str(e.value)
+    assert f"bad.arpa:{line}:" in msg, msg
+    assert what in msg, msg
+    assert "\n" not in msg
+
+
+def test_bad_files_give_line_numbers(tmp_path):
+    lines = HAND.split("\n")  # line k of the file is lines[k-1]
+    n3 = lines.index("-0.01\t<s> a b") + 1
+    _expect_error(tmp_path, HAND.replace("-0.4\ta b", "-0.4x\ta b"), lines.index("-0.4\ta b\t-0.05") + 1,
+                  "probability is not a number")
+    _expect_error(tmp_path, HAND.replace("a b\t-0.05", "a b\tzero"), lines.index("-0.4\ta b\t-0.05") + 1,
+                  "back-off weight is not a number")
+    _expect_error(tmp_path, HAND.replace("-0.5\ta\t-0.3", "abc\ta\t-0.3"), lines.index("-0.5\ta\t-0.3") + 1,
+                  "not a number")
+    _expect_error(tmp_path, HAND.replace("<s> a b", "<s> a q"), n3, "word not among the 1-grams")
+    _expect_error(tmp_path, HAND.replace("<s> a b", "<s> a"), n3, "fields")
+    _expect_error(tmp_path, HAND.replace("ngram 2=3", "ngram 2=4"), lines.index("\\3-grams:") + 1,
+                  "header says ngram 2=4 but the section has 3")
+    _expect_error(tmp_path, HAND.replace("ngram 2=3", "ngram 2=2"), lines.index("-0.1\ta </s>") + 1,
+                  "more 2-grams than the header")
+    _expect_error(tmp_path, HAND.replace("ngram 3=1", "ngram 3 = one"), lines.index("ngram 3=1") + 1, "ngram N=count")
+    truncated = HAND[:HAND.index("\\3-grams:")]
+    _expect_error(tmp_path, truncated, truncated.count("\n") + 1, "truncated")
+    no_end = HAND.replace("\\end\\", "")
+    _expect_error(tmp_path, no_end, no_end.count("\n") + 1, "without \\end\\")
+    p = tmp_path / "bad.arpa"
+    p.write_text("hello\n")
+    with pytest.raises(ArpaError, match="no \\\\data\\\\"):
+        read_arpa(p)
+    with pytest.raises(ArpaError, match="cannot read"):
+        read_arpa(tmp_path / "missing.arpa")
+
+
+def test_kenlm_style_file():
+    # KenLM writes spaces/tabs like SRILM, a <unk> unigram with a real probability, and
+    # 0 back-off weights explicitly; "-0" and exponents must parse
+    text = HAND.replace("-0.3\n", "-3e-1\n").replace("-0.2\t<s> a", "-2.0E-1\t<s> a").replace("-0.1\ta </s>", "-0.1 a </s>")
+    lm = BackoffLM.from_arpa_bytes(text.encode(), "kenlm.arpa")
+    ref = _hand_lm()
+    c = Corpus.from_sentences([["a", "b"], ["a"]], ref.vocab)
+    np.testing.assert_array_equal(lm.log10_probs(c), ref.log10_probs(c))
+
+
+# (file, test text) -> (ppl, ppl1) printed by SRILM, ../shared/anchors/README.md
+SRILM_FILES = {
+    "ptb.kn3.srilm-default": ("ptb.test.txt", 152.9853, 194.5778),
+    "ptb.kn5.srilm-default": ("ptb.test.txt", 147.8525, 187.7429),
+    "ptb.kn3.srilm-nocut": ("ptb.test.txt", 148.2813, 188.3136),
+    **{f"ptb100k.kn{n}.srilm-default": ("ptb.test.20k.txt", *v) for n, v in
+       {2: (210.5271, 268.9843), 3: (194.1698, 247.1677), 4: (192.8925, 245.4676), 5: (192.3328, 244.7228)}.items()},
+    **{f"ptb100k.kn{n}.srilm-nocut": ("ptb.test.20k.txt", *v) for n, v in
+       {2: (210.5271, 268.9843), 3: (191.7179, 243.9046), 4: (189.4165, 240.8435), 5: (188.7199, 239.9173)}.items()},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SRILM_FILES))
+def test_srilm_arpa_files_exact_ppl(shared, name):
+    test_name, ppl, ppl1 = SRILM_FILES[name]
+    lm = read_arpa(shared("anchors", "srilm", f"{name}.arpa.gz"))
+    test = Corpus.from_text(shared("corpora", "ptb", test_name), lm.vocab)
+    r = score(lm, test)
+    assert r.oovs == 0 and r.zeroprobs == 0
+    assert "%.7g" % r.ppl == "%.7g" % ppl and "%.7g" % r.ppl1 == "%.7g" % ppl1
+
+
+def test_our_arpa_equals_srilm_file(shared):
+    """Our estimate written as ARPA has the same lines as SRILM's file."""
+    from suffixlm.corpus import load_training_corpus
+
+    train = load_training_corpus(shared("corpora", "ptb", "ptb.train.100k.txt"), unk=True)
+    ours = KneserNeyLM(4).fit(train).model_.arpa_bytes().decode().splitlines()
+    theirs = gzip.open(shared("anchors", "srilm", "ptb100k.kn4.srilm-default.arpa.gz")).read().decode().splitlines()
+    assert ours[:8] == theirs[:8]  # header
+    assert sorted(ours) == sorted(theirs)
