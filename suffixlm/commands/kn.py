@@ -21,9 +21,10 @@ def parse_min_counts(text: str | None, order: int) -> list[int] | None:
     try:
         vals = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected 'srilm', 'none' or comma-separated integers like 1,1,2") from None
+        raise click.BadParameter(f"{text!r}: expected 'srilm', 'none' or comma-separated integers like 1,1,2",
+                                 param_hint="--min-count") from None
     if not vals or min(vals) < 1:
-        raise click.BadParameter(f"{text!r}: cut-offs must be integers >= 1")
+        raise click.BadParameter(f"{text!r}: cut-offs must be integers >= 1", param_hint="--min-count")
     return vals
 
 
