@@ -436,10 +436,15 @@ class LogLinearLM:
     def perplexity(self, data) -> float:
         """SRILM's ``ppl`` (``</s>`` counted, OOVs excluded) of a corpus, path or
         list of sentence strings."""
-        c = self._corpus_of(data)
-        lp = self.log10_probs(c)
-        lp = lp[~np.isnan(lp)]
-        return float(10.0 ** (-lp.sum() / max(len(lp), 1)))
+        from .evaluate import score
+
+        return score(self, self._corpus_of(data)).ppl
+
+    @property
+    def vocab(self) -> Vocabulary:
+        """The vocabulary (scoring protocol of ``suffixlm.evaluate``)."""
+        self._check_fitted()
+        return self.vocab_
 
     def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
         """Per-word ``(log10 prob, context length used + 1, is_oov)`` like KenLM's

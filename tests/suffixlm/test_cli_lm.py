@@ -22,13 +22,13 @@ def test_train_then_ppl(tmp_path):
     model = tmp_path / "tiny.model"
     r = run("train", TRAIN, "-o", str(model), "--order", "3", "--lam", "1e-4", "--epochs", "40", "--quiet", "--json")
     assert r.exit_code == 0, r.output
-    summary = json.loads(r.output.strip().splitlines()[-1])
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["order"] == 3 and summary["nonzero"] <= summary["parameters"]
     assert model.exists()
     lm = LogLinearLM.load(model)
     r = run("ppl", str(model), TEST, "--json")
     assert r.exit_code == 0, r.output
-    rep = json.loads(r.output)
+    rep = json.loads(r.stdout)
     test = Corpus.from_text(TEST, lm.vocab_)
     lp = lm.log10_probs(test)
     expected = 10 ** (-np.nansum(lp) / np.isfinite(lp).sum())
@@ -44,7 +44,7 @@ def test_lam_auto_needs_valid_and_chooses_from_grid(tmp_path):
     r = run("train", TRAIN, "-o", str(model), "--order", "2", "--lam", "auto", "--valid", TEST, "--epochs", "15",
             "--quiet", "--json")
     assert r.exit_code == 0, r.output
-    s = json.loads(r.output.strip().splitlines()[-1])
+    s = json.loads(r.stdout.strip().splitlines()[-1])
     grid = s["lam_grid"]
     assert s["lam"] == min(grid, key=lambda g: g["valid_ppl"])["lam"]
 
@@ -65,3 +65,20 @@ def test_demo_runs():
     r = run("demo", "--order", "2")
     assert r.exit_code == 0
     assert "perplexity" in r.output
+
+
+def test_compare_table_kn_loglinear_and_arpa(tmp_path):
+    arpa = tmp_path / "kn2.arpa"
+    r = run("kn", TRAIN, "-o", str(arpa), "--order", "2", "--min-count", "none")
+    assert r.exit_code == 0, r.output
+    r = run("compare", TRAIN, TEST, "--orders", "2", "--penalty", "linf-tree", "--penalty", "l1", "--lam", "1e-4",
+            "--epochs", "20", "--arpa", str(arpa), "--json", "--quiet", "--plot", str(tmp_path / "c.png"))
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    names = [x["model"] for x in rows]
+    assert names[:3] == ["kn-modified", "linf-tree", "l1"] and names[3].startswith("arpa:")
+    # our KN written as ARPA and read back scores the same as our KN in memory
+    assert rows[3]["ppl"] == __import__("pytest").approx(rows[0]["ppl"], rel=1e-6)
+    assert (tmp_path / "c.png").stat().st_size > 0
+    r = CliRunner().invoke(main, ["compare", TRAIN, TEST, "--orders", "x-y"])
+    assert r.exit_code == 2

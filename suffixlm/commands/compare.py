@@ -1,0 +1,132 @@
+"""``suffixlm compare``: log-linear models beside Kneser-Ney on the same test text."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import click
+
+from .train import PENALTY_CHOICES
+
+
+def parse_orders(text: str) -> list[int]:
+    """'2-8' -> [2..8]; '2,3,5' -> [2, 3, 5]; '4' -> [4]."""
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out.extend(range(int(a), int(b) + 1))
+            elif part:
+                out.append(int(part))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected orders like 2-8 or 2,3,5") from None
+    if not out or min(out) < 1:
+        raise click.BadParameter(f"{text!r}: orders must be integers >= 1")
+    return sorted(set(out))
+
+
+@click.command("compare")
+@click.argument("train_file", metavar="TRAIN.txt")
+@click.argument("test_file", metavar="TEST.txt")
+@click.option("--orders", default="2-5", show_default=True, help="Orders to compare, e.g. 2-8 or 2,3,5.")
+@click.option("--penalty", "penalties", multiple=True, type=click.Choice(PENALTY_CHOICES),
+              help="Log-linear penalty (repeat for several). Default: linf-tree.")
+@click.option("--lam", default=1e-5, show_default=True, type=float, help="lambda of the log-linear models.")
+@click.option("--alpha", type=float, default=None, help="Depth weighting alpha**d of the penalties.")
+@click.option("--epochs", default=300, show_default=True, type=click.IntRange(1))
+@click.option("--kn/--no-kn", "with_kn", default=True, show_default=True, help="Include our modified Kneser-Ney.")
+@click.option("--kn-min-count", default="none", show_default=True,
+              help="Cut-offs of the KN models: 'none' (keep all), 'srilm' (SRILM's defaults) or a list like 1,1,2.")
+@click.option("--arpa", "arpa_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Also score these ARPA files (e.g. SRILM's or KenLM's); repeatable.")
+@click.option("--unk", is_flag=True, help="Open vocabulary (SRILM's -unk).")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: perplexity vs order.")
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@click.option("--quiet", is_flag=True)
+def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_kn, kn_min_count, arpa_files, unk,
+            plot, as_json, quiet):
+    """Train log-linear models and Kneser-Ney for each order on TRAIN.txt and print
+    one table of their perplexities on TEST.txt (ppl counts </s>, ppl1 does not)."""
+    from ..corpus import Corpus, CorpusError, load_training_corpus
+    from ..evaluate import score
+    from ..model import LogLinearLM
+    from .kn import parse_min_counts
+
+    order_list = parse_orders(orders)
+    penalties = penalties or ("linf-tree",)
+    try:
+        train = load_training_corpus(train_file, unk=unk)
+        test = Corpus.from_text(test_file, train.vocab)
+    except CorpusError as e:
+        raise click.ClickException(str(e)) from None
+    rows = []
+
+    def add(model_name, order, model, params, seconds):
+        rep = score(model, test, test_file)
+        rows.append({"model": model_name, "order": order, "ppl": rep.ppl, "ppl1": rep.ppl1,
+                     "parameters": int(params), "train_seconds": seconds})
+        if not quiet:
+            click.echo(f"  {model_name:24s} order {order:2d}  ppl {rep.ppl:10.3f}  ({seconds:.1f} s)", err=True)
+
+    for order in order_list:
+        if with_kn:
+            from ..kn import KneserNeyLM
+
+            t0 = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                kn = KneserNeyLM(order=order, modified=True, min_counts=parse_min_counts(kn_min_count, order)).fit(train)
+            for w in caught:
+                click.echo(f"warning: order {order}: {w.message}", err=True)
+            add("kn-modified", order, kn, kn.model_.n_parameters, time.perf_counter() - t0)
+        for pen in penalties:
+            t0 = time.perf_counter()
+            lm = LogLinearLM(order=order, penalty=pen, lam=lam, alpha=alpha, epochs=epochs).fit(train)
+            name = pen if alpha is None else f"{pen} (alpha={alpha:g})"
+            add(name, order, lm, lm.n_nonzero_, time.perf_counter() - t0)
+    from ..arpa import ArpaError, BackoffLM
+
+    for path in arpa_files:
+        try:
+            t0 = time.perf_counter()
+            m = BackoffLM.read_arpa(path)
+        except ArpaError as e:
+            raise click.ClickException(str(e)) from None
+        # score with the ARPA file's own vocabulary
+        c = Corpus.from_text(test_file, m.vocab)
+        rep = score(m, c, test_file)
+        rows.append({"model": f"arpa:{path}", "order": m.order, "ppl": rep.ppl, "ppl1": rep.ppl1,
+                     "parameters": int(m.n_parameters), "train_seconds": None})
+
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+    else:
+        click.echo(f"{'model':40s} {'order':>5s} {'ppl':>10s} {'ppl1':>10s} {'parameters':>11s} {'train s':>8s}")
+        for r in rows:
+            secs = "" if r["train_seconds"] is None else f"{r['train_seconds']:.1f}"
+            click.echo(f"{r['model'][:40]:40s} {r['order']:5d} {r['ppl']:10.3f} {r['ppl1']:10.3f} "
+                       f"{r['parameters']:11d} {secs:>8s}")
+    if plot:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise click.ClickException("--plot needs matplotlib (pip install matplotlib)") from None
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for name in dict.fromkeys(r["model"] for r in rows):
+            pts = sorted((r["order"], r["ppl"]) for r in rows if r["model"] == name)
+            style = "o" if len(pts) == 1 else "-o"
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+        ax.set_xlabel("order")
+        ax.set_ylabel("test perplexity")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=100)
+        if not quiet:
+            click.echo(f"wrote {plot}", err=True)
