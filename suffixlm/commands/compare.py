@@ -43,7 +43,8 @@ def parse_orders(text: str) -> list[int]:
               help="Cut-offs of the KN models: 'none' (keep all), 'srilm' (SRILM's defaults) or a list like 1,1,2.")
 @click.option("--arpa", "arpa_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Also score these ARPA files (e.g. SRILM's or KenLM's); repeatable.")
-@click.option("--unk", is_flag=True, help="Open vocabulary (SRILM's -unk).")
+@click.option("--unk/--no-unk", default=True, show_default=True,
+              help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: perplexity vs order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 @click.option("--quiet", is_flag=True)

@@ -45,7 +45,8 @@ def _lam(value: str):
 @click.option("--valid", "valid_file", default=None, metavar="VALID.txt", help="Validation text: its perplexity is shown each epoch.")
 @click.option("--vocab", "vocab_file", default=None, help="Vocabulary file (one word per line).")
 @click.option("--min-count", default=1, show_default=True, type=click.IntRange(1), help="Words seen fewer times become <unk>.")
-@click.option("--unk", is_flag=True, help="Open vocabulary: score unseen words as <unk> (SRILM's -unk).")
+@click.option("--unk/--no-unk", default=True, show_default=True,
+              help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
