@@ -34,13 +34,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool) -> dict:
+def ukkonen_build(corpus, m: int) -> tuple[float, float, int]:
+    """Seconds of Ukkonen's generalized suffix tree of the reversed text, seconds of
+    capping it at depth m, and the number of context nodes found."""
+    from suffixlm import _ukkonen_kernels as U
+
+    n_symbols = int(corpus.tokens.max()) + 1
+    alphabet = n_symbols + corpus.n_sentences
+    t0 = time.perf_counter()
+    text, sent_end = U.reversed_text(corpus.tokens, corpus.offsets, n_symbols)
+    start, end, _, keys, vals, _ = U.ukkonen(text, alphabet)
+    t1 = time.perf_counter()
+    is_node = U.cap_tree(text, sent_end, start, end, keys, vals, alphabet, m)[2]
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, int(is_node.sum())
+
+
+def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool, ukkonen: bool) -> dict:
     import gc
     import resource
 
     import numpy as np
 
-    from suffixlm.contexts import extract_contexts
+    from suffixlm.contexts import extract_contexts, walk_contexts
     from suffixlm.corpus import Corpus, load_training_corpus
     from suffixlm.suffixtree import SuffixTree
 
@@ -54,10 +70,12 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool) 
     del full
     warm = Corpus.from_strings(["a b c a b", "b c a"])
     for collapse in (True, False):
-        extract_contexts(SuffixTree.build(warm, m, collapse), warm)
+        wtree = SuffixTree.build(warm, m, collapse)
+        extract_contexts(wtree, warm)
+        walk_contexts(wtree, warm.tokens, warm.offsets)
     gc.collect()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    build, extract, trie_build = [], [], []
+    build, extract, trie_build, walk = [], [], [], []
     stats = None
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -65,8 +83,11 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool) 
         t1 = time.perf_counter()
         ctx = extract_contexts(tree, corpus)
         t2 = time.perf_counter()
+        walk_contexts(tree, corpus.tokens, corpus.offsets)
+        t3 = time.perf_counter()
         build.append(t1 - t0)
         extract.append(t2 - t1)
+        walk.append(t3 - t2)
         stats = tree.stats()
         stats["path_entries"] = int(ctx.nodes.shape[0])
         del tree, ctx
@@ -81,6 +102,15 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool) 
             del trie_s
             gc.collect()
     rss_end = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    ukk, cap = [], []
+    if ukkonen:
+        ukkonen_build(warm, m)
+        for _ in range(repeats):
+            t_build, t_cap, n_nodes = ukkonen_build(corpus, m)
+            assert n_nodes == stats["tree_nodes"]
+            ukk.append(t_build)
+            cap.append(t_cap)
+            gc.collect()
     total = [b + e for b, e in zip(build, extract)]
     return {
         "m": m,
@@ -92,14 +122,17 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool) 
         "build_seconds": statistics.median(build),
         "extract_seconds": statistics.median(extract),
         "total_seconds": statistics.median(total),
+        "walk_seconds": statistics.median(walk),
         "build_seconds_all": build,
         "extract_seconds_all": extract,
         "trie_build_seconds": statistics.median(trie_build) if trie_build else None,
+        "ukkonen_seconds": statistics.median(ukk) if ukk else None,
+        "ukkonen_cap_seconds": statistics.median(cap) if cap else None,
         "maxrss_before_mb": rss_before / 1024,
         "maxrss_tree_mb": rss_tree / 1024,
         "extra_peak_tree_mb": (rss_tree - rss_before) / 1024,
         "maxrss_end_mb": rss_end / 1024,
-        "np_version": np.__version__,
+        "loadavg_1min_end": os.getloadavg()[0],
     }
 
 
@@ -126,15 +159,17 @@ def markdown(result: dict) -> str:
         f"median of {result['repeats']}, JIT compilation excluded; "
         f"{result['machine']['cpu_count']} CPUs, {result['machine']['platform']}; commit {result['commit'][:10]}.",
         "",
-        "| order | m | trie nodes \\|S\\| | tree nodes \\|T\\| | trie params | tree params | build s | extract s | build+extract s | peak RSS MB (extra) | trie build s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| order | m | trie nodes \\|S\\| | tree nodes \\|T\\| | trie params | tree params | build s | extract s | build+extract s | peak RSS MB (extra) | walk s | trie build s | Ukkonen GST s + cap s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
         trie = f"{r['trie_build_seconds']:.2f}" if r["trie_build_seconds"] is not None else "–"
+        ukk = (f"{r['ukkonen_seconds']:.2f} + {r['ukkonen_cap_seconds']:.2f}"
+               if r.get("ukkonen_seconds") is not None else "–")
         lines.append(
             f"| {r['order']} | {r['m']} | {r['trie_nodes']:,} | {r['tree_nodes']:,} | {r['trie_params']:,} | "
             f"{r['tree_params']:,} | {r['build_seconds']:.3f} | {r['extract_seconds']:.3f} | "
-            f"{r['total_seconds']:.3f} | {r['maxrss_tree_mb']:.0f} (+{r['extra_peak_tree_mb']:.0f}) | {trie} |"
+            f"{r['total_seconds']:.3f} | {r['maxrss_tree_mb']:.0f} (+{r['extra_peak_tree_mb']:.0f}) | {r['walk_seconds']:.3f} | {trie} | {ukk} |"
         )
     lines += [
         "",
@@ -148,7 +183,20 @@ def markdown(result: dict) -> str:
             f"| {r['fraction']:.0%} | {r['words']:,} | {r['tree_nodes']:,} | {r['total_seconds']:.3f} | "
             f"{1e6 * r['total_seconds'] / r['words']:.2f} |"
         )
-    lines += ["", f"Command: `{result['command']}`", ""]
+    lines += [
+        "",
+        "build = sorting construction of the tree with counts and successor lists (what "
+        "`SuffixTree.build` does); extract = context paths of every training position; "
+        "walk = the same paths found by the general walk used for unseen text (reads edge labels); "
+        "trie build = `collapse=False`; the last column times Ukkonen's construction of the "
+        "uncapped generalized suffix tree of the reversed text plus capping it at m "
+        "(node set and counts only: no successor lists, no preorder) for comparison. "
+        f"Peak RSS = worker high-water mark, extra = its growth during the builds. "
+        f"1-minute load average during the runs: {result['loadavg']}.",
+        "",
+        f"Command: `{result['command']}`",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -171,18 +219,19 @@ def main() -> None:
     ap.add_argument("--trie", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.corpus, args.m, args.fraction, args.repeats, args.trie)))
+        print(json.dumps(worker(args.corpus, args.m, args.fraction, args.repeats, args.trie, args.trie)))
         return
     if not Path(args.corpus).exists():
         sys.exit(f"{args.corpus}: no such file (pass --corpus)")
     lo, hi = (int(x) for x in args.depths.split("-"))
     runs, scaling = [], []
-    print(f"{'m':>3} {'|S|':>10} {'|T|':>10} {'trie par':>10} {'tree par':>10} {'build':>7} {'extract':>7} {'RSS MB':>7} {'trie':>6}")
+    print(f"{'m':>3} {'|S|':>10} {'|T|':>10} {'trie par':>10} {'tree par':>10} {'build':>7} {'extract':>7} {'RSS MB':>7} {'trie':>6} {'ukk':>6} {'load':>5}")
     for m in range(lo, hi + 1):
         r = run_worker(args, m, 1.0, trie=True)
         runs.append(r)
         print(f"{m:>3} {r['trie_nodes']:>10,} {r['tree_nodes']:>10,} {r['trie_params']:>10,} {r['tree_params']:>10,} "
-              f"{r['build_seconds']:>7.3f} {r['extract_seconds']:>7.3f} {r['maxrss_tree_mb']:>7.0f} {r['trie_build_seconds']:>6.2f}",
+              f"{r['build_seconds']:>7.3f} {r['extract_seconds']:>7.3f} {r['maxrss_tree_mb']:>7.0f} {r['trie_build_seconds']:>6.2f} "
+              f"{r['ukkonen_seconds'] + r['ukkonen_cap_seconds']:>6.2f} {r['loadavg_1min_end']:>5.1f}",
               flush=True)
     print(f"\n{'share':>6} {'words':>9} {'build+extract s':>16}")
     for fraction in (0.25, 0.5, 1.0):
@@ -208,6 +257,7 @@ def main() -> None:
             "numba": numba.__version__,
         },
         "memory_note": "maxrss = worker resident-set high-water mark; extra = growth over the mark before the first build",
+        "loadavg": sorted({round(r["loadavg_1min_end"], 1) for r in runs + scaling}),
         "runs": runs,
         "scaling": scaling,
     }

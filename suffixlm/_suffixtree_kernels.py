@@ -220,12 +220,10 @@ def position_nodes(n_tok, offsets, sorted_pos, leaf_start, leaf_node):
 
 
 @njit(cache=True)
-def children_csr(parent, depth, context_position, tokens):
-    """Children of every node in CSR form, in node order (which is increasing order
-    of the first symbol of the edge when nodes are in lexicographic preorder).
-
-    Returns child_offsets int64[n+1], children int64[n-1], child_first_word int32[n-1].
-    """
+def csr_from_parent(parent):
+    """Children lists of a rooted tree given by ``parent`` (int64[n], root 0 with
+    parent -1, every other node j with 0 <= parent[j]), each list in increasing node
+    order. Returns child_offsets int64[n+1], children int64[n-1]."""
     n = parent.shape[0]
     child_offsets = np.zeros(n + 1, np.int64)
     for j in range(1, n):
@@ -234,13 +232,24 @@ def children_csr(parent, depth, context_position, tokens):
         child_offsets[j + 1] += child_offsets[j]
     fill = child_offsets[:-1].copy()
     children = np.empty(max(n - 1, 0), np.int64)
-    first_word = np.empty(max(n - 1, 0), np.int32)
     for j in range(1, n):
-        p = parent[j]
-        e = fill[p]
-        children[e] = j
-        first_word[e] = tokens[context_position[j] - depth[p] - 1]
-        fill[p] = e + 1
+        children[fill[parent[j]]] = j
+        fill[parent[j]] += 1
+    return child_offsets, children
+
+
+@njit(cache=True)
+def children_csr(parent, depth, context_position, tokens):
+    """Children of every node in CSR form, in node order (which is increasing order
+    of the first symbol of the edge when nodes are in lexicographic preorder).
+
+    Returns child_offsets int64[n+1], children int64[n-1], child_first_word int32[n-1].
+    """
+    child_offsets, children = csr_from_parent(parent)
+    first_word = np.empty(children.shape[0], np.int32)
+    for e in range(children.shape[0]):
+        j = children[e]
+        first_word[e] = tokens[context_position[j] - depth[parent[j]] - 1]
     return child_offsets, children, first_word
 
 
@@ -444,6 +453,20 @@ def param_parent(parent, succ_offsets, succ_words):
                 raise ValueError("successor missing from the parent node")
             out[e] = f
     return out
+
+
+@njit(cache=True)
+def subtree_end(parent):
+    """Exclusive end of every node's subtree in preorder numbering: the subtree of
+    j is j .. end[j] - 1. int64[n]."""
+    n = parent.shape[0]
+    end = np.empty(n, np.int64)
+    for j in range(n):
+        end[j] = j + 1
+    for j in range(n - 1, 0, -1):
+        if end[j] > end[parent[j]]:
+            end[parent[j]] = end[j]
+    return end
 
 
 @njit(cache=True)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._suffixtree_kernels import csr_from_parent
+
 _GOLDEN = np.uint64(11400714819323198485)
 
 
@@ -157,17 +159,7 @@ def cap_tree(text, sent_end, start, end, keys, vals, alphabet, max_depth):
     for h in range(keys.shape[0]):
         if keys[h] != -1:
             parent[vals[h]] = keys[h] // alphabet
-    # children CSR from parent, then BFS order (parents before children)
-    off = np.zeros(n + 1, np.int64)
-    for j in range(1, n):
-        off[parent[j] + 1] += 1
-    for j in range(n):
-        off[j + 1] += off[j]
-    fill = off[:-1].copy()
-    kids = np.empty(max(n - 1, 1), np.int64)
-    for j in range(1, n):
-        kids[fill[parent[j]]] = j
-        fill[parent[j]] += 1
+    off, kids = csr_from_parent(parent)  # then BFS order: parents before children
     order = np.empty(n, np.int64)
     order[0] = 0
     head = 0

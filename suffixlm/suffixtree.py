@@ -34,10 +34,16 @@ linear in the corpus length for a fixed depth cap ``m``:
 4. Successor lists: runs of targets inside each leaf, merged bottom-up into
    the inner nodes, O(P log) with P the number of tree parameters.
 
-Ukkonen's algorithm is not needed here because the depth cap makes every context
-O(m) long and the sentence boundaries make suffix links cross nothing useful; the
-direct construction avoids both the depth-cap surgery on an uncapped suffix tree and
-a separate pass for counts and successors. ``scripts/bench_suffixtree.py`` measures it.
+Why not Ukkonen: the depth cap and the sentence resets make every context at most
+``m`` symbols long, so sorting the contexts directly is linear for fixed ``m`` and
+hands over, in one pass each, everything the LM needs (counts, successor lists,
+depth-first order, sorted children). Ukkonen's algorithm instead builds the uncapped
+generalized suffix tree of the reversed text (unique terminator per sentence), which
+must then be capped at ``m``, re-ordered and aggregated. ``_ukkonen_kernels.py`` keeps
+such an implementation (numba, children in a hash table); the tests check that capped
+at ``m`` it finds the same nodes and counts, and ``scripts/bench_suffixtree.py`` times
+both on PTB (see ``benchmarks/suffixtree.md``): Ukkonen plus capping alone, without
+successor lists or ordering, takes about as long as the whole sorting build.
 
 Layout
 ------
@@ -217,6 +223,13 @@ class SuffixTree:
         if "param_node" not in self._cache:
             self._cache["param_node"] = _k.param_node(self.succ_offsets)
         return self._cache["param_node"]
+
+    def subtree_end(self) -> np.ndarray:
+        """int64[n_nodes]: the subtree of node j is nodes j .. subtree_end[j] - 1
+        (preorder numbering)."""
+        if "subtree_end" not in self._cache:
+            self._cache["subtree_end"] = _k.subtree_end(self.parent)
+        return self._cache["subtree_end"]
 
     def stats(self) -> dict:
         """Sizes: trie_nodes |S|, tree_nodes |T|, trie_params, tree_params, leaves,

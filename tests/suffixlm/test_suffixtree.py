@@ -120,6 +120,12 @@ def check_against_brute(tree, corpus, m, collapse=True):
         else:
             assert pn[pp[e]] == par[j]
             assert sw[pp[e]] == sw[e]
+    # preorder: the subtree of j is j .. subtree_end[j] - 1
+    ends = tree.subtree_end().tolist()
+    for j, u in enumerate(ctxs):
+        below = [k for k in range(j, ends[j])]
+        assert all(ctxs[k][: len(u)] == u for k in below)
+        assert ends[j] == len(ctxs) or ctxs[ends[j]][: len(u)] != u
     # every training position ends on the node of its full context
     pos_ctx = [ctx for _, ctx, _ in brute_contexts(corpus, m)]
     assert [ctxs[j] for j in tree.position_node] == pos_ctx
