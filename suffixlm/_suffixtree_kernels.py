@@ -436,8 +436,9 @@ def find_sorted(words, lo, hi, w):
 def param_parent(parent, succ_offsets, succ_words):
     """Parameter (parent(j), v) of every parameter (j, v); -1 at the root.
 
-    Returns int64[n_params]; raises if a successor is missing from the parent's list
-    (which would mean a broken tree).
+    Returns int64[n_params]; -1 also marks a successor missing from its parent's list,
+    which cannot happen in a tree built from text (callers loading a tree from a file
+    can check for it).
     """
     n = parent.shape[0]
     out = np.empty(succ_words.shape[0], np.int64)
@@ -448,10 +449,7 @@ def param_parent(parent, succ_offsets, succ_words):
         lo = succ_offsets[p]
         hi = succ_offsets[p + 1]
         for e in range(succ_offsets[j], succ_offsets[j + 1]):
-            f = find_sorted(succ_words, lo, hi, succ_words[e])
-            if f < 0:
-                raise ValueError("successor missing from the parent node")
-            out[e] = f
+            out[e] = find_sorted(succ_words, lo, hi, succ_words[e])
     return out
 
 

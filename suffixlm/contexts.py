@@ -76,6 +76,9 @@ def extract_contexts(tree: SuffixTree, corpus: Corpus) -> Contexts:
 
 
 def _is_training_text(tree: SuffixTree, x: np.ndarray, offsets: np.ndarray) -> bool:
+    # A tree loaded without its per-position nodes (e.g. from a model file) walks.
+    if tree.position_node is None or tree.position_node.shape[0] != x.shape[0] - (offsets.shape[0] - 1):
+        return False
     if x is tree.tokens and offsets is tree.offsets:
         return True
     return (

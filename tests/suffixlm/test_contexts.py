@@ -119,3 +119,16 @@ def test_ptb_slice_train_and_unseen(shared):
         got = check_paths(tree, tr, te, m, collapse, bt, ctxs)
         if collapse:  # some unseen contexts stop inside an edge
             assert np.any(got.cover[got.offsets[1:] - 1] < tree.collapsed[got.deepest()])
+
+
+def test_tree_without_position_nodes_walks():
+    # e.g. a tree loaded from a model file: the training text is then walked
+    import dataclasses
+
+    tr = Corpus.from_strings(["a b a c", "b a b", "c"])
+    tree = SuffixTree.build(tr, 3)
+    want = extract_contexts(tree, tr)
+    bare = dataclasses.replace(tree, position_node=np.zeros(0, np.int64), _cache={})
+    got = extract_contexts(bare, tr)
+    for k in ("positions", "offsets", "nodes", "cover"):
+        assert np.array_equal(getattr(got, k), getattr(want, k))
