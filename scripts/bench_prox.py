@@ -10,7 +10,9 @@ Methods, on the same problem (kappa * sum_x eta_x ||w_subtree(x)||_inf, w >= 0):
 Shapes: ``pa-forest`` (PTB-like: a forest of n/160 trees grown by linear
 preferential attachment, so heavy-tailed branching, with counts drawn like the PTB
 order-5 parameter forest: P(c=1,2,3) = .67,.22,.11), ``random-recursive`` (one tree,
-uniform attachment: deeper, ~ln n), and the real PTB order-5 parameter forest
+uniform attachment: deeper, ~ln n), ``deep`` (parent uniform among the previous 32
+nodes: depth ~ n/16, the pivot's O(|T|^2) worst case of Table 1, not PTB-like), and
+the real PTB order-5 parameter forest
 (``SuffixTree.build(ptb.train, 4).param_parent()``, counts ``collapsed[param_node()]``),
 and at order 12, when ../shared/corpora/ptb is there. Node ids are in creation order (parents first),
 not post-order. Values are i.i.d. Exp(1), kappa = 0.05, weights = counts.
@@ -69,6 +71,17 @@ def _random_recursive(n, seed):
     parent = np.full(n, -1, dtype=np.int64)
     for x in range(1, n):
         parent[x] = np.random.randint(x)
+    return parent
+
+
+@njit(cache=True)
+def _deep_random(n, window, seed):
+    """Parent uniform among the previous ``window`` nodes: depth ~ 2n / window,
+    the worst case of the pivot method (Table 1: O(|T|^2))."""
+    np.random.seed(seed)
+    parent = np.full(n, -1, dtype=np.int64)
+    for x in range(1, n):
+        parent[x] = x - 1 - np.random.randint(min(x, window))
     return parent
 
 
@@ -157,6 +170,19 @@ def spams_call(trie_parent, trie_values):
     return run
 
 
+def predicted(history, n):
+    """Time per call at size n extrapolated from the last two sizes (power law,
+    exponent >= 1), or n log n from the last one."""
+    if not history:
+        return 0.0
+    n2, t2 = history[-1]
+    exponent = 1.0
+    if len(history) >= 2:
+        n1, t1 = history[-2]
+        exponent = max(1.0, math.log(t2 / t1) / math.log(n2 / n1))
+    return t2 * (n / n2) ** exponent * math.log(n) / math.log(n2)
+
+
 def timed(fn, repeats):
     fn()  # warm-up (numba compilation, caches)
     times = []
@@ -180,6 +206,8 @@ def make_shape(shape, n, seed):
     else:
         if shape == "pa-forest":
             parent = _pa_forest(n, max(1, n // 160), seed)
+        elif shape == "deep":
+            parent = _deep_random(n, 32, seed)
         else:
             parent = _random_recursive(n, seed)
         counts = rng.choice(np.arange(1, 4), size=n, p=COUNT_PROBS).astype(np.int64)
@@ -198,8 +226,9 @@ def git_commit():
 @click.command()
 @click.option("--sizes", default="1000,10000,100000,1000000,10000000", show_default=True,
               help="Comma-separated node counts of the synthetic trees.")
-@click.option("--shapes", default="pa-forest,random-recursive,ptb-order5,ptb-order12", show_default=True,
-              help="pa-forest, random-recursive, ptb-orderK (the PTB parameter forest at order K).")
+@click.option("--shapes", default="pa-forest,random-recursive,deep,ptb-order5,ptb-order12",
+              show_default=True,
+              help="pa-forest, random-recursive, deep, ptb-orderK (the PTB parameter forest at order K).")
 @click.option("--repeats", default=5, show_default=True, help="Timed calls per cell (median).")
 @click.option("--budget", default=20.0, show_default=True,
               help="Skip pivot / SPAMS at a size when their predicted time per call exceeds this (s).")
@@ -223,12 +252,14 @@ def main(sizes, shapes, repeats, budget, use_spams, out):
     started = time.time()
     load_before = os.getloadavg()
     rows = []
-    header = f"{'shape':<17}{'nodes':>10}{'trie':>10} {'method':<7}{'median s':>11}{'ns/node':>9}  check"
+    header = (f"{'shape':<17}{'nodes':>10}{'trie':>10} {'method':<7}{'median s':>11}{'min s':>11}"
+              f"{'ns/node':>9}  check")
     click.echo(header)
     for shape in shapes:
         skip = {}
         cells = [None] if shape.startswith("ptb-order") else sizes
         last = {}
+        history = {}
         for n in cells:
             parent, counts, values = make_shape(shape, n, seed=1 + (n or 0) % 1000)
             n = parent.shape[0]
@@ -240,11 +271,8 @@ def main(sizes, shapes, repeats, budget, use_spams, out):
             methods = ["heap", "pivot"] + (["spams"] if use_spams else [])
             trie = None
             for method in methods:
-                if method in last:  # predicted time from the previous size
-                    prev_n, prev_t = last[method]
-                    factor = (n / prev_n) * (math.log(n) / math.log(prev_n)) ** (2 if method == "pivot" else 1)
-                    if method != "heap" and prev_t * factor > budget:
-                        skip[method] = True
+                if method != "heap" and predicted(history.get(method, []), n) > budget:
+                    skip[method] = True
                 if skip.get(method):
                     click.echo(f"{shape:<17}{n:>10}{'':>10} {method:<7}{'skipped (budget)':>20}")
                     rows.append({"shape": shape, "nodes": n, "method": method, "skipped": True})
@@ -267,6 +295,7 @@ def main(sizes, shapes, repeats, budget, use_spams, out):
                 times = timed(fn, repeats)
                 med = float(np.median(times))
                 last[method] = (n, med)
+                history.setdefault(method, []).append((n, med))
                 if method == "spams":
                     results[method] = out_vals["w"]
                 else:
@@ -283,11 +312,12 @@ def main(sizes, shapes, repeats, budget, use_spams, out):
                         np.abs(heap_on_trie[trie[2]] - results["heap"]).max())
                 rows.append({"shape": shape, "nodes": n,
                              "trie_nodes": int(counts.sum()), "method": method,
-                             "median_s": med, "times_s": times, "ns_per_node": 1e9 * med / n,
+                             "median_s": med, "min_s": float(min(times)), "times_s": times,
+                             "ns_per_node": 1e9 * med / n,
                              "structure_build_s": build_s, "mean_subtree_size": mean_subtree,
                              "check": check})
                 click.echo(f"{shape:<17}{n:>10}{int(counts.sum()):>10} {method:<7}{med:>11.4g}"
-                           f"{1e9 * med / n:>9.1f}  " + ", ".join(f"{k} {v:.1e}" for k, v in check.items()))
+                           f"{min(times):>11.4g}{1e9 * med / n:>9.1f}  " + ", ".join(f"{k} {v:.1e}" for k, v in check.items()))
                 if any(v > 1e-9 for v in check.values()):
                     raise SystemExit(f"{shape} n={n} {method}: results differ: {check}")
             if "heap" in results and "pivot" in results:
@@ -333,6 +363,9 @@ def markdown(meta, rows) -> str:
         f"{meta['load_average_after'][0]:.1f} after (shared machine), kappa = {meta['kappa']}, "
         f"median of {meta['repeats']} calls after a warm-up.",
         "",
+        "Seconds per call: median (min) over the calls. Ratios of medians. Node ids in creation "
+        "order; SPAMS runs on the expanded trie (it takes no counts).",
+        "",
         "| shape | nodes | trie nodes | mean subtree | heap s | pivot s | SPAMS s (trie) | pivot / heap | SPAMS / heap |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -346,7 +379,9 @@ def markdown(meta, rows) -> str:
 
         def t(m):
             r = cell.get(m)
-            return "—" if r is None or r.get("skipped") else f"{r['median_s']:.4g}"
+            if r is None or r.get("skipped"):
+                return "—"
+            return f"{r['median_s']:.3g} ({r['min_s']:.3g})"
 
         def ratio(m):
             r = cell.get(m)

@@ -128,7 +128,7 @@ def prox_inplace(name: str, values: np.ndarray, structure: ForestStructure, kapp
         prox_linf_tree(values, s.order, s.parent_post, s.counts_post, s.weights_post, kappa,
                        nonneg, s.scratch("a"), s.scratch("hval"), s.scratch("hcnt"),
                        s.scratch("hchild", np.int64), s.scratch("hsib", np.int64),
-                       s.scratch("hroot", np.int64), s.scratch("tau"), s.scratch("thr"))
+                       s.scratch("hroot", np.int64), s.scratch("tau"))
     else:
         prox_linf_tree_pivot(values, s.order, s.subtree_size, s.counts_post, s.weights_post,
                              kappa, nonneg, PIVOT_SEED, s.scratch("a"), s.scratch("pv"),

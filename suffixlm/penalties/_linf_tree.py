@@ -24,15 +24,15 @@ from ._structure import gather_post, scatter_post
 
 @njit(cache=True)
 def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
-                   hval, hcnt, hchild, hsib, hroot, tau, thr):
+                   hval, hcnt, hchild, hsib, hroot, tau):
     """Algorithm 4 on a vector already in post-order (in place).
 
     a float64[n] magnitudes in post-order; parent_post int64[n]; counts_post,
-    weights_post float64[n]. Scratch: hval, hcnt, tau, thr float64[n]; hchild,
-    hsib, hroot int64[n]. Heap entry ids are post positions (an entry merged from
-    popped ones reuses the id of the first popped). The pairing-heap links are
-    written out inline: a numba call taking arrays costs reference-count updates
-    that made this loop five times slower.
+    weights_post float64[n]. Scratch: hval, hcnt, tau float64[n]; hchild, hsib,
+    hroot int64[n]; after node i, tau[i] holds its threshold (inf: no clip). Heap
+    entry ids are post positions (an entry merged from popped ones reuses the id of
+    the first popped). The pairing-heap links are written out inline: a numba call
+    taking arrays costs reference-count updates that made this loop 5x slower.
     """
     n = a.shape[0]
     inf = np.inf
@@ -43,28 +43,44 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
         root = hroot[i]  # meld of the children's heaps
         mass = tau[i]  # l1 norm of the (already clipped) subtree: tau of Alg. 4
         ai = a[i]
-        if ai > 0.0:  # zero entries never reach a threshold: keep them out
-            hval[i] = ai
-            hcnt[i] = counts_post[i]
-            hchild[i] = -1
-            if root < 0:
-                root = i
-            elif hval[root] >= ai:
-                hsib[i] = hchild[root]
-                hchild[root] = i
-            else:
-                hsib[root] = -1
-                hchild[i] = root
-                root = i
-            mass += counts_post[i] * ai
+        ci = counts_post[i]
         radius = kappa * weights_post[i]
         t = inf
-        if root >= 0 and radius > 0.0:
-            if mass <= radius:
+        if root < 0:
+            # fast path (leaves, and subtrees all zero below): the group is {i}
+            if ai > 0.0:
+                mass = ci * ai
+                if radius > 0.0:
+                    if mass <= radius:
+                        t = 0.0
+                        mass = 0.0
+                    else:
+                        t = ai - radius / ci
+                        mass -= radius
+                        ai = t
+                if mass > 0.0:
+                    hval[i] = ai
+                    hcnt[i] = ci
+                    hchild[i] = -1
+                    root = i
+        else:
+            if ai > 0.0:  # zero entries never reach a threshold: keep them out
+                hval[i] = ai
+                hcnt[i] = ci
+                hchild[i] = -1
+                if hval[root] >= ai:
+                    hsib[i] = hchild[root]
+                    hchild[root] = i
+                else:
+                    hsib[root] = -1
+                    hchild[i] = root
+                    root = i
+                mass += ci * ai
+            if radius > 0.0 and mass <= radius:
                 t = 0.0
                 root = -1
                 mass = 0.0
-            else:
+            elif radius > 0.0:
                 s = 0.0
                 c = 0.0
                 first = -1
@@ -128,7 +144,7 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
                     hchild[first] = root
                     root = first
                 mass -= radius
-        thr[i] = t
+        tau[i] = t  # tau[i] is spent: from here on it keeps the threshold
         p = parent_post[i]
         if p >= 0:
             tau[p] += mass
@@ -146,19 +162,19 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
     # clips are nested: a node ends clipped at the smallest threshold above it
     for i in range(n - 1, -1, -1):
         p = parent_post[i]
-        t = thr[i]
-        if p >= 0 and thr[p] < t:
-            t = thr[p]
-            thr[i] = t
+        t = tau[i]
+        if p >= 0 and tau[p] < t:
+            t = tau[p]
+            tau[i] = t
         if a[i] > t:
             a[i] = t
 
 
 @njit(cache=True)
 def prox_linf_tree(values, order, parent_post, counts_post, weights_post, kappa, nonneg,
-                   a, hval, hcnt, hchild, hsib, hroot, tau, thr):
+                   a, hval, hcnt, hchild, hsib, hroot, tau):
     """In place on values float64[n] (node order); the other arrays as above."""
     gather_post(values, order, nonneg, a)
     linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
-                   hval, hcnt, hchild, hsib, hroot, tau, thr)
+                   hval, hcnt, hchild, hsib, hroot, tau)
     scatter_post(a, order, nonneg, values)

@@ -30,6 +30,10 @@ def linf_tree_pivot_post(a, subtree_size, counts_post, weights_post, kappa, pv, 
         radius = kappa * weights_post[i]
         if radius <= 0.0:
             continue
+        if subtree_size[i] == 1:  # fast path for leaves, as in _linf_tree
+            c1 = counts_post[i]
+            a[i] = max(a[i] - radius / c1, 0.0)
+            continue
         lo = i - subtree_size[i] + 1
         m = 0
         mass = 0.0
