@@ -60,9 +60,16 @@ def _as_corpus(data, vocab: Vocabulary | None) -> Corpus:
 
 
 class _LMProblem:
-    """The mean log-loss of a training corpus as a ``SmoothProblem`` (see solvers)."""
+    """The mean log-loss of a training corpus as a ``SmoothProblem`` (see solvers).
 
-    def __init__(self, tree, end_node, target_param, n_unseen):
+    The metric is ``collapsed * word_scale``: a collapsed node counts for its trie
+    coordinates, and every coordinate of the tree of word v is scaled by
+    ``word_scale[v]`` (a diagonal preconditioner, constant on each word's tree; see
+    ``LogLinearLM``). ``value_grad`` returns the gradient in that metric, i.e. the
+    partial derivatives divided by the metric.
+    """
+
+    def __init__(self, tree, end_node, target_param, n_unseen, word_scale=None):
         self.tree = tree
         keep = end_node >= 0
         self.end_node = np.ascontiguousarray(end_node[keep])
@@ -75,6 +82,10 @@ class _LMProblem:
         self.param_parent = t.param_parent()
         self.collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
         self.metric = self.collapsed[self.param_node].astype(np.float64)
+        self.scale = None
+        if word_scale is not None:
+            self.scale = np.ascontiguousarray(word_scale[t.succ_words], dtype=np.float64)
+            self.metric *= self.scale
         n_params, n_nodes = t.n_params, t.n_nodes
         self.S = np.empty(n_params)
         self.expS = np.empty(n_params)
@@ -115,7 +126,10 @@ class _LMProblem:
                                    self.param_node, self.S, self.expS, self.Z, n_end, emp, self.A, self.grad)
         self._unstats(batch)
         self.seconds_gradient += time.perf_counter() - t0
-        return loss / n, self.grad / n
+        g = self.grad / n
+        if self.scale is not None:
+            g /= self.scale
+        return loss / n, g
 
     def value(self, w, batch=None):
         self._forward(w)
@@ -210,6 +224,13 @@ class LogLinearLM:
                           smoothed start is much closer to it for small ``lam``.
     warm_start : bool     start from the current ``weights_`` when refitting the same
                           corpus with the same structure (a path over ``lam``)
+    penalize_root : bool  whether the groups rooted at the empty context (one per word,
+                          the whole tree of that word; the unigram weights) are
+                          penalized, as in eq. 8 (default). False leaves the unigram
+                          weights and those groups free.
+    precondition : bool   scale each word's tree by its unigram frequency in the
+                          solver's metric (exact: every group lies in one word's tree,
+                          so the prox stays the paper's operator with rescaled kappa)
 
     Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
     ``objective_``, ``history_``, ``n_params_``, ``n_nonzero_``.
@@ -229,6 +250,8 @@ class LogLinearLM:
         seed: int = 0,
         init: str = "smoothed",
         warm_start: bool = False,
+        penalize_root: bool = True,
+        precondition: bool = True,
     ):
         self.order = order
         self.penalty = penalty
@@ -242,6 +265,8 @@ class LogLinearLM:
         self.seed = seed
         self.init = init
         self.warm_start = warm_start
+        self.penalize_root = penalize_root
+        self.precondition = precondition
 
     # ------------------------------------------------------------------ training
     def _check_params(self):
@@ -285,21 +310,33 @@ class LogLinearLM:
         n_root = int(tree.succ_offsets[root + 1] - tree.succ_offsets[root])
         return float(vocab.n_predicted - n_root)
 
-    def _penalty_fns(self, tree):
+    def _penalty_fns(self, tree, scale=None):
+        """prox(v, kappa) in the problem's metric and the penalty value Omega(w).
+
+        With a per-word scale s (constant on each word's tree, and every group lies in
+        one tree), argmin 1/2 sum c s (w - v)^2 + kappa Omega_eta(w) is the plain
+        operator with group weights eta / s, so the prox runs on its own structure."""
         from . import penalties as P
 
         node = tree.param_node()
         counts = np.ascontiguousarray(tree.collapsed[node], dtype=np.int64)
-        weights = None
         if self.alpha is not None:
             weights = P.depth_weights(np.ascontiguousarray(tree.depth[node], dtype=np.int64), counts, float(self.alpha))
-        structure = P.ForestStructure.from_parent(tree.param_parent(), counts=counts, weights=weights)
+        else:
+            weights = counts.astype(np.float64)
+        if not self.penalize_root:
+            weights[tree.parent[node] < 0] = 0.0
+        parent = tree.param_parent()
+        structure = P.ForestStructure.from_parent(parent, counts=counts, weights=weights)
+        prox_structure = structure
+        if scale is not None:
+            prox_structure = P.ForestStructure.from_parent(parent, counts=counts, weights=weights / scale)
         name = self.penalty
         stats = {"seconds": 0.0, "calls": 0}
 
         def prox(v, kappa):
             t0 = time.perf_counter()
-            P.prox_inplace(name, v, structure, kappa, nonneg=True)
+            P.prox_inplace(name, v, prox_structure, kappa, nonneg=True)
             stats["seconds"] += time.perf_counter() - t0
             stats["calls"] += 1
             return v
@@ -325,8 +362,9 @@ class LogLinearLM:
         tree, end_node, target_param = self._build(corpus)
         self.tree_ = tree
         self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
-        problem = _LMProblem(tree, end_node, target_param, self.n_unseen_)
-        prox, omega, prox_stats = self._penalty_fns(tree)
+        word_scale = self._word_scale(tree, corpus.vocab) if self.precondition else None
+        problem = _LMProblem(tree, end_node, target_param, self.n_unseen_, word_scale)
+        prox, omega, prox_stats = self._penalty_fns(tree, problem.scale)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
         w0 = self._initial_weights(problem, previous)
@@ -362,6 +400,18 @@ class LogLinearLM:
         self.gradient_seconds_ = problem.seconds_gradient
         self._prepare_scoring()
         return self
+
+    def _word_scale(self, tree, vocab: Vocabulary) -> np.ndarray:
+        """Per-word diagonal preconditioner: the relative unigram frequency of each word
+        (floored at 1e-4). The curvature of the loss along the tree of word v is about
+        its frequency, which spans four orders of magnitude; scaling each tree by it
+        lets rare words take proportionally longer steps."""
+        root = int(np.flatnonzero(tree.parent < 0)[0])
+        lo, hi = tree.succ_offsets[root], tree.succ_offsets[root + 1]
+        freq = np.zeros(len(vocab))
+        freq[tree.succ_words[lo:hi]] = tree.succ_counts[lo:hi]
+        freq /= max(freq.max(), 1.0)
+        return np.maximum(freq, 1e-4)
 
     def _initial_weights(self, problem, previous=None) -> np.ndarray:
         if self.warm_start and previous is not None and previous.shape == (self.tree_.n_params,):
