@@ -224,3 +224,33 @@ def test_ukkonen_alternative_finds_the_same_nodes(sents, m):
     assert len(got) == int(is_node.sum())
     want = {u: int(c) for u, c in zip(node_contexts(tree), tree.count.tolist())}
     assert got == want
+
+
+def test_cli_tree(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from suffixlm.cli import main
+
+    p = tmp_path / "t.txt"
+    p.write_text("a b a c\nb a b\n\nc\n", encoding="utf-8")
+    runner = CliRunner()
+    r = runner.invoke(main, ["tree", str(p), "--order", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    corpus = load_training_corpus(p)
+    bt = BruteTrie(corpus, 2)
+    assert out["tokens"] == 8 and out["sentences"] == 3 and out["vocab"] == len(corpus.vocab)
+    assert out["trie_nodes"] == len(bt.count) and out["tree_nodes"] == len(bt.tree_nodes)
+    assert out["trie_params"] == sum(len(bt.succ[u]) for u in bt.count)
+    assert out["tree_params"] == sum(len(bt.succ[u]) for u in bt.tree_nodes)
+    assert out["build_seconds"] >= 0 and out["extract_seconds"] >= 0
+    r = runner.invoke(main, ["tree", str(p), "--order", "3"])
+    assert r.exit_code == 0 and "suffix tree nodes |T|" in r.output
+    r = runner.invoke(main, ["tree", str(p), "--order", "0"])
+    assert r.exit_code != 0 and "--order" in r.output and "Traceback" not in r.output
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a b\n\xff c\n")
+    r = runner.invoke(main, ["tree", str(bad), "--order", "3"])
+    assert r.exit_code == 1 and "bad.txt:2" in r.output
