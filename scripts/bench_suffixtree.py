@@ -139,11 +139,13 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool, 
     }
 
 
-def run_worker(args, m: int, fraction: float, trie: bool) -> dict:
+def run_worker(args, m: int, fraction: float, trie: bool, ukkonen: bool = True) -> dict:
     cmd = [sys.executable, __file__, "--worker", "--corpus", args.corpus, "--m", str(m),
            "--fraction", str(fraction), "--repeats", str(args.repeats)]
     if trie:
         cmd.append("--trie")
+    if ukkonen:
+        cmd.append("--ukkonen")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -176,16 +178,17 @@ def markdown(result: dict) -> str:
         )
     lines += [
         "",
-        "Scaling at m = 12 (first part of the corpus):",
+        f"Scaling at m = {result['scaling'][-1]['m']} (first part of the corpus):",
         "",
-        "| share | words | tree nodes | build+extract s | µs per word | CPU s | CPU µs per word |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| share | words | tree nodes | build+extract s | µs per word | CPU s | CPU µs per word | Ukkonen GST + cap s | µs per word |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["scaling"]:
+        ukk = r["ukkonen_seconds"] + r["ukkonen_cap_seconds"]
         lines.append(
             f"| {r['fraction']:.0%} | {r['words']:,} | {r['tree_nodes']:,} | {r['total_seconds']:.3f} | "
             f"{1e6 * r['total_seconds'] / r['words']:.2f} | {r['total_cpu_seconds']:.3f} | "
-            f"{1e6 * r['total_cpu_seconds'] / r['words']:.2f} |"
+            f"{1e6 * r['total_cpu_seconds'] / r['words']:.2f} | {ukk:.3f} | {1e6 * ukk / r['words']:.2f} |"
         )
     lines += [
         "",
@@ -222,9 +225,10 @@ def main() -> None:
     ap.add_argument("--m", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--fraction", type=float, default=1.0, help=argparse.SUPPRESS)
     ap.add_argument("--trie", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ukkonen", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.corpus, args.m, args.fraction, args.repeats, args.trie, args.trie)))
+        print(json.dumps(worker(args.corpus, args.m, args.fraction, args.repeats, args.trie, args.ukkonen)))
         return
     if not Path(args.corpus).exists():
         sys.exit(f"{args.corpus}: no such file (pass --corpus)")
