@@ -224,6 +224,16 @@ class SuffixTree:
             self._cache["param_node"] = _k.param_node(self.succ_offsets)
         return self._cache["param_node"]
 
+    def tree_params(self, tree: "SuffixTree") -> np.ndarray:
+        """For a trie built by ``tree.expand_to_trie()`` (or ``build(collapse=False)``
+        on the same corpus): int64[n_params], the tree parameter each trie parameter
+        copies (same word, tree node ``tree_node_of[node]``)."""
+        if not self.is_trie:
+            raise ValueError("tree_params is defined on a trie (collapse=False)")
+        node = self.param_node()
+        j = self.tree_node_of[node]
+        return tree.succ_offsets[j] + (np.arange(self.n_params, dtype=np.int64) - self.succ_offsets[node])
+
     def subtree_end(self) -> np.ndarray:
         """int64[n_nodes]: the subtree of node j is nodes j .. subtree_end[j] - 1
         (preorder numbering)."""

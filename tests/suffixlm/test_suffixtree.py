@@ -157,6 +157,10 @@ def test_trie_matches_brute_force_trie(sents, m):
     tree = SuffixTree.build(corpus, m)
     tctx = node_contexts(tree)
     assert [tctx[j] for j in trie.tree_node_of] == [bt.tree_node_of(u) for u in ctxs]
+    tp = trie.tree_params(tree)
+    assert np.array_equal(tree.param_node()[tp], trie.tree_node_of[trie.param_node()])
+    assert np.array_equal(tree.succ_words[tp], trie.succ_words)
+    assert np.array_equal(tree.succ_counts[tp], trie.succ_counts)
 
 
 def test_figure_1_style_example():
