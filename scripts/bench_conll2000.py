@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""CoNLL-2000 chunking: suffixlm's CRF against python-crfsuite, side by side.
+
+Both are trained on the same attributes: the observation strings of the
+unigram patterns of corpora/patterns/chunk.pat (ours also uses its ``B`` label
+bigram pattern; CRFsuite always has its label transitions).  Every system runs
+in a fresh subprocess (so peak RSS is its own) and each run is repeated; the
+table gives medians.
+
+    python scripts/bench_conll2000.py [--runs 3] [--crfsuite-iterations 50]
+
+Writes benchmarks/conll2000.json and benchmarks/conll2000.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _data(shared):
+    from crf.data import read_sequences, split_labels
+
+    X, y = split_labels(read_sequences(shared / "train.txt"))
+    Xt, yt = split_labels(read_sequences(shared / "test.txt"))
+    return X, y, Xt, yt
+
+
+def _scores(yt, pred):
+    from crf.evaluate import chunk_scores
+
+    sc = chunk_scores(yt, pred)
+    p, r, f = sc.precision_recall_f1
+    return {"f1": f, "precision": p, "recall": r, "token_accuracy": sc.accuracy}
+
+
+def worker_ours(args) -> dict:
+    from crf import CRF
+
+    X, y, Xt, yt = _data(Path(args.shared))
+    t0 = time.perf_counter()
+    model = CRF(patterns=str(args.patterns), threads=args.threads)
+    model.fit(X, y)
+    train_s = time.perf_counter() - t0
+    model.save(args.tmp_model)
+    t0 = time.perf_counter()
+    pred = model.predict(Xt)
+    label_s = time.perf_counter() - t0
+    out = _scores(yt, pred)
+    log = model.training_log_
+    out.update(train_seconds=train_s, label_seconds=label_s, iterations=len(log),
+               evaluations=log[-1]["evaluations"] if log else 0,
+               active_features=model.n_active_features_, features=model.n_features_,
+               stop_reason=model.stop_reason_, model_bytes=os.path.getsize(args.tmp_model))
+    return out
+
+
+def _attributes(patterns, X):
+    from crf.patterns import UNIGRAM, expand_patterns
+
+    upats = [p for p in patterns if p.kind & UNIGRAM]
+    lengths = [len(s) for s in X]
+    cols = [list(c) for c in zip(*[row for s in X for row in s])]
+    per_pattern = list(expand_patterns(upats, cols, lengths))
+    flat = list(zip(*per_pattern))
+    out, s = [], 0
+    for T in lengths:
+        out.append([list(a) for a in flat[s:s + T]])
+        s += T
+    return out
+
+
+def worker_crfsuite(args) -> dict:
+    import pycrfsuite
+
+    from crf.patterns import read_patterns
+
+    _, patterns = read_patterns(args.patterns)
+    X, y, Xt, yt = _data(Path(args.shared))
+    t0 = time.perf_counter()
+    A = _attributes(patterns, X)
+    attr_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    trainer = pycrfsuite.Trainer(verbose=False)
+    for a, lab in zip(A, y):
+        trainer.append(a, lab)
+    trainer.set_params({"c1": args.c1, "c2": args.c2, "max_iterations": args.crfsuite_iterations,
+                        "feature.possible_transitions": True})
+    trainer.train(args.tmp_model)
+    train_s = time.perf_counter() - t0
+    info = trainer.logparser.last_iteration
+    t0 = time.perf_counter()
+    tagger = pycrfsuite.Tagger()
+    tagger.open(args.tmp_model)
+    pred = [tagger.tag(a) for a in _attributes(patterns, Xt)]
+    label_s = time.perf_counter() - t0
+    out = _scores(yt, pred)
+    out.update(train_seconds=train_s, attribute_seconds=attr_s, train_with_attributes_seconds=train_s + attr_s,
+               label_seconds=label_s, iterations=len(trainer.logparser.iterations),
+               active_features=int(info.get("active_features", 0)),
+               model_bytes=os.path.getsize(args.tmp_model))
+    return out
+
+
+def run_worker(kind: str, args) -> dict:
+    cmd = [sys.executable, __file__, "--worker", kind, "--shared", str(args.shared), "--patterns",
+           str(args.patterns), "--crfsuite-iterations", str(args.crfsuite_iterations), "--c1", str(args.c1),
+           "--c2", str(args.c2), "--tmp-model", f"/tmp/bench_conll2000_{kind}_{os.getpid()}.model"]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        sys.stderr.write(res.stderr)
+        raise SystemExit(f"{kind} worker failed")
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    # ru_maxrss of children is the max over all children so far: run the biggest first
+    out["max_rss_mb_children_max"] = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    out["process_wall_seconds"] = wall
+    return out
+
+
+def _worker_rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shared", default=None, help="folder with train.txt/test.txt (default ../shared/corpora/conll2000)")
+    ap.add_argument("--patterns", default=str(ROOT / "corpora" / "patterns" / "chunk.pat"))
+    ap.add_argument("--crfsuite-iterations", type=int, default=50)
+    ap.add_argument("--c1", type=float, default=1.0)
+    ap.add_argument("--c2", type=float, default=1e-3)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--worker", choices=["ours", "crfsuite"], default=None)
+    ap.add_argument("--tmp-model", default=None)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "conll2000"))
+    args = ap.parse_args()
+    if args.shared is None:
+        from corpora import shared_path
+
+        p = shared_path("corpora", "conll2000")
+        if p is None:
+            raise SystemExit("../shared/corpora/conll2000 not found; pass --shared")
+        args.shared = p
+    if args.worker:
+        fn = worker_ours if args.worker == "ours" else worker_crfsuite
+        out = fn(args)
+        out["max_rss_mb"] = _worker_rss()
+        os.unlink(args.tmp_model)
+        print(json.dumps(out))
+        return
+
+    runs: dict[str, list[dict]] = {"ours": [], "crfsuite": []}
+    for r in range(args.runs):
+        for kind in ("ours", "crfsuite"):
+            res = run_worker(kind, args)
+            runs[kind].append(res)
+            print(f"run {r + 1} {kind}: F1 {res['f1']:.2f} acc {res['token_accuracy']:.2f} "
+                  f"train {res['train_seconds']:.1f}s iters {res['iterations']} active {res['active_features']} "
+                  f"label {res['label_seconds']:.2f}s rss {res['max_rss_mb']:.0f} MB", flush=True)
+
+    def med(kind, key):
+        return statistics.median(r[key] for r in runs[kind])
+
+    n_test_tokens = 47377
+    keys = ["f1", "precision", "recall", "token_accuracy", "train_seconds", "label_seconds", "max_rss_mb",
+            "active_features", "iterations", "model_bytes"]
+    summary = {k: {key: med(k, key) for key in keys} for k in runs}
+    summary["crfsuite"]["train_with_attributes_seconds"] = med("crfsuite", "train_with_attributes_seconds")
+    for k in runs:
+        summary[k]["label_tokens_per_second"] = n_test_tokens / summary[k]["label_seconds"]
+    ratios = {
+        "f1_difference": summary["ours"]["f1"] - summary["crfsuite"]["f1"],
+        "train_time_ratio": summary["ours"]["train_seconds"] / summary["crfsuite"]["train_seconds"],
+        "train_time_ratio_vs_crfsuite_with_attributes":
+            summary["ours"]["train_seconds"] / summary["crfsuite"]["train_with_attributes_seconds"],
+        "label_time_ratio": summary["ours"]["label_seconds"] / summary["crfsuite"]["label_seconds"],
+        "memory_ratio": summary["ours"]["max_rss_mb"] / summary["crfsuite"]["max_rss_mb"],
+    }
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "crf", "scripts"],
+                                    capture_output=True, text=True).stdout.strip())
+    except OSError:
+        commit, dirty = "unknown", False
+    import pycrfsuite
+    import numba
+
+    report = {
+        "benchmark": "CoNLL-2000 chunking, train.txt -> test.txt",
+        "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] + sys.argv[1:]),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit + ("-dirty" if dirty else ""),
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "numba": numba.__version__, "numba_threads": numba.config.NUMBA_NUM_THREADS,
+                    "load_average_at_end": os.getloadavg()},
+        "patterns": os.path.relpath(args.patterns, ROOT),
+        "settings": {"ours": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, Wapiti stop rule (eps 0.02, window 5)",
+                     "crfsuite": f"lbfgs c1={args.c1} c2={args.c2} max_iterations={args.crfsuite_iterations}, "
+                                 "feature.possible_transitions=True, same unigram attributes"},
+        "runs": runs, "median": summary, "ratios": ratios,
+    }
+    Path(args.out + ".json").write_text(json.dumps(report, indent=2) + "\n")
+    o, c = summary["ours"], summary["crfsuite"]
+    rows = [
+        ("F1 (conlleval)", f"{o['f1']:.2f}", f"{c['f1']:.2f}", f"{ratios['f1_difference']:+.2f}"),
+        ("precision / recall", f"{o['precision']:.2f} / {o['recall']:.2f}", f"{c['precision']:.2f} / {c['recall']:.2f}", ""),
+        ("token accuracy", f"{o['token_accuracy']:.2f}", f"{c['token_accuracy']:.2f}", ""),
+        ("iterations", f"{o['iterations']:.0f}", f"{c['iterations']:.0f}", ""),
+        ("active features", f"{o['active_features']:,.0f}", f"{c['active_features']:,.0f}", ""),
+        ("train wall (s)", f"{o['train_seconds']:.1f}", f"{c['train_seconds']:.1f}", f"{ratios['train_time_ratio']:.2f}"),
+        ("train wall incl. attribute generation (s)", f"{o['train_seconds']:.1f}",
+         f"{c['train_with_attributes_seconds']:.1f}", f"{ratios['train_time_ratio_vs_crfsuite_with_attributes']:.2f}"),
+        ("peak RSS (MB)", f"{o['max_rss_mb']:.0f}", f"{c['max_rss_mb']:.0f}", f"{ratios['memory_ratio']:.2f}"),
+        ("label test set (s, incl. features)", f"{o['label_seconds']:.2f}", f"{c['label_seconds']:.2f}",
+         f"{ratios['label_time_ratio']:.2f}"),
+        ("labelling speed (tokens/s)", f"{o['label_tokens_per_second']:,.0f}", f"{c['label_tokens_per_second']:,.0f}", ""),
+        ("model file (bytes)", f"{o['model_bytes']:,.0f}", f"{c['model_bytes']:,.0f}", ""),
+    ]
+    lines = [
+        "# CoNLL-2000 chunking: suffixlm CRF vs python-crfsuite",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"Date: {report['date']}, commit {report['git_commit']}, {report['machine']['platform']}, "
+        f"{report['machine']['cpu_count']} CPUs (machine shared with other jobs; load average at the end "
+        f"{report['machine']['load_average_at_end'][0]:.1f}).  ",
+        f"Patterns: `{report['patterns']}`. Medians of {args.runs} runs, each system in its own process.",
+        "",
+        f"- ours: {report['settings']['ours']}",
+        f"- CRFsuite: {report['settings']['crfsuite']}",
+        "",
+        "| | suffixlm crf | CRFsuite | ratio / difference |",
+        "|---|---|---|---|",
+    ] + [f"| {a} | {b} | {c_} | {d} |" for a, b, c_, d in rows]
+    lines += ["", "Train wall for ours includes feature extraction from the parsed columns; "
+              "CRFsuite's first train row is `Trainer.append` + `train` only, the second adds the Python "
+              "attribute generation (the same pattern expansion code)."]
+    Path(args.out + ".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
