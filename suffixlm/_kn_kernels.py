@@ -155,23 +155,20 @@ def backoff_weights(ctx_start, ctx_end, explicit, lp, lower_lp):
 # ---------------------------------------------------------------- ARPA output
 
 _POW10 = np.array([10.0 ** k for k in range(23)])
+_IPOW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
 
 
 @njit(cache=True)
 def _put_int(buf, pos, v):
-    # non-negative integer, decimal
-    if v == 0:
-        buf[pos] = 48
-        return pos + 1
-    tmp = np.empty(20, dtype=np.uint8)
-    n = 0
-    while v > 0:
-        tmp[n] = 48 + v % 10
-        v //= 10
-        n += 1
-    for i in range(n):
-        buf[pos + i] = tmp[n - 1 - i]
-    return pos + n
+    # non-negative integer < 1000, decimal
+    if v >= 100:
+        buf[pos] = 48 + v // 100
+        pos += 1
+    if v >= 10:
+        buf[pos] = 48 + (v // 10) % 10
+        pos += 1
+    buf[pos] = 48 + v % 10
+    return pos + 1
 
 
 @njit(cache=True)
@@ -221,24 +218,23 @@ def format_g7(buf, pos, x):
     mant, e = _decimal7(a)
     if mant < 0:
         return -1
-    digits = np.empty(7, dtype=np.uint8)
-    v = np.int64(mant)
-    for i in range(6, -1, -1):
-        digits[i] = 48 + v % 10
+    M = np.int64(mant)
+    v = M
+    last = 6  # index of the last significant digit (trailing zeros dropped)
+    while last > 0 and v % 10 == 0:
         v //= 10
-    last = 6
-    while last > 0 and digits[last] == 48:
         last -= 1
+    # digit i of the 7 is (M // 10^(6-i)) % 10
     if -4 <= e < 7:
         if e >= 0:
             for i in range(e + 1):
-                buf[pos] = digits[i]
+                buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
                 pos += 1
             if last > e:
                 buf[pos] = 46
                 pos += 1
                 for i in range(e + 1, last + 1):
-                    buf[pos] = digits[i]
+                    buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
                     pos += 1
         else:
             buf[pos] = 48
@@ -248,16 +244,16 @@ def format_g7(buf, pos, x):
                 buf[pos] = 48
                 pos += 1
             for i in range(last + 1):
-                buf[pos] = digits[i]
+                buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
                 pos += 1
     else:
-        buf[pos] = digits[0]
+        buf[pos] = 48 + (M // _IPOW10[6]) % 10
         pos += 1
         if last > 0:
             buf[pos] = 46
             pos += 1
             for i in range(1, last + 1):
-                buf[pos] = digits[i]
+                buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
                 pos += 1
         buf[pos] = 101
         pos += 1
@@ -438,11 +434,11 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
     """Parse the lines of one ``\\n-grams:`` section, buf[start:end].
 
     Each non-blank line is ``prob w1 .. wn [bow]`` (tabs or spaces). Returns rows
-    int64[count, n], lp float32[count], bow float32[count], has_bow bool[count],
+    int32[count, n], lp float32[count], bow float32[count], has_bow bool[count],
     count, error code (ERR_*), and the 0-based line index of the error within the
     section. -99 (SRILM's log-zero) is kept as the number -99.
     """
-    rows = np.zeros((expected, n), dtype=np.int64)
+    rows = np.zeros((expected, n), dtype=np.int32)
     lp = np.zeros(expected, dtype=np.float32)
     bow = np.zeros(expected, dtype=np.float32)
     has_bow = np.zeros(expected, dtype=np.bool_)
@@ -522,7 +518,7 @@ def hash_insert(table_keys, table_vals, shift, keys, next_id):
                 break
             if t == -1:
                 table_keys[h] = k
-                table_vals[h] = next_id
+                table_vals[h] = next_id  # int32 storage: fewer than 2^31 entries
                 out[i] = next_id
                 next_id += 1
                 break
@@ -535,7 +531,7 @@ def hash_insert(table_keys, table_vals, shift, keys, next_id):
 @njit(cache=True)
 def hash_rehash(table_keys, table_vals, new_size, new_shift):
     nk = np.full(new_size, -1, dtype=np.int64)
-    nv = np.zeros(new_size, dtype=np.int64)
+    nv = np.zeros(new_size, dtype=table_vals.dtype)
     for h in range(table_keys.shape[0]):
         k = table_keys[h]
         if k != -1:

@@ -52,7 +52,7 @@ class BackoffLM:
     Parameters
     ----------
     vocab : Vocabulary        the model's words (ids index the rows below)
-    ngrams : list of (rows int64[m_n, n], logprob float32[m_n], bow float32[m_n],
+    ngrams : list of (rows int32[m_n, n], logprob float32[m_n], bow float32[m_n],
              has_bow bool[m_n]) for n = 1..order
     """
 
@@ -60,7 +60,7 @@ class BackoffLM:
         self.vocab = vocab
         self.order = len(ngrams)
         self.ngrams = [
-            (np.ascontiguousarray(r, dtype=np.int64).reshape(-1, n + 1),
+            (np.ascontiguousarray(r, dtype=np.int32).reshape(-1, n + 1),
              np.asarray(p, dtype=np.float32), np.asarray(b, dtype=np.float32), np.asarray(h, dtype=bool))
             for n, (r, p, b, h) in enumerate(ngrams)
         ]
@@ -79,7 +79,7 @@ class BackoffLM:
 
     # ------------------------------------------------------------ index
     def _build_index(self):
-        """Context nodes (suffix-closed) and probability keys in hash maps; see the module docstring."""
+        """Context nodes (suffix-closed) and probabilities in hash maps; see the module docstring."""
         V = len(self.vocab)
         N = self.order
         # base[m-1] = rows of length m that must be context nodes: contexts of explicit
@@ -88,28 +88,26 @@ class BackoffLM:
         for m in range(1, N):
             rows_m, _, _, hb = self.ngrams[m - 1]
             base.append(np.concatenate([self.ngrams[m][0][:, :m], rows_m[hb]]))
-        nodes = _Int64Map(V + sum(len(b) for b in base))
+        nodes = _Int64Map(V)
         _, next_id = nodes.insert(np.arange(V, dtype=np.int64), 1)  # unigram node of w: id w + 1
-        cur = [b[:, -1] + 1 for b in base]  # node id of the length-k suffix of each base row
+        cur = [b[:, -1].astype(np.int64) + 1 for b in base]  # node id of the length-k suffix of each base row
         for k in range(2, N):
-            parts = [cur[m - 1] * V + base[m - 1][:, m - k] for m in range(k, N)]
-            ids, next_id = nodes.insert(np.concatenate(parts), next_id)
-            pos = 0
             for m in range(k, N):
-                cur[m - 1] = ids[pos:pos + len(parts[m - k])]
-                pos += len(parts[m - k])
+                cur[m - 1], next_id = nodes.insert(cur[m - 1] * V + base[m - 1][:, m - k], next_id)
         node_bow = np.zeros(next_id, dtype=np.float32)
-        prob_keys = []
+        n_probs = sum(len(lp) for _, lp, _, _ in self.ngrams)
+        probs = _Int64Map(n_probs)
+        n_seen = 0
         for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
             if n < N:
                 node_bow[cur[n - 1][len(self.ngrams[n][0]):]] = bow[hb]
             ctx = np.zeros(len(rows), dtype=np.int64) if n == 1 else cur[n - 2][:len(rows)]
-            prob_keys.append(ctx * V + rows[:, -1])
-        pk = np.concatenate(prob_keys)
-        probs = _Int64Map(len(pk))
-        _, n_unique = probs.insert(pk, 0)
-        if n_unique != len(pk):
-            raise ArpaError("model lists the same n-gram twice")
+            pos, n_new = probs.insert(ctx * V + rows[:, -1], n_seen)
+            if n_new - n_seen != len(rows):
+                raise ArpaError(f"model lists the same {n}-gram twice")
+            n_seen = n_new
+        del base, cur
+        # values: position in the concatenated probabilities
         lp_all = np.concatenate([lp for _, lp, _, _ in self.ngrams])
         self._index = (nodes, node_bow, probs, lp_all)
         return self._index
@@ -144,13 +142,14 @@ class BackoffLM:
         """Write the model as an ARPA file (SRILM layout, ``%.7g`` numbers, -99 for
         log 0); ``.gz`` compresses. Written to a temporary file, then renamed."""
         path = Path(path)
-        data = self.arpa_bytes()
-        if path.suffix == ".gz":
-            data = gzip.compress(data, compresslevel=6)
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=path.name + ".", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            with os.fdopen(fd, "wb") as raw:
+                if path.suffix == ".gz":
+                    with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as fh:
+                        self._write(fh)
+                else:
+                    self._write(raw)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -159,38 +158,40 @@ class BackoffLM:
 
     def arpa_bytes(self) -> bytes:
         """The ARPA file as bytes."""
+        out = io.BytesIO()
+        self._write(out)
+        return out.getvalue()
+
+    def _write(self, out, chunk: int = 1 << 16) -> None:
         from . import _kn_kernels as K
 
         enc = [w.encode("utf-8") for w in self.vocab.words]
         word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in enc], out=word_offsets[1:])
-        word_bytes = np.frombuffer(b"".join(enc), dtype=np.uint8) if word_offsets[-1] else np.zeros(1, np.uint8)
+        word_bytes = np.frombuffer(b"".join(enc) or b"\0", dtype=np.uint8)
         word_len = np.diff(word_offsets)
-        out = io.BytesIO()
         out.write(b"\n\\data\\\n")
         for n, c in enumerate(self.counts, start=1):
             out.write(f"ngram {n}={c}\n".encode())
         for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
             out.write(f"\n\\{n}-grams:\n".encode())
-            if len(rows) == 0:
-                continue
-            size = int(word_len[rows].sum()) + len(rows) * (2 * 24 + n + 3)
-            buf = np.empty(size, dtype=np.uint8)
-            start = 0
-            while start < len(rows):
-                used, bad = K.write_ngram_lines(rows[start:], lp[start:], bow[start:], hb[start:],
-                                                word_bytes, word_offsets, buf)
-                out.write(buf[:used].tobytes())
-                if bad < 0:
-                    break
-                i = start + bad  # a value outside the kernel's exact range: format in Python
-                line = _fmt(lp[i]) + "\t" + " ".join(self.vocab.words[w] for w in rows[i])
-                if hb[i]:
-                    line += "\t" + _fmt(bow[i])
-                out.write(line.encode("utf-8") + b"\n")
-                start = i + 1
+            for a in range(0, len(rows), chunk):
+                r, p, b, h = rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk]
+                buf = np.empty(int(word_len[r].sum()) + len(r) * (2 * 24 + n + 3) + 64, dtype=np.uint8)
+                start = 0
+                while start < len(r):
+                    used, bad = K.write_ngram_lines(r[start:], p[start:], b[start:], h[start:],
+                                                    word_bytes, word_offsets, buf)
+                    out.write(buf[:used].tobytes())
+                    if bad < 0:
+                        break
+                    i = start + bad  # a value the kernel leaves to Python formatting
+                    line = _fmt(p[i]) + "\t" + " ".join(self.vocab.words[w] for w in r[i])
+                    if h[i]:
+                        line += "\t" + _fmt(b[i])
+                    out.write(line.encode("utf-8") + b"\n")
+                    start = i + 1
         out.write(b"\n\\end\\\n")
-        return out.getvalue()
 
     # ------------------------------------------------------------ input
     @classmethod
@@ -357,33 +358,38 @@ class BackoffLM:
 
 
 class _Int64Map:
-    """Open-addressing hash map int64 key (>= 0) -> int64 value, grown to stay at most half full."""
+    """Open-addressing hash map int64 key (>= 0) -> int32 value (see ``_kn_kernels.hash_insert``),
+    grown so that it stays at most 5/8 full."""
 
     def __init__(self, capacity: int):
-        size = 16
-        while size < 2 * capacity + 2:
-            size *= 2
+        size, self.shift = self._size(capacity)
         self.keys = np.full(size, -1, dtype=np.int64)
-        self.vals = np.zeros(size, dtype=np.int64)
-        self.shift = 64 - (size.bit_length() - 1)
+        self.vals = np.zeros(size, dtype=np.int32)
         self.n = 0
 
-    def insert(self, keys: np.ndarray, next_id: int) -> tuple[np.ndarray, int]:
+    @staticmethod
+    def _size(capacity: int) -> tuple[int, int]:
+        size = 16
+        while size * 5 < capacity * 8 + 8:
+            size *= 2
+        return size, 64 - (size.bit_length() - 1)
+
+    def insert(self, keys: np.ndarray, next_id: int, chunk: int = 1 << 18) -> tuple[np.ndarray, int]:
         """Values of ``keys``; new keys get ``next_id``, ``next_id + 1``, ... Returns (values, next id)."""
         from . import _kn_kernels as K
 
-        need = 2 * (self.n + len(keys)) + 2
-        if need > len(self.keys):
-            size = len(self.keys)
-            while size < need:
-                size *= 2
-            shift = 64 - (size.bit_length() - 1)
-            self.keys, self.vals = K.hash_rehash(self.keys, self.vals, size, shift)
-            self.shift = shift
-        ids, new_next = K.hash_insert(self.keys, self.vals, self.shift, np.ascontiguousarray(keys, dtype=np.int64),
-                                      int(next_id))
-        self.n += new_next - next_id
-        return ids, int(new_next)
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        out = np.empty(len(keys), dtype=np.int64)
+        for a in range(0, len(keys), chunk):
+            part = keys[a:a + chunk]
+            if (self.n + len(part)) * 8 > len(self.keys) * 5:
+                size, shift = self._size(self.n + len(part))
+                self.keys, self.vals = K.hash_rehash(self.keys, self.vals, size, shift)
+                self.shift = shift
+            out[a:a + chunk], new_next = K.hash_insert(self.keys, self.vals, self.shift, part, int(next_id))
+            self.n += new_next - next_id
+            next_id = new_next
+        return out, int(next_id)
 
 
 def _fmt(x: float) -> str:

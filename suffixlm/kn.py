@@ -57,11 +57,12 @@ class NgramCounts:
     """All n-grams of orders 1..N of a corpus, as a trie in flat arrays.
 
     For order n (list index n-1), the m_n distinct n-grams are sorted by (prefix, word):
-    word   : int64[m_n]  last word
-    prefix : int64[m_n]  index of the (n-1)-gram prefix in order n-1 (0 for n = 1)
-    suffix : int64[m_n]  index of the (n-1)-gram suffix (first word dropped) in order n-1
-    first  : int64[m_n]  first word
-    count  : int64[m_n]  raw count
+    word   : int32[m_n]  last word
+    prefix : int32[m_n]  index of the (n-1)-gram prefix in order n-1 (0 for n = 1)
+    suffix : int32[m_n]  index of the (n-1)-gram suffix (first word dropped) in order n-1
+    first  : int32[m_n]  first word
+    count  : int32[m_n]  raw count
+    (int32 keeps memory low; corpora up to 2^31 tokens.)
     Order 1 lists every vocabulary word (count 0 when unseen), indexed by word id.
     """
 
@@ -74,9 +75,9 @@ class NgramCounts:
     count: list = field(default_factory=list)
 
     def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
-        """int64[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
+        """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
         idx = np.arange(len(self.word[n - 1])) if index is None else np.asarray(index)
-        out = np.empty((len(idx), n), dtype=np.int64)
+        out = np.empty((len(idx), n), dtype=np.int32)
         g = idx
         for j in range(n - 1, -1, -1):
             out[:, j] = self.word[j][g]
@@ -85,39 +86,50 @@ class NgramCounts:
 
 
 def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
-    """Count every n-gram (n = 1..order) inside the sentences of ``corpus``."""
+    """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
+
+    Order n is built from order n-1: the key of the n-gram ending at position p is
+    id_{n-1}(p-1) * V + token(p); sorting the keys gives the distinct n-grams in
+    (prefix, word) order, i.e. as a trie level."""
     if order < 1:
         raise ValueError("order must be >= 1")
     V = len(corpus.vocab)
-    tok = corpus.tokens.astype(np.int64)
+    tok = corpus.tokens.astype(np.int32)
     starts = np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets))
-    depth = np.arange(len(tok), dtype=np.int64) - starts  # position inside the sentence
+    depth = (np.arange(len(tok), dtype=np.int64) - starts).astype(np.int32)  # position in the sentence
+    del starts
     c = NgramCounts(order, V)
-    c.word.append(np.arange(V, dtype=np.int64))
-    c.prefix.append(np.zeros(V, dtype=np.int64))
-    c.suffix.append(np.zeros(V, dtype=np.int64))
-    c.first.append(np.arange(V, dtype=np.int64))
-    c.count.append(np.bincount(tok, minlength=V).astype(np.int64))
-    ids = tok.copy()  # id of the (n-1)-gram ending at each position
+    c.word.append(np.arange(V, dtype=np.int32))
+    c.prefix.append(np.zeros(V, dtype=np.int32))
+    c.suffix.append(np.zeros(V, dtype=np.int32))
+    c.first.append(np.arange(V, dtype=np.int32))
+    c.count.append(np.bincount(tok, minlength=V).astype(np.int32))
+    ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
     for n in range(2, order + 1):
         valid = np.flatnonzero(depth >= n - 1)
-        if len(valid) == 0:
-            for lst in (c.word, c.prefix, c.suffix, c.first, c.count):
-                lst.append(np.zeros(0, dtype=np.int64))
-            ids = np.full(len(tok), -1, dtype=np.int64)
-            continue
-        keys = ids[valid - 1] * V + tok[valid]
-        uniq, inv = np.unique(keys, return_inverse=True)
-        prefix = uniq // V
-        suffix = np.empty(len(uniq), dtype=np.int64)
+        keys = ids[valid - 1].astype(np.int64) * V + tok[valid]
+        perm = np.argsort(keys, kind="stable")
+        keys = keys[perm]
+        new = np.empty(len(keys), dtype=bool)
+        new[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=new[1:])
+        uniq = keys[new]
+        del keys
+        inv = np.empty(len(valid), dtype=np.int32)
+        inv[perm] = np.cumsum(new, dtype=np.int64) - 1
+        del perm, new
+        prefix = (uniq // V).astype(np.int32)
+        suffix = np.empty(len(uniq), dtype=np.int32)
         suffix[inv] = ids[valid]
-        c.word.append(uniq - prefix * V)
+        c.word.append((uniq - prefix.astype(np.int64) * V).astype(np.int32))
+        del uniq
         c.prefix.append(prefix)
         c.suffix.append(suffix)
         c.first.append(c.first[n - 2][prefix])
-        c.count.append(np.bincount(inv, minlength=len(uniq)).astype(np.int64))
-        ids = np.full(len(tok), -1, dtype=np.int64)
+        c.count.append(np.bincount(inv, minlength=len(prefix)).astype(np.int32))
+        ids = np.full(len(tok), -1, dtype=np.int32)
         ids[valid] = inv
+        del inv, valid
     return c
 
 
@@ -132,7 +144,7 @@ def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndar
         if n == N:
             out.append(raw.copy())
             continue
-        cc = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int64)
+        cc = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int32)
         keep = nonevent[counts.first[n - 1]]
         out.append(np.where(keep, raw, cc))
     return out
@@ -248,6 +260,8 @@ def estimate_kneser_ney(
         nonevent[UNK_ID] = True
     vocab_size = int(V - nonevent.sum())
     kn = kneser_ney_counts(counts, nonevent)
+    counts.first = []  # raw counts and first words are only needed for the KN counts
+    counts.count = []
     info: dict = {"discounts": [], "count_of_counts": [], "retries": [], "bad_bows": [], "fixups": []}
     orders: list[_Order] = []
     # contexts holding a closed-vocabulary <unk> get no probabilities
@@ -285,6 +299,9 @@ def estimate_kneser_ney(
             orders[-1].bow = bow
             found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow)
             orders.append(_Order(lp, explicit, found, acc))
+            if n >= 3:
+                orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
+        kn[n - 1] = None
     orders[-1].bow = np.zeros(len(orders[-1].lp), dtype=np.float32)
 
     # nodes: contexts of explicit n-grams and their suffixes
@@ -302,10 +319,12 @@ def estimate_kneser_ney(
     for n in range(N - 1, 1, -1):
         mark[n - 2][counts.prefix[n - 1][mark[n - 1]]] = True
     info["fixups"].append(0)
+    orders[0].found, orders[0].acc = orders[0].lp.copy(), np.zeros(V, dtype=np.float32)
     for n in range(2, N + 1):
         o = orders[n - 1]
         o.found, o.acc = _walk(orders[n - 2], o.lp, o.explicit, counts.suffix[n - 1], counts.prefix[n - 1],
                                orders[n - 2].bow)
+        orders[n - 2].found = orders[n - 2].acc = None
         if n == N:
             info["fixups"].append(0)
             break

@@ -89,6 +89,9 @@ def command(files, arpa_path, as_json, debug):
         if len(files) != 2:
             raise click.UsageError("give MODEL TEST.txt, or --arpa MODEL.arpa TEST.txt")
         model_path, test_path = files
+    from .kn import return_freed_memory_to_os
+
+    return_freed_memory_to_os()
     model = load_model(model_path, arpa_path is not None)
     vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
     try:
