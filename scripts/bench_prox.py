@@ -235,8 +235,14 @@ def git_commit():
 @click.option("--spams/--no-spams", "use_spams", default=True, show_default=True)
 @click.option("--out", default=str(ROOT / "benchmarks" / "prox"), show_default=True,
               help="Output path without extension (.json, .md, .png written).")
-def main(sizes, shapes, repeats, budget, use_spams, out):
+@click.option("--replot", is_flag=True, help="Only rewrite .md and .png from the existing .json.")
+def main(sizes, shapes, repeats, budget, use_spams, out, replot):
     """Benchmark the linf-tree proximal step: heap-merge vs random pivot vs SPAMS."""
+    if replot:
+        data = json.loads(Path(out).with_suffix(".json").read_text())
+        _write_atomic(Path(out).with_suffix(".md"), markdown(data["meta"], data["rows"]))
+        plot(data["rows"], Path(out).with_suffix(".png"))
+        return
     sizes = [int(float(s)) for s in sizes.split(",")]
     shapes = shapes.split(",")
     if use_spams:
@@ -404,9 +410,9 @@ def plot(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     shapes = [s for s in dict.fromkeys(r["shape"] for r in rows)]
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = plt.subplots(figsize=(9.5, 5))
     styles = {"heap": "o-", "pivot": "s--", "spams": "^:"}
-    colors = dict(zip(shapes, ["C0", "C1", "C2", "C3"]))
+    colors = {shape: f"C{k}" for k, shape in enumerate(shapes)}
     for shape in shapes:
         for method, style in styles.items():
             pts = sorted((r["nodes"], r["median_s"]) for r in rows
@@ -419,7 +425,7 @@ def plot(rows, path: Path) -> None:
     ax.set_ylabel("seconds per proximal step (median)")
     ax.set_title("linf-tree prox: k-best heap vs random pivot vs SPAMS (trie)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     tmp = path.with_name(path.stem + ".tmp.png")
     fig.savefig(tmp, dpi=120)

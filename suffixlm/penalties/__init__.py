@@ -59,7 +59,7 @@ from ._l2sq import prox_l2sq, value_l2sq
 from ._linf_tree import prox_linf_tree
 from ._linf_tree_pivot import prox_linf_tree_pivot
 from ._structure import ForestStructure, PenaltyError
-from ._value import value_l2_tree, value_linf_tree
+from ._value import value_tree
 
 __all__ = [
     "NAMES",
@@ -146,8 +146,8 @@ def penalty_value_fast(name: str, values: np.ndarray, structure: ForestStructure
         return float(value_l2sq(values, s.weights))
     if name == "l2-tree":
         _check_l2_tree(s)
-        return float(value_l2_tree(values, s.order, s.parent_post, s.weights_post, s.scratch("a")))
-    return float(value_linf_tree(values, s.order, s.parent_post, s.weights_post, s.scratch("a")))
+    return float(value_tree(values, s.order, s.parent_post, s.weights_post, name != "l2-tree",
+                            s.scratch("a")))
 
 
 def _values_copy(values) -> np.ndarray:

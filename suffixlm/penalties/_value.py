@@ -11,35 +11,28 @@ from numba import njit
 
 
 @njit(cache=True)
-def value_l2_tree(values, order, parent_post, weights_post, acc):
-    """values float64[n] (node order); acc float64[n] scratch."""
+def value_tree(values, order, parent_post, weights_post, infinity, acc):
+    """sum_x eta_x ||w_subtree(x)|| with the inf-norm if infinity else the 2-norm.
+
+    values float64[n] (node order); order, parent_post int64[n]; weights_post
+    float64[n]; acc float64[n] scratch (squared norms or maxima of subtrees).
+    """
     n = order.shape[0]
     for i in range(n):
         acc[i] = 0.0
     s = 0.0
     for i in range(n):
-        v = values[order[i]]
-        g = acc[i] + v * v
-        s += weights_post[i] * np.sqrt(g)
+        v = abs(values[order[i]])
+        if infinity:
+            g = max(acc[i], v)
+            s += weights_post[i] * g
+        else:
+            g = acc[i] + v * v
+            s += weights_post[i] * np.sqrt(g)
         p = parent_post[i]
         if p >= 0:
-            acc[p] += g
-    return s
-
-
-@njit(cache=True)
-def value_linf_tree(values, order, parent_post, weights_post, acc):
-    """values float64[n] (node order); acc float64[n] scratch."""
-    n = order.shape[0]
-    for i in range(n):
-        acc[i] = 0.0
-    s = 0.0
-    for i in range(n):
-        m = abs(values[order[i]])
-        if acc[i] > m:
-            m = acc[i]
-        s += weights_post[i] * m
-        p = parent_post[i]
-        if p >= 0 and m > acc[p]:
-            acc[p] = m
+            if infinity:
+                acc[p] = max(acc[p], g)
+            else:
+                acc[p] += g
     return s
