@@ -162,7 +162,8 @@ class ForestStructure:
     - ``counts_all_one`` bool.
 
     Scratch arrays are allocated on first use and kept, so repeated calls of
-    ``prox_inplace`` on the same structure allocate nothing.
+    ``prox_inplace`` on the same structure allocate nothing; for the same reason
+    two threads must not use one structure at the same time.
     """
 
     def __init__(self, parent, counts, weights, order, position, parent_post,
