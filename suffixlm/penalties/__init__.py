@@ -30,8 +30,8 @@ prox on the expanded trie whenever the trie weights of each collapsed node are
 equal (l1, l2sq) -- for linf-tree it suffices that along every collapsed path a
 group's weight is at least the mean of the weights below it on that path, e.g.
 alpha**depth with alpha <= 1 (paper §6 uses alpha = 0.85). For alpha > 1 the trie
-solution is not constant on collapsed paths and the collapsed operator gives the
-best path-constant solution instead. ``l2-tree`` cannot be collapsed (§5):
+solution can differ along a collapsed path; the collapsed operator still solves the
+problem above exactly, i.e. it returns the minimiser over path-constant vectors. ``l2-tree`` cannot be collapsed (§5):
 it requires all counts to be 1.
 
 nonneg: the projection on the positive orthant of Algorithm 1 (step 2), w = max(v, 0),
