@@ -304,13 +304,15 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
 
 @njit(cache=True, parallel=True)
 def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
-                  chunks, G, grad, errors):
+                  chunks, G, errors):
     """Negative log-likelihood and its gradient (model expectations - empirical counts).
 
     chunks: int64 (n_chunks + 1,) sequence boundaries of the parallel chunks.
-    G: float64 (n_chunks, n_params) per-thread gradient buffers (overwritten).
-    grad: float64 (n_params,) output.  errors: int64 (n_chunks, 2) posterior-decoding
-    token / sequence errors per chunk (output).  Returns the loss.
+    G: float64 (n_chunks, n_params) per-thread gradient buffers (overwritten); the
+    gradient is G.sum(axis=0), left unsummed so that the solver's next pass over
+    the vectors does the sum (one pass over memory less).
+    errors: int64 (n_chunks, 2) posterior-decoding token / sequence errors per
+    chunk (output).  Returns the loss.
     """
     n_chunks = len(chunks) - 1
     losses = np.zeros(n_chunks)
@@ -326,12 +328,6 @@ def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, n
         losses[c] = _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse,
                                          bstart, nz_ptr, nz_idx, chunks[c], chunks[c + 1], maxT, Gc,
                                          errors[c])
-    n = grad.shape[0]
-    for k in prange(n):
-        acc = 0.0
-        for c in range(n_chunks):
-            acc += G[c, k]
-        grad[k] = acc
     return losses.sum()
 
 

@@ -35,7 +35,8 @@ def command() -> None:
               help="Development file: progress and stopping use its (Viterbi) error.")
 @click.option("--maxiter", type=int, default=0, show_default=True, help="Maximum iterations (0: no limit).")
 @click.option("--stopeps", type=float, default=0.02, show_default=True,
-              help="Stop when the token error (percent) varies by less than this over the window.")
+              help="Stop when the objective improves by less than this fraction over the window "
+                   "(or, with --devel, its token error varies by less than this many points).")
 @click.option("--stopwin", type=int, default=5, show_default=True, help="Window of the stopping rule (0: off).")
 @click.option("--history", type=int, default=5, show_default=True, help="L-BFGS memory.")
 @click.option("--threads", type=int, default=None, help="Threads (default: all cores).")

@@ -49,8 +49,11 @@ def _sparse_args(theta, space, sparse):
 class Objective:
     """Negative conditional log-likelihood of an encoded corpus, parallel over sequences.
 
-    ``value_and_gradient(theta)`` returns ``(loss, grad)`` (grad float64 (n_params,),
-    owned by this object and overwritten by the next call).
+    ``value_and_gradient(theta)`` returns ``(loss, grad)`` with grad float64
+    (n_params,) owned by this object and overwritten by the next call.
+    ``value_and_gradient_parts(theta)`` returns ``(loss, parts)`` with parts float64
+    (n_chunks, n_params) whose column sums are the gradient (what the solvers use:
+    they sum the per-thread buffers in their own next pass).
     """
 
     def __init__(self, space: FeatureSpace, data: EncodedCorpus, n_chunks: int = 2,
@@ -69,7 +72,6 @@ class Objective:
         inner = np.searchsorted(cum, targets) + 1
         self.chunks = np.unique(np.concatenate([[0], inner, [data.n_sequences]])).astype(np.int64)
         self.G = np.empty((len(self.chunks) - 1, space.n_params))
-        self.grad = np.empty(space.n_params)
         self.errors = np.zeros((len(self.chunks) - 1, 2), dtype=np.int64)
         self.last_sparse = False
 
@@ -80,6 +82,12 @@ class Objective:
         return 100.0 * te / self.data.n_tokens, 100.0 * se / self.data.n_sequences
 
     def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, parts = self.value_and_gradient_parts(theta)
+        if parts.shape[0] > 1:
+            parts[0] += parts[1:].sum(axis=0)
+        return loss, parts[0]
+
+    def value_and_gradient_parts(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         sp = self.space
         d = self.data
         sparse = choose_sparse(theta, sp, self.recursion)
@@ -87,8 +95,8 @@ class Objective:
         nz_ptr, nz_idx = _sparse_args(theta, sp, sparse)
         loss = K.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.bigram_base, d.labels,
                                np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr,
-                               nz_idx, self.chunks, self.G, self.grad, self.errors)
-        return float(loss), self.grad
+                               nz_idx, self.chunks, self.G, self.errors)
+        return float(loss), self.G
 
 
 def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,

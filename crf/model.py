@@ -79,10 +79,14 @@ class CRF:
     rho1, rho2 : penalty rho1 |theta|_1 + rho2/2 ||theta||^2 (rho1 defaults to 0.5
         for owlqn and must be 0 for lbfgs).
     max_iterations : cap on optimiser iterations (None: no cap).
-    stopeps, stopwin : Wapiti's stopping rule: stop when the token error (on the
-        development set if given, else on the training set) varies by less than
-        ``stopeps`` percentage points over the last ``stopwin`` iterations
-        (``stopwin=0`` disables it).
+    stopeps, stopwin : stopping window.  Stop when the objective decreased by less
+        than ``stopeps`` (relative: 0.02 = 2 %) over the last ``stopwin``
+        iterations; with a development set, stop also when its token error varied
+        by less than ``stopeps`` percentage points over that window (Wapiti's
+        rule).  ``stopwin=0`` disables both.  The training-set error in the
+        progress lines is that of posterior decoding (argmax of the marginals),
+        computed during the gradient pass for free; the development-set error is
+        Viterbi's.
     history : L-BFGS memory.
     threads : numba threads (None: numba's default).
     recursion : ``"auto"``, ``"dense"`` or ``"sparse"`` forward-backward.
@@ -160,6 +164,7 @@ class CRF:
                   f"({time.perf_counter() - t_start:.2f}s)")
         objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
         errors: list[float] = []
+        objectives: list[float] = []
         log: list[dict[str, Any]] = []
 
         def callback(info, theta):
@@ -177,14 +182,20 @@ class CRF:
                       f"err={te:5.2f}%/{se:5.2f}% time={info.seconds:.2f}s"
                       f"{' (dev)' if dev is not None else ''}")
             errors.append(te)
-            if self.stopwin and len(errors) >= self.stopwin:
-                window = errors[-self.stopwin:]
+            objectives.append(info.objective)
+            w = self.stopwin
+            if w and len(objectives) > w:
+                old, new = objectives[-1 - w], objectives[-1]
+                if old - new < self.stopeps * abs(new):
+                    return True
+            if w and dev is not None and len(errors) >= w:
+                window = errors[-w:]
                 if max(window) - min(window) < self.stopeps:
                     return True
             return False
 
         theta0 = np.zeros(space.n_params)
-        result = owlqn(objective.value_and_gradient, theta0, rho1=rho1, rho2=self.rho2,
+        result = owlqn(objective.value_and_gradient_parts, theta0, rho1=rho1, rho2=self.rho2,
                        history=self.history, max_iterations=self.max_iterations, callback=callback)
         del objective
         self._log(f"* stopped after {result.iterations} iterations ({result.reason}), "

@@ -23,9 +23,11 @@ def axpy(alpha, x, y):
 
 
 @njit(cache=True, parallel=True)
-def penalised(x, grad, rho1, rho2, smooth_grad, pseudo_grad):
+def penalised(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad):
     """Add the elastic-net penalty; returns (penalty, non-zeros, ||pg||^2, ||x||^2).
 
+    grad_parts: float64 (n_parts, n), the data-term gradient is its column sum
+    (per-thread buffers of the gradient kernel).
     smooth_grad = grad + rho2 * x (gradient of the smooth part);
     pseudo_grad = the orthant-wise pseudo-gradient of smooth + rho1 |x|_1
     (Andrew & Gao 2007, eq. 4): the one-sided derivative that descends, 0 if none.
@@ -34,9 +36,12 @@ def penalised(x, grad, rho1, rho2, smooth_grad, pseudo_grad):
     l2 = 0.0
     pg2 = 0.0
     nnz = 0
+    n_parts = grad_parts.shape[0]
     for i in prange(x.shape[0]):
         xi = x[i]
-        gi = grad[i] + rho2 * xi
+        gi = rho2 * xi
+        for p in range(n_parts):
+            gi += grad_parts[p, i]
         smooth_grad[i] = gi
         l2 += xi * xi
         if xi > 0.0:
@@ -97,10 +102,10 @@ def history_pair(x_new, x, g_new, g, s, y):
     sy = 0.0
     yy = 0.0
     for i in prange(x.shape[0]):
-        si = x_new[i] - x[i]
-        yi = g_new[i] - g[i]
-        s[i] = si
-        y[i] = yi
+        s[i] = x_new[i] - x[i]
+        y[i] = g_new[i] - g[i]
+        si = np.float64(s[i])  # the stored (rounded) values, so rho matches the pair
+        yi = np.float64(y[i])
         sy += si * yi
         yy += yi * yi
     return sy, yy
@@ -135,7 +140,14 @@ def axpy_scale(alpha, x, q, c):
 
 
 @njit(cache=True, parallel=True)
-def scale_negate(src, out, c):
-    """out = -c * src."""
-    for i in prange(src.shape[0]):
-        out[i] = -c * src[i]
+def axpy_scale_constrain(alpha, x, q, c, pseudo_grad):
+    """q = c * (q + alpha * x), then OWL-QN's sign constraint: zero the components
+    with q * pg >= 0; returns pg . q (last pass of the two-loop recursion)."""
+    acc = 0.0
+    for i in prange(q.shape[0]):
+        v = c * (q[i] + alpha * x[i])
+        if v * pseudo_grad[i] >= 0.0:
+            v = 0.0
+        q[i] = v
+        acc += v * pseudo_grad[i]
+    return acc

@@ -15,7 +15,12 @@ __all__ = ["LbfgsHistory", "lbfgs"]
 
 
 class LbfgsHistory:
-    """The last ``m`` pairs s_k = x_{k+1} - x_k, y_k = g_{k+1} - g_k (float64 (n,)).
+    """The last ``m`` pairs s_k = x_{k+1} - x_k, y_k = g_{k+1} - g_k (float32 (n,)).
+
+    The pairs are stored in single precision (dot products are accumulated in
+    double): the inverse-Hessian approximation does not need more, and it halves
+    the memory and the memory traffic of the two-loop recursion, which on
+    millions of features costs as much as the gradient itself.
 
     The two-loop recursion is fused so that every pass over the vectors does one
     update and the next dot product (about 2m + 1 passes instead of 4m + 2).
@@ -23,8 +28,8 @@ class LbfgsHistory:
 
     def __init__(self, n: int, m: int = 5):
         self.m = m
-        self.s = np.zeros((m, n))
-        self.y = np.zeros((m, n))
+        self.s = np.zeros((m, n), dtype=np.float32)
+        self.y = np.zeros((m, n), dtype=np.float32)
         self.rho = np.zeros(m)
         self.gamma = 1.0
         self.count = 0  # pairs stored so far
@@ -42,11 +47,17 @@ class LbfgsHistory:
         self.count = min(self.count + 1, self.m)
         return True
 
-    def direction(self, g, out):
-        """out = -H g (two-loop recursion, H0 = (s.y / y.y) I of the newest pair)."""
+    def direction(self, g, out, constrain: bool = False) -> float:
+        """out = -H g (two-loop recursion, H0 = (s.y / y.y) I of the newest pair).
+
+        With ``constrain`` the components of out whose sign is not that of -g are
+        zeroed (OWL-QN).  Returns g . out.
+        """
         if self.count == 0:
             np.negative(g, out=out)
-            return out
+            if constrain:
+                return V.constrain_direction(out, g)
+            return V.dot(g, out)
         order = [(self.head - 1 - i) % self.m for i in range(self.count)]  # newest first
         alphas = np.zeros(self.m)
         gamma = self.gamma
@@ -64,9 +75,12 @@ class LbfgsHistory:
             coef = (alphas[k] - beta) / gamma
             if i + 1 < len(rev):
                 d = V.axpy_dot(coef, self.s[k], out, self.y[rev[i + 1]])
+            elif constrain:
+                return V.axpy_scale_constrain(coef, self.s[k], out, -gamma, g)
             else:
                 V.axpy_scale(coef, self.s[k], out, -gamma)
-        return out
+                return V.dot(g, out)
+        return 0.0  # not reached
 
 
 def lbfgs(fun, x0, rho2: float = 1e-4, **options):

@@ -52,14 +52,18 @@ def owlqn(
     history: int = 5,
     max_iterations: int | None = None,
     gtol: float = 1e-5,
+    ftol: float = 1e-12,
     max_linesearch: int = 40,
     callback: Callable[[IterationInfo, np.ndarray], bool] | None = None,
 ) -> OptimizeResult:
     """Minimise ``fun(x) + rho1*|x|_1 + rho2/2*||x||^2``.
 
-    fun(x) -> (value, gradient) of the smooth data term (gradient may be reused
-    by fun between calls: it is copied here).  ``callback(info, x)`` returning
-    True stops the run.  Stops also when ||pg|| / max(||x||, 1) <= gtol, after
+    fun(x) -> (value, gradient) of the smooth data term; the gradient may be a
+    float64 (n_parts, n) array whose column sums are the gradient (per-thread
+    buffers), and fun may reuse it between calls (it is consumed at once).  ``callback(info, x)`` returning
+    True stops the run.  Stops also when ||pg|| / max(||x||, 1) <= gtol (Wapiti's
+    test), when an iteration decreases the objective by less than
+    ftol * max(|f|, 1) (no progress left at machine precision), after
     ``max_iterations`` iterations, or when the line search fails.
     """
     if rho1 < 0 or rho2 < 0:
@@ -77,6 +81,8 @@ def owlqn(
 
     def evaluate(xx, sg_out, pg_out):
         val, grad = fun(xx)
+        if grad.ndim == 1:
+            grad = grad.reshape(1, -1)
         pen, nnz, pg2, x2 = V.penalised(xx, grad, rho1, rho2, sg_out, pg_out)
         return val + pen, nnz, pg2, x2
 
@@ -87,15 +93,11 @@ def owlqn(
     it = 0
     reason = "max_iterations"
     while max_iterations is None or it < max_iterations:
-        mem.direction(pg, d)
-        if project:
-            gd = V.constrain_direction(d, pg)
-        else:
-            gd = V.dot(d, pg)
+        gd = mem.direction(pg, d, constrain=project)
         if not gd < 0:  # not a descent direction: restart from steepest descent
             mem.count = 0
-            V.scale_negate(pg, d, 1.0)
-            gd = -V.dot(pg, pg)
+            np.negative(pg, out=d)
+            gd = -pg2
             if gd == 0:
                 reason = "zero gradient"
                 break
@@ -114,6 +116,7 @@ def owlqn(
         if not ok:
             reason = "line search failed"
             break
+        progress = f - f_new
         mem.push_from(x_new, x, sg_new, sg)
         x, x_new = x_new, x
         sg, sg_new = sg_new, sg
@@ -129,5 +132,8 @@ def owlqn(
             break
         if math.sqrt(pg2) / max(math.sqrt(x2), 1.0) <= gtol:
             reason = "gradient tolerance"
+            break
+        if progress <= ftol * max(abs(f), 1.0):
+            reason = "no progress"
             break
     return OptimizeResult(x, f, it, evals, reason, infos)
