@@ -34,27 +34,51 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def ukkonen_build(corpus, m: int) -> tuple[float, float, int]:
-    """Seconds of Ukkonen's generalized suffix tree of the reversed text, seconds of
-    capping it at depth m, and the number of context nodes found."""
+class Clock:
+    """Wall-clock and process CPU time of named stages, several runs each."""
+
+    def __init__(self):
+        self.wall: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
+        self._t = None
+
+    def start(self):
+        self._t = (time.perf_counter(), time.process_time())
+
+    def stop(self, name: str):
+        w, c = self._t
+        self.wall.setdefault(name, []).append(time.perf_counter() - w)
+        self.cpu.setdefault(name, []).append(time.process_time() - c)
+        self.start()
+
+    def medians(self) -> dict:
+        out = {}
+        for name in self.wall:
+            out[f"{name}_seconds"] = statistics.median(self.wall[name])
+            out[f"{name}_cpu_seconds"] = statistics.median(self.cpu[name])
+            out[f"{name}_seconds_all"] = self.wall[name]
+        return out
+
+
+def ukkonen_build(corpus, m: int, clock: Clock) -> int:
+    """Ukkonen's generalized suffix tree of the reversed text (stage "ukkonen"), then
+    capping it at depth m (stage "ukkonen_cap"); returns the number of context nodes."""
     from suffixlm import _ukkonen_kernels as U
 
     n_symbols = int(corpus.tokens.max()) + 1
     alphabet = n_symbols + corpus.n_sentences
-    t0 = time.perf_counter()
+    clock.start()
     text, sent_end = U.reversed_text(corpus.tokens, corpus.offsets, n_symbols)
     start, end, _, keys, vals, _ = U.ukkonen(text, alphabet)
-    t1 = time.perf_counter()
+    clock.stop("ukkonen")
     is_node = U.cap_tree(text, sent_end, start, end, keys, vals, alphabet, m)[2]
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t1, int(is_node.sum())
+    clock.stop("ukkonen_cap")
+    return int(is_node.sum())
 
 
 def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool, ukkonen: bool) -> dict:
     import gc
     import resource
-
-    import numpy as np
 
     from suffixlm.contexts import extract_contexts, walk_contexts
     from suffixlm.corpus import Corpus, load_training_corpus
@@ -68,28 +92,27 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool, 
         int(end - 2 * n_sent), 0, full.source,
     )
     del full
+    # warm-up: compile (or load from the cache) every kernel timed below
     warm = Corpus.from_strings(["a b c a b", "b c a"])
     for collapse in (True, False):
         wtree = SuffixTree.build(warm, m, collapse)
         extract_contexts(wtree, warm)
         walk_contexts(wtree, warm.tokens, warm.offsets)
+    ukkonen_build(warm, m, Clock())
     gc.collect()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    build, extract, trie_build, walk, cpu = [], [], [], [], []
+    clock = Clock()
     stats = None
     for _ in range(repeats):
-        c0 = time.process_time()
-        t0 = time.perf_counter()
+        clock.start()
         tree = SuffixTree.build(corpus, m)
-        t1 = time.perf_counter()
+        clock.stop("build")
         ctx = extract_contexts(tree, corpus)
-        t2 = time.perf_counter()
-        cpu.append(time.process_time() - c0)
+        clock.stop("extract")
         walk_contexts(tree, corpus.tokens, corpus.offsets)
-        t3 = time.perf_counter()
-        build.append(t1 - t0)
-        extract.append(t2 - t1)
-        walk.append(t3 - t2)
+        clock.stop("walk")
+        clock.wall.setdefault("total", []).append(clock.wall["build"][-1] + clock.wall["extract"][-1])
+        clock.cpu.setdefault("total", []).append(clock.cpu["build"][-1] + clock.cpu["extract"][-1])
         stats = tree.stats()
         stats["path_entries"] = int(ctx.nodes.shape[0])
         del tree, ctx
@@ -97,23 +120,17 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool, 
     rss_tree = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if trie:
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            clock.start()
             trie_s = SuffixTree.build(corpus, m, collapse=False)
-            trie_build.append(time.perf_counter() - t0)
+            clock.stop("trie_build")
             assert trie_s.n_nodes == stats["trie_nodes"]
             del trie_s
             gc.collect()
     rss_end = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    ukk, cap = [], []
     if ukkonen:
-        ukkonen_build(warm, m)
         for _ in range(repeats):
-            t_build, t_cap, n_nodes = ukkonen_build(corpus, m)
-            assert n_nodes == stats["tree_nodes"]
-            ukk.append(t_build)
-            cap.append(t_cap)
+            assert ukkonen_build(corpus, m, clock) == stats["tree_nodes"]
             gc.collect()
-    total = [b + e for b, e in zip(build, extract)]
     return {
         "m": m,
         "order": m + 1,
@@ -121,16 +138,7 @@ def worker(corpus_path: str, m: int, fraction: float, repeats: int, trie: bool, 
         "words": int(corpus.n_words),
         "sentences": int(corpus.n_sentences),
         **stats,
-        "build_seconds": statistics.median(build),
-        "extract_seconds": statistics.median(extract),
-        "total_seconds": statistics.median(total),
-        "walk_seconds": statistics.median(walk),
-        "total_cpu_seconds": statistics.median(cpu),
-        "build_seconds_all": build,
-        "extract_seconds_all": extract,
-        "trie_build_seconds": statistics.median(trie_build) if trie_build else None,
-        "ukkonen_seconds": statistics.median(ukk) if ukk else None,
-        "ukkonen_cap_seconds": statistics.median(cap) if cap else None,
+        **clock.medians(),
         "maxrss_before_mb": rss_before / 1024,
         "maxrss_tree_mb": rss_tree / 1024,
         "extra_peak_tree_mb": (rss_tree - rss_before) / 1024,
@@ -158,49 +166,55 @@ def git_commit() -> str:
         return "unknown"
 
 
+def _wc(r: dict, name: str) -> str:
+    if f"{name}_seconds" not in r:
+        return "–"
+    return f"{r[name + '_seconds']:.2f} ({r[name + '_cpu_seconds']:.2f})"
+
+
 def markdown(result: dict) -> str:
     lines = [
         f"Suffix tree on `{Path(result['corpus']).name}` ({result['runs'][-1]['words']:,} words), "
-        f"median of {result['repeats']}, JIT compilation excluded; "
-        f"{result['machine']['cpu_count']} CPUs, {result['machine']['platform']}; commit {result['commit'][:10]}.",
+        f"median of {result['repeats']} runs, JIT compilation excluded; "
+        f"{result['machine']['cpu_count']} CPUs, {result['machine']['platform']}; commit {result['commit'][:10]}, "
+        f"{result['date']}. Times in seconds as wall (CPU).",
         "",
-        "| order | m | trie nodes \\|S\\| | tree nodes \\|T\\| | trie params | tree params | build s | extract s | build+extract s (CPU s) | peak RSS MB (extra) | walk s | trie build s | Ukkonen GST s + cap s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| order | m | trie nodes \\|S\\| | tree nodes \\|T\\| | trie params | tree params | build | extract "
+        "| build + extract | peak RSS MB (extra) | walk | trie build | Ukkonen GST | Ukkonen cap |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
-        trie = f"{r['trie_build_seconds']:.2f}" if r["trie_build_seconds"] is not None else "–"
-        ukk = (f"{r['ukkonen_seconds']:.2f} + {r['ukkonen_cap_seconds']:.2f}"
-               if r.get("ukkonen_seconds") is not None else "–")
         lines.append(
             f"| {r['order']} | {r['m']} | {r['trie_nodes']:,} | {r['tree_nodes']:,} | {r['trie_params']:,} | "
-            f"{r['tree_params']:,} | {r['build_seconds']:.3f} | {r['extract_seconds']:.3f} | "
-            f"{r['total_seconds']:.3f} ({r['total_cpu_seconds']:.3f}) | {r['maxrss_tree_mb']:.0f} (+{r['extra_peak_tree_mb']:.0f}) | {r['walk_seconds']:.3f} | {trie} | {ukk} |"
+            f"{r['tree_params']:,} | {_wc(r, 'build')} | {_wc(r, 'extract')} | {_wc(r, 'total')} | "
+            f"{r['maxrss_tree_mb']:.0f} (+{r['extra_peak_tree_mb']:.0f}) | {_wc(r, 'walk')} | "
+            f"{_wc(r, 'trie_build')} | {_wc(r, 'ukkonen')} | {_wc(r, 'ukkonen_cap')} |"
         )
     lines += [
         "",
         f"Scaling at m = {result['scaling'][-1]['m']} (first part of the corpus):",
         "",
-        "| share | words | tree nodes | build+extract s | µs per word | CPU s | CPU µs per word | Ukkonen GST + cap s | µs per word |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| share | words | tree nodes | build + extract | CPU µs per word | Ukkonen GST + cap CPU s | CPU µs per word |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["scaling"]:
-        ukk = r["ukkonen_seconds"] + r["ukkonen_cap_seconds"]
+        ukk = r["ukkonen_cpu_seconds"] + r["ukkonen_cap_cpu_seconds"]
         lines.append(
-            f"| {r['fraction']:.0%} | {r['words']:,} | {r['tree_nodes']:,} | {r['total_seconds']:.3f} | "
-            f"{1e6 * r['total_seconds'] / r['words']:.2f} | {r['total_cpu_seconds']:.3f} | "
-            f"{1e6 * r['total_cpu_seconds'] / r['words']:.2f} | {ukk:.3f} | {1e6 * ukk / r['words']:.2f} |"
+            f"| {r['fraction']:.0%} | {r['words']:,} | {r['tree_nodes']:,} | {_wc(r, 'total')} | "
+            f"{1e6 * r['total_cpu_seconds'] / r['words']:.2f} | {ukk:.2f} | {1e6 * ukk / r['words']:.2f} |"
         )
     lines += [
         "",
-        "build = sorting construction of the tree with counts and successor lists (what "
-        "`SuffixTree.build` does); extract = context paths of every training position; "
+        "build = the sorting construction with counts and successor lists (`SuffixTree.build`); "
+        "extract = context paths of every training position (`extract_contexts`); "
         "walk = the same paths found by the general walk used for unseen text (reads edge labels); "
-        "times are wall-clock medians, CPU s the process CPU time of build+extract; "
-        "trie build = `collapse=False`; the last column times Ukkonen's construction of the "
-        "uncapped generalized suffix tree of the reversed text plus capping it at m "
-        "(node set and counts only: no successor lists, no preorder) for comparison. "
-        f"Peak RSS = worker high-water mark, extra = its growth during the builds. "
-        f"1-minute load average during the runs: {result['loadavg']}.",
+        "trie build = `collapse=False`; Ukkonen GST = Ukkonen's construction of the uncapped "
+        "generalized suffix tree of the reversed text, Ukkonen cap = capping it at m (node set and "
+        "counts only: no successor lists, no preorder), for comparison. "
+        "Peak RSS = the worker's resident high-water mark after the build + extract runs, extra = "
+        "its growth during them. The machine was shared with other jobs (1-minute load average "
+        f"{min(result['loadavg'])}–{max(result['loadavg'])} on {result['machine']['cpu_count']} CPUs), "
+        "so CPU time is the steadier figure for this single-threaded code.",
         "",
         f"Command: `{result['command']}`",
         "",
@@ -234,19 +248,20 @@ def main() -> None:
         sys.exit(f"{args.corpus}: no such file (pass --corpus)")
     lo, hi = (int(x) for x in args.depths.split("-"))
     runs, scaling = [], []
-    print(f"{'m':>3} {'|S|':>10} {'|T|':>10} {'trie par':>10} {'tree par':>10} {'build':>7} {'extract':>7} {'RSS MB':>7} {'trie':>6} {'ukk':>6} {'load':>5}")
+    print(f"{'m':>3} {'|S|':>10} {'|T|':>10} {'trie par':>10} {'tree par':>10} {'build':>12} {'extract':>12} "
+          f"{'trie':>12} {'ukkonen+cap':>12} {'load':>5}   (wall (CPU) s)")
     for m in range(lo, hi + 1):
         r = run_worker(args, m, 1.0, trie=True)
         runs.append(r)
+        u = f"{r['ukkonen_seconds'] + r['ukkonen_cap_seconds']:.2f} ({r['ukkonen_cpu_seconds'] + r['ukkonen_cap_cpu_seconds']:.2f})"
         print(f"{m:>3} {r['trie_nodes']:>10,} {r['tree_nodes']:>10,} {r['trie_params']:>10,} {r['tree_params']:>10,} "
-              f"{r['build_seconds']:>7.3f} {r['extract_seconds']:>7.3f} {r['maxrss_tree_mb']:>7.0f} {r['trie_build_seconds']:>6.2f} "
-              f"{r['ukkonen_seconds'] + r['ukkonen_cap_seconds']:>6.2f} {r['loadavg_1min_end']:>5.1f}",
-              flush=True)
-    print(f"\n{'share':>6} {'words':>9} {'build+extract s':>16}")
+              f"{_wc(r, 'build'):>12} {_wc(r, 'extract'):>12} {_wc(r, 'trie_build'):>12} {u:>12} "
+              f"{r['loadavg_1min_end']:>5.1f}", flush=True)
+    print(f"\n{'share':>6} {'words':>9} {'build+extract':>14}")
     for fraction in (0.25, 0.5, 1.0):
         r = run_worker(args, hi, fraction, trie=False)
         scaling.append(r)
-        print(f"{fraction:>6.0%} {r['words']:>9,} {r['total_seconds']:>16.3f}", flush=True)
+        print(f"{fraction:>6.0%} {r['words']:>9,} {_wc(r, 'total'):>14}", flush=True)
     import numba
     import numpy
 
@@ -266,6 +281,7 @@ def main() -> None:
             "numba": numba.__version__,
         },
         "memory_note": "maxrss = worker resident-set high-water mark; extra = growth over the mark before the first build",
+        "time_note": "*_seconds = wall-clock median, *_cpu_seconds = process CPU time median",
         "loadavg": sorted({round(r["loadavg_1min_end"], 1) for r in runs + scaling}),
         "runs": runs,
         "scaling": scaling,
