@@ -85,9 +85,11 @@ def parse_anchor_speed(readme: str) -> dict:
 
 
 def run_timed(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, max RSS MB) of one child process."""
+    """(wall seconds, max RSS MB) of one child process (run from the repository, so it
+    uses this checkout whatever is installed)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode()
@@ -113,18 +115,36 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks"))
     args = ap.parse_args()
 
+    # speed and memory first, while this process is small: a forked child's max RSS
+    # counts the parent's pages until it execs
+    readme_path = shared_path("anchors", "README.md")
+    if readme_path is None:
+        sys.exit("../shared/anchors not found")
+    ptb = shared_path("corpora", "ptb")
+    load_before = os.getloadavg()
+    tmp = Path(tempfile.mkdtemp(prefix="bench_kn."))
+    py = [sys.executable, "-m", "suffixlm.cli"]
+    train_full, test_full = ptb / "ptb.train.txt", ptb / "ptb.test.txt"
+    speed = {}
+    for kind, mc in (("default", "srilm"), ("nocut", "none")):
+        out = tmp / f"kn5.{kind}.arpa"
+        speed[f"estimate_{kind}"] = median_runs(py + ["kn", str(train_full), "-o", str(out), "--order", "5",
+                                                      "--min-count", mc, "-q"], args.runs)
+        speed[f"score_{kind}"] = median_runs(py + ["ppl", "--arpa", str(out), str(test_full)], args.runs)
+    speed["python_startup"] = median_runs(py + ["--help"], args.runs)
+    for k, v in speed.items():
+        print(f"{k:18} median {v['median_s']:.2f} s  max RSS {v['max_rss_mb']:.0f} MB   ({v['command']})")
+
+    load_after = os.getloadavg()
+
     from suffixlm.arpa import read_arpa
     from suffixlm.corpus import Corpus, load_training_corpus
     from suffixlm.evaluate import score
     from suffixlm.kn import DiscountWarning, KneserNeyLM
 
-    readme_path = shared_path("anchors", "README.md")
-    if readme_path is None:
-        sys.exit("../shared/anchors not found")
     readme = readme_path.read_text()
     anchors = parse_anchor_tables(readme)
     speed_ref = parse_anchor_speed(readme)
-    ptb = shared_path("corpora", "ptb")
     files = {"full": (ptb / "ptb.train.txt", ptb / "ptb.test.txt"),
              "100k": (ptb / "ptb.train.100k.txt", ptb / "ptb.test.20k.txt")}
 
@@ -184,20 +204,6 @@ def main() -> None:
         print(f"{f.name:34} SRILM {ppl:>9}  ours {r.ppl:.7g}  {'=' if arpa_rows[-1]['same_printed_digits'] else 'DIFF'}"
               f"  our ARPA file {'identical' if same_lines else 'differs'} (as sorted lines)")
 
-    # 3. speed and memory, fresh processes
-    tmp = Path(tempfile.mkdtemp(prefix="bench_kn."))
-    py = [sys.executable, "-m", "suffixlm.cli"]
-    train_full, test_full = files["full"]
-    speed = {}
-    for kind, mc in (("default", "srilm"), ("nocut", "none")):
-        out = tmp / f"kn5.{kind}.arpa"
-        speed[f"estimate_{kind}"] = median_runs(py + ["kn", str(train_full), "-o", str(out), "--order", "5",
-                                                      "--min-count", mc, "-q"], args.runs)
-        speed[f"score_{kind}"] = median_runs(py + ["ppl", "--arpa", str(out), str(test_full)], args.runs)
-    speed["python_startup"] = median_runs(py + ["--help"], args.runs)
-    for k, v in speed.items():
-        print(f"{k:18} median {v['median_s']:.2f} s  max RSS {v['max_rss_mb']:.0f} MB   ({v['command']})")
-
     # in-process breakdown (warm)
     train, test = data["full"]
     breakdown = {}
@@ -256,6 +262,7 @@ def main() -> None:
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
                     "numpy": numpy.__version__, "numba": numba.__version__},
         "runs": args.runs,
+        "load_average_before_after_speed_runs": [load_before, load_after],
         "perplexities": rows, "srilm_arpa_files": arpa_rows,
         "speed": table, "speed_raw": speed, "reference_speed": speed_ref, "in_process_breakdown": breakdown,
     }
@@ -268,7 +275,10 @@ def main() -> None:
     n_4 = sum(r["same_4_digits"] for r in rows)
     md = [f"# Kneser-Ney vs SRILM / KenLM", "",
           f"{result['date']}, commit {result['commit']}, {platform.platform()}, {os.cpu_count()} CPUs.",
-          f"Command: `{result['command']}`", "",
+          f"Command: `{result['command']}`",
+          f"Load average (1, 5, 15 min) before / after the timed runs: "
+          f"{'/'.join(f'{x:.1f}' for x in load_before)} / {'/'.join(f'{x:.1f}' for x in load_after)} "
+          f"(a shared 2-core machine: other jobs were running).", "",
           "## Speed and memory (full PTB, 5-gram; fresh process each run, median of "
           f"{args.runs} after one warm-up; SRILM/KenLM: anchors README, median of their 3 runs)", "",
           "| task | ours | ours max RSS | SRILM | SRILM max RSS | ours / SRILM | KenLM | KenLM max RSS | ours / KenLM |",

@@ -65,6 +65,7 @@ class BackoffLM:
             for n, (r, p, b, h) in enumerate(ngrams)
         ]
         self._index = None
+        self.restricted = False
 
     # ------------------------------------------------------------ summary
     @property
@@ -165,6 +166,8 @@ class BackoffLM:
     def _write(self, out, chunk: int = 1 << 16) -> None:
         from . import _kn_kernels as K
 
+        if self.restricted:
+            raise ValueError("this model holds only the n-grams of one text (read with only_for); not writing it")
         enc = [w.encode("utf-8") for w in self.vocab.words]
         word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in enc], out=word_offsets[1:])
@@ -195,10 +198,16 @@ class BackoffLM:
 
     # ------------------------------------------------------------ input
     @classmethod
-    def read_arpa(cls, path: str | Path) -> "BackoffLM":
+    def read_arpa(cls, path: str | Path, only_for=None) -> "BackoffLM":
         """Read an ARPA file (plain or gzip, SRILM or KenLM). ``<unk>`` among the
         unigrams makes the vocabulary open (test words outside it are scored as
-        ``<unk>``, SRILM's ``-unk``). Raises ``ArpaError`` naming the line on bad input."""
+        ``<unk>``, SRILM's ``-unk``). Raises ``ArpaError`` naming the line on bad input.
+
+        only_for : optional list of sentences (lists of words). Then only the n-grams
+        occurring in them are kept (all unigrams are): exactly the entries the back-off
+        walk can touch when scoring them, so their scores are unchanged while memory
+        and indexing time shrink to the size of that text. Such a model is marked
+        ``restricted`` and cannot be written out."""
         path = Path(path)
         name = str(path)
         try:
@@ -211,10 +220,10 @@ class BackoffLM:
                 data = gzip.decompress(data)
             except (OSError, EOFError) as e:
                 raise ArpaError(f"{name}: corrupt gzip data ({e})") from None
-        return cls.from_arpa_bytes(data, name)
+        return cls.from_arpa_bytes(data, name, only_for)
 
     @classmethod
-    def from_arpa_bytes(cls, data: bytes, name: str = "<arpa>") -> "BackoffLM":
+    def from_arpa_bytes(cls, data: bytes, name: str = "<arpa>", only_for=None) -> "BackoffLM":
         from . import _kn_kernels as K
 
         def lineno(pos: int) -> int:
@@ -333,6 +342,7 @@ class BackoffLM:
         word_bytes = np.frombuffer(b"".join(enc), dtype=np.uint8)
         table = K.build_word_table(word_bytes, word_offsets)
         buf = np.frombuffer(data, dtype=np.uint8)
+        keep = _occurring_in(only_for, vocab, order) if only_for is not None else None
         for n in range(2, order + 1):
             p, b, e = sections[n]
             rows, lp, bow, hb, count, err, line = K.parse_ngram_section(
@@ -352,9 +362,39 @@ class BackoffLM:
                 fail(err_pos, f"{msg}: {text!r}")
             if count != expected[n]:
                 fail(e, f"header says ngram {n}={expected[n]} but the section has {count} entries")
+            if keep is not None:
+                m = keep(rows)
+                rows, lp, bow, hb = rows[m], lp[m], bow[m], hb[m]
             ngrams.append((rows, lp, bow, hb))
         lm = cls(vocab, ngrams)
+        lm.restricted = keep is not None
         return lm
+
+
+def _occurring_in(sentences, vocab: Vocabulary, order: int):
+    """Function rows int32[m, n] -> bool[m]: which n-grams occur in ``sentences``
+    (encoded with ``vocab``, <s> and </s> added)."""
+    from .kn import count_ngrams
+
+    corpus = Corpus.from_sentences(sentences, vocab)
+    c = count_ngrams(corpus, order)
+    V = len(vocab)
+    keys = [None] + [c.prefix[n - 1].astype(np.int64) * V + c.word[n - 1] for n in range(2, order + 1)]
+
+    def keep(rows: np.ndarray) -> np.ndarray:
+        ids = rows[:, 0].astype(np.int64)
+        ok = np.ones(len(rows), dtype=bool)
+        for j in range(1, rows.shape[1]):
+            k = keys[j]
+            if len(k) == 0:
+                return np.zeros(len(rows), dtype=bool)
+            q = ids * V + rows[:, j]
+            pos = np.minimum(np.searchsorted(k, q), len(k) - 1)
+            ok &= k[pos] == q
+            ids = np.where(ok, pos, -1)  # -1 never matches: keys are >= 0
+        return ok
+
+    return keep
 
 
 class _Int64Map:
@@ -399,9 +439,9 @@ def _fmt(x: float) -> str:
     return "%.7g" % x
 
 
-def read_arpa(path: str | Path) -> BackoffLM:
+def read_arpa(path: str | Path, only_for=None) -> BackoffLM:
     """Shorthand for ``BackoffLM.read_arpa``."""
-    return BackoffLM.read_arpa(path)
+    return BackoffLM.read_arpa(path, only_for)
 
 
 def is_arpa_file(path: str | Path) -> bool:

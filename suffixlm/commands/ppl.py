@@ -8,13 +8,14 @@ import math
 import click
 
 
-def load_model(path: str, arpa: bool):
-    """An ARPA file (plain or gzip) or a suffixlm log-linear model file."""
+def load_model(path: str, arpa: bool, only_for=None):
+    """An ARPA file (plain or gzip) or a suffixlm log-linear model file. For ARPA files,
+    ``only_for`` (sentences) keeps just the n-grams those sentences can use."""
     from ..arpa import ArpaError, BackoffLM, is_arpa_file
 
     if arpa or is_arpa_file(path):
         try:
-            return BackoffLM.read_arpa(path)
+            return BackoffLM.read_arpa(path, only_for=only_for)
         except ArpaError as e:
             raise click.ClickException(str(e)) from None
     try:
@@ -78,7 +79,7 @@ def command(files, arpa_path, as_json, debug):
     """Score TEST.txt with an ARPA model (--arpa MODEL.arpa) or a model file (MODEL),
     printing SRILM's `ngram -ppl` lines: sentences, words, OOVs, zeroprobs, logprob
     (log10), ppl (</s> counted) and ppl1 (</s> not counted)."""
-    from ..corpus import Corpus, CorpusError
+    from ..corpus import Corpus, CorpusError, read_lines
     from ..evaluate import PerplexityReport, perplexity_report
 
     if arpa_path is not None:
@@ -92,12 +93,13 @@ def command(files, arpa_path, as_json, debug):
     from .kn import return_freed_memory_to_os
 
     return_freed_memory_to_os()
-    model = load_model(model_path, arpa_path is not None)
-    vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
     try:
-        corpus = Corpus.from_text(test_path, vocab)
+        sentences = [toks for _, toks in read_lines(test_path)]
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
+    model = load_model(model_path, arpa_path is not None, only_for=sentences)
+    vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
+    corpus = Corpus.from_sentences(sentences, vocab, source=str(test_path))
     lp = model.log10_probs(corpus)
     report = perplexity_report(corpus, lp, str(test_path))
     if as_json:

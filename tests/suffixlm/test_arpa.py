@@ -121,6 +121,22 @@ def test_round_trip_identical_scores(tmp_path):
     assert gzip.open(tmp_path / "m.arpa.gz").read() == (tmp_path / "m.arpa").read_bytes()
 
 
+@pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+@pytest.mark.parametrize("min_counts", [None, [1]])
+def test_reading_only_what_a_text_needs_keeps_its_scores(tmp_path, min_counts):
+    train = Corpus.from_strings(["a b c a b", "b c d", "a b d d", "c a b c", "d a", "b c a b d"] * 3, unk=True)
+    sents = [["a", "b", "c", "d"], ["d", "d", "a", "x"], ["c"], ["b", "c", "a", "b", "d", "d"]]
+    lm = KneserNeyLM(4, min_counts=min_counts).fit(train)
+    lm.write_arpa(tmp_path / "m.arpa")
+    full = read_arpa(tmp_path / "m.arpa")
+    part = read_arpa(tmp_path / "m.arpa", only_for=sents)
+    assert part.restricted and sum(part.counts) < sum(full.counts) and part.counts[0] == full.counts[0]
+    c = Corpus.from_sentences(sents, full.vocab)
+    np.testing.assert_array_equal(part.log10_probs(c), full.log10_probs(c))
+    with pytest.raises(ValueError, match="not writing"):
+        part.write_arpa(tmp_path / "x.arpa")
+
+
 def _expect_error(tmp_path, text, line, what):
     p = tmp_path / "bad.arpa"
     p.write_text(text)
@@ -185,11 +201,15 @@ SRILM_FILES = {
 @pytest.mark.parametrize("name", sorted(SRILM_FILES))
 def test_srilm_arpa_files_exact_ppl(shared, name):
     test_name, ppl, ppl1 = SRILM_FILES[name]
-    lm = read_arpa(shared("anchors", "srilm", f"{name}.arpa.gz"))
+    path = shared("anchors", "srilm", f"{name}.arpa.gz")
+    lm = read_arpa(path)
     test = Corpus.from_text(shared("corpora", "ptb", test_name), lm.vocab)
     r = score(lm, test)
     assert r.oovs == 0 and r.zeroprobs == 0
     assert "%.7g" % r.ppl == "%.7g" % ppl and "%.7g" % r.ppl1 == "%.7g" % ppl1
+    # the lean path of `suffixlm ppl`: only the n-grams of the test text
+    part = read_arpa(path, only_for=list(test.sentences_as_words()))
+    np.testing.assert_array_equal(part.log10_probs(test), lm.log10_probs(test))
 
 
 def test_our_arpa_equals_srilm_file(shared):
