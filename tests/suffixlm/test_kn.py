@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suffixlm.corpus import BOS, EOS, UNK, Corpus, load_training_corpus
+from suffixlm.corpus import BOS, EOS, UNK, Corpus, Vocabulary, load_training_corpus
 from suffixlm.evaluate import score
 from suffixlm.kn import (
     DiscountWarning,
@@ -209,6 +209,24 @@ def test_probabilities_sum_to_one(modified, min_counts, order):
     prefixes.append(["zzz-unseen", sents[0][0]])
     sums = _context_sums(lm, train.vocab, prefixes)
     np.testing.assert_allclose(sums, 1.0, atol=3e-5)
+
+
+@pytest.mark.parametrize("has_unk", [False, True])
+def test_given_vocabulary_normalises(has_unk):
+    # a vocabulary missing 30 training words (OOVs in training) plus 5 words never seen:
+    # closed (OOV n-grams skipped, SRILM without -unk) or open (<unk> is a word)
+    sents = _synthetic_sentences(4)
+    words = sorted({w for s in sents for w in s.split()})
+    vocab = Vocabulary([BOS, EOS, UNK] + words[30:] + [f"zz{i}" for i in range(5)], has_unk=has_unk)
+    train = Corpus.from_sentences([s.split() for s in sents], vocab)
+    assert (train.tokens == 2).sum() > 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiscountWarning)
+        lm = KneserNeyLM(3).fit(train)
+    prefixes = [[w if w in vocab else UNK for w in s.split()[:k]] for s in sents[:5] for k in range(4)]
+    np.testing.assert_allclose(_context_sums(lm, vocab, prefixes), 1.0, atol=3e-5)
+    unseen = Corpus.from_sentences([["zz1"]], vocab)
+    assert np.isfinite(lm.log10_probs(unseen)).all()  # unseen vocabulary words get mass
 
 
 def test_cutoffs_drop_ngrams():
