@@ -21,6 +21,7 @@ per pattern of each kind (-1 where the observation is unknown), so the kernels r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -130,7 +131,7 @@ class FeatureSpace:
         """
         cols, lengths = _columns(X, self.n_columns)
         get = self.obs_index.get
-        obs_ids = [np.array([get(s, -1) for s in strs], dtype=np.int64)
+        obs_ids = [np.fromiter(map(get, strs, repeat(-1)), dtype=np.int64, count=len(strs))
                    for strs in expand_patterns(self.patterns, cols, lengths, name)]
         n = sum(lengths)
         if y is None:

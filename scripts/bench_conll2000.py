@@ -63,7 +63,8 @@ def worker_ours(args) -> dict:
     out.update(train_seconds=train_s, label_seconds=label_s, iterations=len(log),
                evaluations=log[-1]["evaluations"] if log else 0,
                active_features=model.n_active_features_, features=model.n_features_,
-               stop_reason=model.stop_reason_, model_bytes=os.path.getsize(args.tmp_model))
+               stop_reason=model.stop_reason_, model_bytes=os.path.getsize(args.tmp_model),
+               training_log=log)
     return out
 
 
@@ -213,7 +214,7 @@ def main() -> None:
                     "numba": numba.__version__, "numba_threads": numba.config.NUMBA_NUM_THREADS,
                     "load_average_at_end": os.getloadavg()},
         "patterns": os.path.relpath(args.patterns, ROOT),
-        "settings": {"ours": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, Wapiti stop rule (eps 0.02, window 5)",
+        "settings": {"ours": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, stop when the objective improves by < 2 % over 5 iterations",
                      "crfsuite": f"lbfgs c1={args.c1} c2={args.c2} max_iterations={args.crfsuite_iterations}, "
                                  "feature.possible_transitions=True, same unigram attributes"},
         "runs": runs, "median": summary, "ratios": ratios,

@@ -1,0 +1,37 @@
+"""CoNLL column reader: round trips and clear errors."""
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crf.data import DataError, iter_sequences, read_sequences, split_labels
+
+token = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"),
+                                       blacklist_characters="\x1c\x1d\x1e\x1f\x85"), min_size=1, max_size=5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 4).flatmap(
+    lambda n: st.lists(st.lists(st.lists(token, min_size=n, max_size=n), min_size=1, max_size=5),
+                       min_size=0, max_size=4)))
+def test_round_trip(seqs):
+    text = "\n\n".join("\n".join(" ".join(row) for row in seq) for seq in seqs) + "\n\n\n"
+    got = [rows for _, rows in iter_sequences(io.StringIO(text))]
+    assert got == seqs
+
+
+def test_errors_and_edge_cases(tmp_path):
+    p = tmp_path / "f.txt"
+    p.write_text("a\tb\tc\n\n\n\nd e f\r\ng h\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"f.txt:6: expected 3 columns, found 2"):
+        read_sequences(p)
+    p.write_bytes(b"a b\n\xff\xfe c\n")
+    with pytest.raises(DataError, match="UTF-8"):
+        read_sequences(p)
+    p.write_text("\n \n", encoding="utf-8")
+    assert read_sequences(p) == []
+    p.write_text("x NN B\ny VB I\n\nz DT O\n", encoding="utf-8")
+    X, y = split_labels(read_sequences(p))
+    assert X == [[["x", "NN"], ["y", "VB"]], [["z", "DT"]]] and y == [["B", "I"], ["O"]]
