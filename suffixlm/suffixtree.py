@@ -90,8 +90,13 @@ class SuffixTree:
     offsets          int64[*]    its sentence offsets
     position_node    int64[n_pos] node of the full context of every predicted training
                                  position (corpus order, as ``Contexts.positions``)
-    trie_node_of     int64[n] or None: for a trie built with collapse=False, the
+    tree_node_of     int64[n] or None: for a trie built with collapse=False, the
                                  tree node each trie node belongs to
+
+    Nodes are in depth-first preorder (``parent[j] < j``; subtree of j is
+    ``j .. subtree_end()[j] - 1``). Methods: ``param_parent()``, ``param_node()``,
+    ``subtree_end()``, ``stats()``, ``context(j)``, ``successors(j)``,
+    ``expand_to_trie()``, and on a trie ``tree_params(tree)``.
     """
 
     max_depth: int
