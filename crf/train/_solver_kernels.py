@@ -1,0 +1,529 @@
+"""numba kernels of the per-sequence CRF solvers (SGD-l1, SAG / SAG-NUS*, perceptron).
+
+They reuse the forward-backward of :mod:`crf._inference_kernels` (dense
+recursion: the weights change at every step, so the sparse pattern of M would
+have to be rebuilt every time) on one sequence at a time.  Arrays, as in
+``crf.features.EncodedCorpus``:
+
+    w            float64 (n_params,) weights, read by the kernels as theta
+    seq_offsets  int64 (n_seq + 1,)
+    ubase        int64 (n_tokens, n_unigram_patterns)   theta offset of (., x) or -1
+    bbase        int64 (n_tokens, n_bigram_patterns)    theta offset of (., ., x) or -1
+    labels       int64 (n_tokens,) gold label ids
+
+and the *blocks* of every sequence (:func:`sequence_blocks`): the sorted distinct
+block offsets it touches, CSR ``blk_ptr`` int64 (n_seq + 1,), ``blocks`` int64;
+a block at offset b < bstart is a unigram block (L weights), otherwise a bigram
+block (L*L weights).  Only these weights are read or written for the sequence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import _inference_kernels as K
+
+
+def check_training_data(data) -> int:
+    """Number of sequences of an EncodedCorpus fit for training (ValueError otherwise)."""
+    n = data.n_sequences
+    if n == 0:
+        raise ValueError("no training sequence")
+    if (data.labels < 0).any():
+        raise ValueError("training data has tokens without a known label")
+    return n
+
+
+# --------------------------------------------------------------------------- blocks
+@njit(cache=True)
+def sequence_blocks(seq_offsets, ubase, bbase):
+    """(blk_ptr, blocks): sorted distinct block offsets of every sequence (see module doc).
+
+    Bigram blocks of a sequence's first token are ignored (no previous label there).
+    """
+    n_seq = len(seq_offsets) - 1
+    nu = ubase.shape[1]
+    nb = bbase.shape[1]
+    out = np.empty(seq_offsets[-1] * (nu + nb), dtype=np.int64)
+    ptr = np.zeros(n_seq + 1, dtype=np.int64)
+    n = 0
+    for i in range(n_seq):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        tmp = np.empty((e - s) * (nu + nb), dtype=np.int64)
+        c = 0
+        for t in range(s, e):
+            for j in range(nu):
+                if ubase[t, j] >= 0:
+                    tmp[c] = ubase[t, j]
+                    c += 1
+            if t > s:
+                for j in range(nb):
+                    if bbase[t, j] >= 0:
+                        tmp[c] = bbase[t, j]
+                        c += 1
+        srt = np.sort(tmp[:c])
+        for q in range(c):
+            if q == 0 or srt[q] != srt[q - 1]:
+                out[n] = srt[q]
+                n += 1
+        ptr[i + 1] = n
+    return ptr, out[:n].copy()
+
+
+@njit(cache=True)
+def _block_size(b, bstart, L):
+    return L * L if b >= bstart else L
+
+
+@njit(cache=True)
+def _find(blocks, lo, hi, b):
+    """Index of b in the sorted blocks[lo:hi] (b must be there)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if blocks[mid] < b:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# --------------------------------------------------------------------------- one sequence
+@njit(cache=True)
+def _workspace(maxT, L):
+    L2 = L * L
+    return (np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)),
+            np.empty(maxT), np.empty(L), np.empty((maxT, L2)), np.empty(maxT, dtype=np.int64),
+            np.empty(1), np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64),
+            np.empty(1, dtype=np.int64), np.empty(1))
+
+
+@njit(cache=True)
+def _forward_backward(w, ubase, bbase, s, e, L, ws):
+    """The core's scaled forward-backward (dense recursion) on [s, e); returns log Z."""
+    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = ws
+    return K._forward_backward(w, ubase, bbase, s, e, L, False, 0, m_ptr, m_idx, U, eU, alpha,
+                               beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val)
+
+
+@njit(cache=True)
+def _loss(w, ubase, bbase, labels, s, e, L, ws):
+    """-log p(y|x) of sequence [s, e)."""
+    return _forward_backward(w, ubase, bbase, s, e, L, ws) - K._gold_score(w, ubase, bbase, labels, s, e, L)
+
+
+@njit(cache=True)
+def _pairwise(t, L, ws, pp):
+    """pp[y'L + y] = p(y_{t-1} = y', y_t = y | x) after _forward_backward (t >= 1)."""
+    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = ws
+    for y in range(L):
+        tmp[y] = eU[t, y] * beta[t, y] / scale[t]
+    P = psi[psi_of[t]]
+    for yp in range(L):
+        a = alpha[t - 1, yp]
+        r = yp * L
+        for y in range(L):
+            pp[r + y] = a * P[r + y] * tmp[y]
+
+
+@njit(cache=True)
+def _add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g):
+    """g += gradient of -log p(y|x) (model expectations - gold counts), after _forward_backward."""
+    alpha = ws[2]
+    beta = ws[3]
+    L2 = L * L
+    for t in range(e - s):
+        yg = labels[s + t]
+        for j in range(ubase.shape[1]):
+            b = ubase[s + t, j]
+            if b >= 0:
+                for y in range(L):
+                    g[b + y] += alpha[t, y] * beta[t, y]
+                g[b + yg] -= 1.0
+        if t > 0:
+            _pairwise(t, L, ws, pp)
+            kg = labels[s + t - 1] * L + yg
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    for k in range(L2):
+                        g[b + k] += pp[k]
+                    g[b + kg] -= 1.0
+
+
+# --------------------------------------------------------------------------- SGD-l1
+@njit(cache=True)
+def _clip(w, q, j, u):
+    """Cumulative l1 penalty of Tsuruoka et al. 2009 (Lavergne et al. eq. 8) on w[j]."""
+    z = w[j]
+    if z > 0.0:
+        w[j] = max(0.0, z - (u + q[j]))
+    elif z < 0.0:
+        w[j] = min(0.0, z + (u - q[j]))
+    q[j] += w[j] - z
+
+
+@njit(cache=True)
+def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, bbase, labels, blk_ptr, blocks,
+                 L, bstart, rho1_n, rho2_n, state):
+    """One pass of SGD with the cumulative l1 penalty over the sequences in ``order``.
+
+    Per step k (sequence i = order[k], learning rate etas[k]):
+    u += eta rho1 / n; the weights of the blocks of i get their pending l2 shrink
+    prod (1 - eta rho2 / n) (kept lazily as a log-scale, lastc float64 (n_params,)),
+    the gradient step w -= eta grad(-log p(y_i|x_i)), then the cumulative l1
+    clipping with q float64 (n_params,) (the penalty each weight actually received).
+    g: float64 (n_params,) zero scratch (left zero).  state: float64 [u, log-scale].
+    At the end every weight gets its pending l2 shrink and l1 clipping, so w is
+    the current iterate.  Returns the sum of the per-sequence losses met (each
+    at the weights of its step).
+    """
+    maxT = 1
+    for i in range(len(seq_offsets) - 1):
+        maxT = max(maxT, seq_offsets[i + 1] - seq_offsets[i])
+    ws = _workspace(maxT, L)
+    pp = np.empty(L * L)
+    u = state[0]
+    c = state[1]
+    total = 0.0
+    for k in range(order.shape[0]):
+        i = order[k]
+        eta = etas[k]
+        u += eta * rho1_n
+        if rho2_n > 0.0:
+            c += np.log1p(-eta * rho2_n)
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        lo = blk_ptr[i]
+        hi = blk_ptr[i + 1]
+        if rho2_n > 0.0:
+            for r in range(lo, hi):
+                b = blocks[r]
+                for j in range(b, b + _block_size(b, bstart, L)):
+                    w[j] *= np.exp(c - lastc[j])
+                    lastc[j] = c
+        total += _loss(w, ubase, bbase, labels, s, e, L, ws)
+        _add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g)
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + _block_size(b, bstart, L)):
+                w[j] -= eta * g[j]
+                g[j] = 0.0
+                if rho1_n > 0.0:
+                    _clip(w, q, j, u)
+    for j in range(w.shape[0]):
+        if rho2_n > 0.0:
+            w[j] *= np.exp(c - lastc[j])
+            lastc[j] = 0.0
+        if rho1_n > 0.0:
+            _clip(w, q, j, u)
+    state[0] = u
+    state[1] = 0.0
+    return total
+
+
+# --------------------------------------------------------------------------- SAG
+@njit(cache=True)
+def sag_init_store(seq_offsets, bbase, labels, blk_ptr, blocks, L, bstart, mu, pair_first, pair):
+    """Stored marginals initialised to the gold one-hot labels (so that g_i = 0 before
+    sequence i is first visited: g_i = E_stored - gold counts).
+
+    mu: float64 (n_tokens, L) unary marginals; pair: float64 (n_pair_rows, L*L) pairwise
+    marginals summed over the positions of a sequence where the same bigram block is
+    active (what the gradient of that block needs); pair_first int64 (n_seq + 1,) first
+    row of each sequence (its bigram blocks in sorted order).
+    """
+    mu[:] = 0.0
+    pair[:] = 0.0
+    for i in range(len(seq_offsets) - 1):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        lo = blk_ptr[i + 1] - (pair_first[i + 1] - pair_first[i])
+        for t in range(s, e):
+            mu[t, labels[t]] = 1.0
+            if t > s:
+                kg = labels[t - 1] * L + labels[t]
+                for j in range(bbase.shape[1]):
+                    b = bbase[t, j]
+                    if b >= 0:
+                        r = pair_first[i] + _find(blocks, lo, blk_ptr[i + 1], b) - lo
+                        pair[r, kg] += 1.0
+
+
+@njit(cache=True)
+def _tree_update(tsum, tmax, size, i, v):
+    p = size + i
+    tsum[p] = v
+    tmax[p] = v
+    p //= 2
+    while p >= 1:
+        tsum[p] = tsum[2 * p] + tsum[2 * p + 1]
+        tmax[p] = max(tmax[2 * p], tmax[2 * p + 1])
+        p //= 2
+
+
+@njit(cache=True)
+def _tree_sample(tsum, size, r):
+    """Leaf index i with prefix sums: P(i) = leaf_i / total (r uniform in [0, total))."""
+    p = 1
+    while p < size:
+        if r < tsum[2 * p]:
+            p = 2 * p
+        else:
+            r -= tsum[2 * p]
+            p = 2 * p + 1
+    return p - size
+
+
+@njit(cache=True)
+def seed(s):
+    np.random.seed(s)
+
+
+@njit(cache=True)
+def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, blk_ptr, blocks, L,
+             bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, Lip, tsum, tmax, size,
+             nus, state, counts):
+    """n iterations of SAG (Schmidt et al., Algorithm 1) with stored marginals.
+
+    Objective (Schmidt's scale): f(w) = 1/n sum_i -log p(y_i|x_i, w) + lam/2 ||w||^2.
+    d: float64 (n_params,) sum of the stored gradients g_i; the update
+    w <- (1 - a lam) w - (a / m) d is applied lazily: A, Sacc float64 (n + 1,) hold
+    prod_k (1 - a_k lam) and sum_k (a_k / m_k) / A_{k+1}; last int64 (n_params,) the
+    iteration at which w[j] was last brought up to date, so that
+    w_j(t) = A_t / A_l w_j(l) - d_j A_t (Sacc_t - Sacc_l).
+    g_i = E_{w_old}[features] - gold counts is never stored: only the marginals
+    (mu, pair) at w_old.  f_store (n_seq,) last loss of each sequence; visited int8.
+    Step size: nus = 0 — one L_g (state[1]) with the line search
+    f_i(w - g/L) <= f_i - |g|^2 / (2L) (L *= 2 until it holds), a = 1/(L_g + lam),
+    L_g *= 2^(-1/n); nus = 1 (NUS*) — one L_i per sequence (Lip, kept in the sum/max
+    trees tsum, tmax of ``size`` leaves), initialised to the mean on the first visit,
+    same line search, a = (1/(L_max + lam) + 1/(L_mean + lam)) / 2, L_i *= 0.9 after
+    the step; sampling i half the time uniformly, half the time proportional to L_i.
+    state: float64 [m, L_g]; counts int64 [gradient evaluations, line-search evaluations].
+    On return every weight is up to date (w is the iterate) and A, Sacc restart.
+    """
+    n = len(seq_offsets) - 1
+    maxT = 1
+    for i in range(n):
+        maxT = max(maxT, seq_offsets[i + 1] - seq_offsets[i])
+    ws = _workspace(maxT, L)
+    alpha = ws[2]
+    beta = ws[3]
+    L2 = L * L
+    pp = np.empty(L2)
+    m = state[0]
+    Lg = state[1]
+    A[0] = 1.0
+    Sacc[0] = 0.0
+    for k in range(n):
+        if nus and np.random.random() >= 0.5:
+            i = _tree_sample(tsum, size, np.random.random() * tsum[1])
+            if i >= n:
+                i = n - 1
+        else:
+            i = np.random.randint(n)
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        lo = blk_ptr[i]
+        hi = blk_ptr[i + 1]
+        Ak = A[k]
+        Sk = Sacc[k]
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + _block_size(b, bstart, L)):
+                lj = last[j]
+                if lj != k:
+                    w[j] = (Ak / A[lj]) * w[j] - d[j] * Ak * (Sk - Sacc[lj])
+                    last[j] = k
+        fi = _loss(w, ubase, bbase, labels, s, e, L, ws)
+        counts[0] += 1
+        f_store[i] = fi
+        if visited[i] == 0:
+            visited[i] = 1
+            m += 1.0
+            if nus:
+                _tree_update(tsum, tmax, size, i, tsum[1] / n)
+        # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold
+        for t in range(e - s):
+            yg = labels[s + t]
+            for y in range(L):
+                p = alpha[t, y] * beta[t, y]
+                diff = p - mu[s + t, y]
+                mu[s + t, y] = p
+                for j in range(ubase.shape[1]):
+                    b = ubase[s + t, j]
+                    if b >= 0:
+                        d[b + y] += diff
+                        g[b + y] += p
+            for j in range(ubase.shape[1]):
+                b = ubase[s + t, j]
+                if b >= 0:
+                    g[b + yg] -= 1.0
+        pf = pair_first[i]
+        npair = pair_first[i + 1] - pf
+        plo = hi - npair
+        pscratch[:npair] = 0.0
+        for t in range(1, e - s):
+            _pairwise(t, L, ws, pp)
+            kg = labels[s + t - 1] * L + labels[s + t]
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    r = _find(blocks, plo, hi, b) - plo
+                    for kk in range(L2):
+                        pscratch[r, kk] += pp[kk]
+                        g[b + kk] += pp[kk]
+                    g[b + kg] -= 1.0
+        for r in range(npair):
+            b = blocks[plo + r]
+            for kk in range(L2):
+                d[b + kk] += pscratch[r, kk] - pair[pf + r, kk]
+                pair[pf + r, kk] = pscratch[r, kk]
+        # line search on the Lipschitz constant of this sequence's gradient
+        gg = 0.0
+        c = 0
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + _block_size(b, bstart, L)):
+                gg += g[j] * g[j]
+                wsave[c] = w[j]
+                c += 1
+        Lcur = Lip[i] if nus else Lg
+        if nus:
+            Lcur = tsum[size + i]
+        if gg > 1e-8:
+            for _ in range(60):
+                for r in range(lo, hi):
+                    b = blocks[r]
+                    for j in range(b, b + _block_size(b, bstart, L)):
+                        w[j] -= g[j] / Lcur
+                f_new = _loss(w, ubase, bbase, labels, s, e, L, ws)
+                counts[1] += 1
+                c = 0
+                for r in range(lo, hi):
+                    b = blocks[r]
+                    for j in range(b, b + _block_size(b, bstart, L)):
+                        w[j] = wsave[c]
+                        c += 1
+                if f_new <= fi - gg / (2.0 * Lcur):
+                    break
+                Lcur *= 2.0
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + _block_size(b, bstart, L)):
+                g[j] = 0.0
+        if nus:
+            _tree_update(tsum, tmax, size, i, Lcur)
+            Lmean = tsum[1] / n
+            a = 0.5 * (1.0 / (tmax[1] + lam) + 1.0 / (Lmean + lam))
+            _tree_update(tsum, tmax, size, i, 0.9 * Lcur)
+        else:
+            a = 1.0 / (Lcur + lam)
+            Lg = Lcur * 2.0 ** (-1.0 / n)
+        A[k + 1] = A[k] * (1.0 - a * lam)
+        Sacc[k + 1] = Sacc[k] + (a / m) / A[k + 1]
+    An = A[n]
+    Sn = Sacc[n]
+    for j in range(w.shape[0]):
+        lj = last[j]
+        if lj != n:
+            w[j] = (An / A[lj]) * w[j] - d[j] * An * (Sn - Sacc[lj])
+        last[j] = 0
+    for i in range(n):
+        Lip[i] = tsum[size + i]
+    state[0] = m
+    state[1] = Lg
+
+
+# --------------------------------------------------------------------------- perceptron
+@njit(cache=True)
+def _viterbi(w, ubase, bbase, s, e, L, U, delta, back, W, out):
+    """Best labels of sequence [s, e) into out[0:T] (the core's Viterbi, one sequence)."""
+    T = e - s
+    L2 = L * L
+    K.unary_scores(w, ubase, s, e, L, U)
+    for y in range(L):
+        delta[0, y] = U[0, y]
+    for t in range(1, T):
+        if t == 1 or not K._same_bigram_row(bbase, s + t, s + t - 1):
+            K.transition_scores(w, bbase, s + t, L2, W)
+        for y in range(L):
+            bv = -np.inf
+            ba = 0
+            for yp in range(L):
+                v = delta[t - 1, yp] + W[yp * L + y]
+                if v > bv:
+                    bv = v
+                    ba = yp
+            delta[t, y] = bv + U[t, y]
+            back[t, y] = ba
+    ba = 0
+    for y in range(1, L):
+        if delta[T - 1, y] > delta[T - 1, ba]:
+            ba = y
+    out[T - 1] = ba
+    for t in range(T - 1, 0, -1):
+        ba = back[t, ba]
+        out[t - 1] = ba
+
+
+@njit(cache=True)
+def _perceptron_add(w, wa, c, ubase, bbase, s, t, L, y, yprev, v):
+    for j in range(ubase.shape[1]):
+        b = ubase[s + t, j]
+        if b >= 0:
+            w[b + y] += v
+            wa[b + y] += c * v
+    if t > 0:
+        k = yprev * L + y
+        for j in range(bbase.shape[1]):
+            b = bbase[s + t, j]
+            if b >= 0:
+                w[b + k] += v
+                wa[b + k] += c * v
+
+
+@njit(cache=True)
+def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
+    """One pass of the structured perceptron (Collins 2002) over ``order``.
+
+    For sequence i (the c-th example seen, c = c0 + 1, c0 + 2, ...): Viterbi at w;
+    if it differs from the gold labels, w += phi(x, y_gold) - phi(x, y_pred) and
+    wa += c (phi_gold - phi_pred).  After N examples the averaged weights
+    (1/N) sum_{c=1..N} w_c are ((N + 1) w - wa) / N.  Returns the number of
+    sequences with an error.
+    """
+    maxT = 1
+    for i in range(len(seq_offsets) - 1):
+        maxT = max(maxT, seq_offsets[i + 1] - seq_offsets[i])
+    U = np.empty((maxT, L))
+    delta = np.empty((maxT, L))
+    back = np.zeros((maxT, L), dtype=np.int64)
+    W = np.empty(L * L)
+    pred = np.empty(maxT, dtype=np.int64)
+    mistakes = 0
+    c = float(c0)
+    for k in range(order.shape[0]):
+        i = order[k]
+        c += 1.0
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        _viterbi(w, ubase, bbase, s, e, L, U, delta, back, W, pred)
+        wrong = False
+        for t in range(e - s):
+            if pred[t] != labels[s + t]:
+                wrong = True
+        if not wrong:
+            continue
+        mistakes += 1
+        for t in range(e - s):
+            yg = labels[s + t]
+            yp = pred[t]
+            gp = labels[s + t - 1] if t > 0 else 0
+            pprev = pred[t - 1] if t > 0 else 0
+            if yg != yp or (t > 0 and gp != pprev):
+                _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yg, gp, 1.0)
+                _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yp, pprev, -1.0)
+    return mistakes
