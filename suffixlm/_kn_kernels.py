@@ -155,7 +155,6 @@ def backoff_weights(ctx_start, ctx_end, explicit, lp, lower_lp):
 # ---------------------------------------------------------------- ARPA output
 
 _POW10 = np.array([10.0 ** k for k in range(23)])
-_IPOW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
 
 
 @njit(cache=True)
@@ -194,9 +193,9 @@ def _decimal7(a):
 
 
 @njit(cache=True)
-def format_g7(buf, pos, x):
-    """Write ``x`` as C's ``%.7g`` at ``buf[pos:]``; -inf is written as -99 (SRILM's
-    log-zero). Returns the new position, or -1 when the value is outside the range
+def format_g7(buf, pos, x, scratch):
+    """Write ``x`` as C's ``%.7g`` at ``buf[pos:]`` (scratch: uint8[8] work space); -inf
+    is written as -99 (SRILM's log-zero). Returns the new position, or -1 when the value is outside the range
     handled exactly here (|x| < 1e-15 or >= 1e15, NaN); the caller then falls back to
     Python formatting."""
     if x == 0.0:
@@ -218,23 +217,23 @@ def format_g7(buf, pos, x):
     mant, e = _decimal7(a)
     if mant < 0:
         return -1
-    M = np.int64(mant)
-    v = M
-    last = 6  # index of the last significant digit (trailing zeros dropped)
-    while last > 0 and v % 10 == 0:
+    v = np.int64(mant)
+    for i in range(6, -1, -1):  # the 7 digits, as ASCII, into scratch
+        scratch[i] = 48 + v % 10
         v //= 10
+    last = 6  # index of the last significant digit (trailing zeros dropped)
+    while last > 0 and scratch[last] == 48:
         last -= 1
-    # digit i of the 7 is (M // 10^(6-i)) % 10
     if -4 <= e < 7:
         if e >= 0:
             for i in range(e + 1):
-                buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
+                buf[pos] = scratch[i]
                 pos += 1
             if last > e:
                 buf[pos] = 46
                 pos += 1
                 for i in range(e + 1, last + 1):
-                    buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
+                    buf[pos] = scratch[i]
                     pos += 1
         else:
             buf[pos] = 48
@@ -244,16 +243,16 @@ def format_g7(buf, pos, x):
                 buf[pos] = 48
                 pos += 1
             for i in range(last + 1):
-                buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
+                buf[pos] = scratch[i]
                 pos += 1
     else:
-        buf[pos] = 48 + (M // _IPOW10[6]) % 10
+        buf[pos] = scratch[0]
         pos += 1
         if last > 0:
             buf[pos] = 46
             pos += 1
             for i in range(1, last + 1):
-                buf[pos] = 48 + (M // _IPOW10[6 - i]) % 10
+                buf[pos] = scratch[i]
                 pos += 1
         buf[pos] = 101
         pos += 1
@@ -276,10 +275,11 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
     enough). Returns (bytes written, -1), or (start of line i, i) when line i holds a
     value that needs Python formatting (the caller writes it and resumes)."""
     m, n = rows.shape
+    scratch = np.empty(8, dtype=np.uint8)
     pos = 0
     for i in range(m):
         line_start = pos
-        q = format_g7(buf, pos, np.float64(lp[i]))
+        q = format_g7(buf, pos, np.float64(lp[i]), scratch)
         if q < 0:
             return line_start, i
         pos = q
@@ -296,7 +296,7 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
         if has_bow[i]:
             buf[pos] = 9
             pos += 1
-            q = format_g7(buf, pos, np.float64(bow[i]))
+            q = format_g7(buf, pos, np.float64(bow[i]), scratch)
             if q < 0:
                 return line_start, i
             pos = q

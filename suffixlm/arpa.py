@@ -1,17 +1,20 @@
 """Back-off n-gram models in the ARPA format: read (SRILM, KenLM, gzip), write, query.
 
-A ``BackoffLM`` holds, for each order n, the explicit n-grams as rows of word ids with
-their log10 probabilities and back-off weights (``float32``, as SRILM keeps them), plus
-a compact query index:
+A ``BackoffLM`` holds, for each order n, the explicit n-grams as rows of word ids
+(``int32``) with their log10 probabilities and back-off weights (``float32``, as SRILM
+keeps them), plus a compact query index built on first use:
 
 * context nodes: every context of an explicit n-gram and every suffix of one (SRILM's
-  reversed-context trie), stored as sorted ``int64`` keys ``parent_node * V + word``
-  (the parent is the context one word shorter on the left; node id = index + 1,
-  root = 0) with a ``float32`` back-off weight per node (0 where the file gives none);
-* probabilities: sorted ``int64`` keys ``context_node * V + word`` -> ``float32``.
+  reversed-context trie) in an open-addressing hash map ``int64`` key
+  ``parent_node * V + word`` -> node id (the parent is the context one word shorter
+  on the left; root = 0, the node of word w alone is w + 1), with a ``float32``
+  back-off weight per node (0 where the file gives none);
+* probabilities: a hash map ``context_node * V + word`` -> position in the
+  concatenated ``float32`` log-probabilities.
 
-``log10_probs(corpus)`` scores every predicted position (all tokens but ``<s>``) by the
-ARPA back-off rule, walking contexts like SRILM's ``Ngram::wordProbBO`` with the same
+Files are parsed by a numba kernel (numbers, words through a byte-string hash
+table); errors name the file and line. ``log10_probs(corpus)`` scores every predicted
+position (all tokens but ``<s>``) by the ARPA back-off rule, walking contexts like SRILM's ``Ngram::wordProbBO`` with the same
 single-precision sums, so scoring an SRILM ARPA file reproduces ``ngram -ppl``.
 """
 

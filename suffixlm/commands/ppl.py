@@ -34,8 +34,10 @@ def _fmt_prob(lp: float) -> tuple[str, str]:
     return f"{10.0 ** lp:.6g}", f"{lp:.6g}"
 
 
-def debug_lines(model, corpus, lp, report_cls):
+def debug_lines(model, corpus, lp):
     """SRILM -debug 2 style lines: each sentence, p( w | context ) per word, sentence stats."""
+    import numpy as np
+
     from ..corpus import Corpus
     from ..evaluate import perplexity_report
 
@@ -60,11 +62,11 @@ def debug_lines(model, corpus, lp, report_cls):
                 tag = f"[{hits[k]}gram] " if hits is not None else ""
                 yield f"\tp( {w} | {ctx}) \t= {tag}{p} [ {l} ]"
             k += 1
-        one = Corpus(sent.copy(), corpus.offsets[[0, 1]] * 0 + [0, len(sent)], corpus.vocab,
-                     len(sent) - 2, int((~target[a + 1:a + len(sent)]).sum()) if not corpus.vocab.has_unk else 0)
-        r = perplexity_report(one, lp[k - (len(sent) - 1):k], "")
-        yield r.srilm_text().split("\n", 1)[0].split(": ", 1)[1]
-        yield r.srilm_text().split("\n", 1)[1]
+        n_oov = 0 if corpus.vocab.has_unk else int((sent[1:-1] == 2).sum())
+        one = Corpus(sent.copy(), np.array([0, len(sent)], dtype=np.int64), corpus.vocab, len(sent) - 2, n_oov)
+        first, second = perplexity_report(one, lp[k - (len(sent) - 1):k], "").srilm_text().split("\n")
+        yield first.split(": ", 1)[1]
+        yield second
         yield ""
 
 
@@ -80,7 +82,7 @@ def command(files, arpa_path, as_json, debug):
     printing SRILM's `ngram -ppl` lines: sentences, words, OOVs, zeroprobs, logprob
     (log10), ppl (</s> counted) and ppl1 (</s> not counted)."""
     from ..corpus import Corpus, CorpusError, read_lines
-    from ..evaluate import PerplexityReport, perplexity_report
+    from ..evaluate import perplexity_report
 
     if arpa_path is not None:
         if len(files) != 1:
@@ -109,6 +111,6 @@ def command(files, arpa_path, as_json, debug):
         click.echo(json.dumps(d, indent=2))
         return
     if debug >= 2:
-        for line in debug_lines(model, corpus, lp, PerplexityReport):
+        for line in debug_lines(model, corpus, lp):
             click.echo(line)
     click.echo(report.srilm_text())

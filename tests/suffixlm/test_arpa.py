@@ -47,7 +47,7 @@ def _fmt_c(x: float) -> str:
 
 def _g7(x: float) -> str:
     buf = np.zeros(64, dtype=np.uint8)
-    n = K.format_g7(buf, 0, float(x))
+    n = K.format_g7(buf, 0, float(x), np.zeros(8, dtype=np.uint8))
     return None if n < 0 else buf[:n].tobytes().decode()
 
 
