@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._suffixtree_kernels import find_sorted
+
 
 @njit(cache=True)
 def forward_pass(w, topo, node_parent, collapsed, succ_offsets, param_parent, n_unseen, S, expS, Z):
@@ -128,18 +130,7 @@ def accumulate_batch(batch, end_node, target_param, param_parent, n_end, emp, si
 @njit(cache=True)
 def find_param(succ_offsets, succ_words, node, word):
     """Index of param (node, word) by binary search, or -1."""
-    lo = succ_offsets[node]
-    hi = succ_offsets[node + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        v = succ_words[mid]
-        if v < word:
-            lo = mid + 1
-        elif v > word:
-            hi = mid
-        else:
-            return mid
-    return -1
+    return find_sorted(succ_words, succ_offsets[node], succ_offsets[node + 1], word)
 
 
 @njit(cache=True)
