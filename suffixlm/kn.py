@@ -88,16 +88,15 @@ class NgramCounts:
 def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
 
-    Order n is built from order n-1: the key of the n-gram ending at position p is
-    id_{n-1}(p-1) * V + token(p); sorting the keys gives the distinct n-grams in
-    (prefix, word) order, i.e. as a trie level."""
+    Order n is built from order n-1: the n-gram ending at position p is the pair
+    (id of the (n-1)-gram ending at p-1, token p); two counting sorts list the distinct
+    pairs in (prefix, word) order, i.e. as a trie level (``_kn_kernels.next_order``)."""
     if order < 1:
         raise ValueError("order must be >= 1")
+    from . import _kn_kernels as K
+
     V = len(corpus.vocab)
-    tok = corpus.tokens.astype(np.int32)
-    starts = np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets))
-    depth = (np.arange(len(tok), dtype=np.int64) - starts).astype(np.int32)  # position in the sentence
-    del starts
+    tok = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
     c = NgramCounts(order, V)
     c.word.append(np.arange(V, dtype=np.int32))
     c.prefix.append(np.zeros(V, dtype=np.int32))
@@ -105,31 +104,15 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     c.first.append(np.arange(V, dtype=np.int32))
     c.count.append(np.bincount(tok, minlength=V).astype(np.int32))
     ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
+    sentence_start = np.zeros(len(tok), dtype=bool)
+    sentence_start[corpus.offsets[:-1]] = True
     for n in range(2, order + 1):
-        valid = np.flatnonzero(depth >= n - 1)
-        keys = ids[valid - 1].astype(np.int64) * V + tok[valid]
-        perm = np.argsort(keys, kind="stable")
-        keys = keys[perm]
-        new = np.empty(len(keys), dtype=bool)
-        new[:1] = True
-        np.not_equal(keys[1:], keys[:-1], out=new[1:])
-        uniq = keys[new]
-        del keys
-        inv = np.empty(len(valid), dtype=np.int32)
-        inv[perm] = np.cumsum(new, dtype=np.int64) - 1
-        del perm, new
-        prefix = (uniq // V).astype(np.int32)
-        suffix = np.empty(len(uniq), dtype=np.int32)
-        suffix[inv] = ids[valid]
-        c.word.append((uniq - prefix.astype(np.int64) * V).astype(np.int32))
-        del uniq
+        ids, prefix, word, suffix, count = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
+        c.word.append(word)
         c.prefix.append(prefix)
         c.suffix.append(suffix)
         c.first.append(c.first[n - 2][prefix])
-        c.count.append(np.bincount(inv, minlength=len(prefix)).astype(np.int32))
-        ids = np.full(len(tok), -1, dtype=np.int32)
-        ids[valid] = inv
-        del inv, valid
+        c.count.append(count)
     return c
 
 
