@@ -252,14 +252,13 @@ def sag_init_store(seq_offsets, bbase, labels, blk_ptr, blocks, L, bstart, mu, p
 
 
 @njit(cache=True)
-def _tree_update(tsum, tmax, size, i, v):
+def _tree_update(tsum, size, i, v):
+    """Set leaf i of the sum tree tsum (float64 (2 size,), root at 1) to v."""
     p = size + i
     tsum[p] = v
-    tmax[p] = v
     p //= 2
     while p >= 1:
         tsum[p] = tsum[2 * p] + tsum[2 * p + 1]
-        tmax[p] = max(tmax[2 * p], tmax[2 * p + 1])
         p //= 2
 
 
@@ -283,8 +282,8 @@ def seed(s):
 
 @njit(cache=True)
 def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, blk_ptr, blocks, L,
-             bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, Lip, tsum, tmax, size,
-             nus, state, counts):
+             bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, tsum, size, nus, state,
+             counts):
     """n iterations of SAG (Schmidt et al., Algorithm 1) with stored marginals.
 
     Objective (Schmidt's scale): f(w) = 1/n sum_i -log p(y_i|x_i, w) + lam/2 ||w||^2.
@@ -297,11 +296,15 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
     (mu, pair) at w_old.  f_store (n_seq,) last loss of each sequence; visited int8.
     Step size: nus = 0 — one L_g (state[1]) with the line search
     f_i(w - g/L) <= f_i - |g|^2 / (2L) (L *= 2 until it holds), a = 1/(L_g + lam),
-    L_g *= 2^(-1/n); nus = 1 (NUS*) — one L_i per sequence (Lip, kept in the sum/max
-    trees tsum, tmax of ``size`` leaves), initialised to the mean on the first visit,
-    same line search, a = (1/(L_max + lam) + 1/(L_mean + lam)) / 2, L_i *= 0.9 after
-    the step; sampling i half the time uniformly, half the time proportional to L_i.
-    state: float64 [m, L_g]; counts int64 [gradient evaluations, line-search evaluations].
+    L_g *= 2^(-1/n); nus = 1 (NUS*) — one L_i per sequence, the leaves of the sum tree
+    tsum (``size`` leaves, 0 until visited), initialised to the mean of the visited
+    L_i on the first visit, the same line search, L_max = state[1] the running
+    maximum of the L_i (decayed by 2^(-1/n) per iteration, as L_g),
+    a = (1/(L_max + lam) + 1/(L_mean + lam)) / 2, L_i *= 0.9 after the step;
+    i drawn uniformly half the time, proportionally to L_i among the visited
+    sequences otherwise.
+    state: float64 [m, L_g or L_max]; counts int64 [gradient evaluations, line-search
+    evaluations].
     On return every weight is up to date (w is the iterate) and A, Sacc restart.
     """
     n = len(seq_offsets) - 1
@@ -318,10 +321,10 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
     A[0] = 1.0
     Sacc[0] = 0.0
     for k in range(n):
-        if nus and np.random.random() >= 0.5:
+        if nus and m > 0 and np.random.random() >= 0.5:
             i = _tree_sample(tsum, size, np.random.random() * tsum[1])
-            if i >= n:
-                i = n - 1
+            if i >= n or visited[i] == 0:  # rounding at the edge of the last leaf
+                i = np.random.randint(n)
         else:
             i = np.random.randint(n)
         s = seq_offsets[i]
@@ -341,10 +344,10 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
         counts[0] += 1
         f_store[i] = fi
         if visited[i] == 0:
+            if nus:
+                _tree_update(tsum, size, i, tsum[1] / m if m > 0 else 1.0)
             visited[i] = 1
             m += 1.0
-            if nus:
-                _tree_update(tsum, tmax, size, i, tsum[1] / n)
         # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold
         for t in range(e - s):
             yg = labels[s + t]
@@ -390,9 +393,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
                 gg += g[j] * g[j]
                 wsave[c] = w[j]
                 c += 1
-        Lcur = Lip[i] if nus else Lg
-        if nus:
-            Lcur = tsum[size + i]
+        Lcur = tsum[size + i] if nus else Lg
         if gg > 1e-8:
             for _ in range(60):
                 for r in range(lo, hi):
@@ -415,10 +416,11 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
             for j in range(b, b + _block_size(b, bstart, L)):
                 g[j] = 0.0
         if nus:
-            _tree_update(tsum, tmax, size, i, Lcur)
-            Lmean = tsum[1] / n
-            a = 0.5 * (1.0 / (tmax[1] + lam) + 1.0 / (Lmean + lam))
-            _tree_update(tsum, tmax, size, i, 0.9 * Lcur)
+            Lg = max(Lg, Lcur)
+            _tree_update(tsum, size, i, Lcur)
+            a = 0.5 * (1.0 / (Lg + lam) + 1.0 / (tsum[1] / m + lam))
+            _tree_update(tsum, size, i, 0.9 * Lcur)
+            Lg *= 2.0 ** (-1.0 / n)
         else:
             a = 1.0 / (Lcur + lam)
             Lg = Lcur * 2.0 ** (-1.0 / n)
@@ -431,8 +433,6 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
         if lj != n:
             w[j] = (An / A[lj]) * w[j] - d[j] * An * (Sn - Sacc[lj])
         last[j] = 0
-    for i in range(n):
-        Lip[i] = tsum[size + i]
     state[0] = m
     state[1] = Lg
 
@@ -527,3 +527,16 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
                 _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yg, gp, 1.0)
                 _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yp, pprev, -1.0)
     return mistakes
+
+
+@njit(cache=True)
+def total_loss(w, seq_offsets, ubase, bbase, labels, L):
+    """sum_i -log p(y_i|x_i, w) over all sequences (sequential; for checks and benchmarks)."""
+    maxT = 1
+    for i in range(len(seq_offsets) - 1):
+        maxT = max(maxT, seq_offsets[i + 1] - seq_offsets[i])
+    ws = _workspace(maxT, L)
+    tot = 0.0
+    for i in range(len(seq_offsets) - 1):
+        tot += _loss(w, ubase, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+    return tot

@@ -15,9 +15,12 @@ iteration costs the forward-backward of one sequence plus its own weights.
 
 Step sizes: ``nus=False`` (SAG) — the line search on L_g with L_g *= 2^(-1/n) per
 iteration, a = 1/(L_g + lam); ``nus=True`` (SAG-NUS*) — per-sequence Lipschitz
-estimates L_i initialised to the mean of the L_i at the first visit, the same line
-search on L_i, L_i *= 0.9 after each use, a = (1/(L_max + lam) + 1/(L_mean + lam)) / 2,
-and i drawn uniformly with probability 1/2, proportionally to L_i otherwise.
+estimates L_i initialised to the mean of the visited L_i at the first visit, the
+same line search on L_i, L_i *= 0.9 after each use, a = (1/(L_max + lam) + 1/(L_mean + lam)) / 2
+with L_mean the mean of the visited L_i and L_max their running maximum (decayed
+by 2^(-1/n) per iteration like L_g: the code of Schmidt et al. does so), and i drawn
+uniformly with probability 1/2, proportionally to L_i among the visited sequences
+otherwise.
 
 Stopping rule: ||d/n + lam w||_inf < tol (the stored-gradient estimate of the
 gradient of f), checked after every n iterations once every sequence was visited.
@@ -46,7 +49,7 @@ def sag_memory(space, data) -> dict[str, int]:
         "unary_marginals": data.n_tokens * L * 8,
         "pairwise_marginals": n_pair * L * L * 8,
         "weight_vectors": 3 * P * 8 + P * 8,  # w, d, scratch g; last (int64)
-        "per_sequence": n * (8 + 8 + 1) + 4 * n * 8,  # losses, L_i, visited, trees
+        "per_sequence": n * (8 + 1) + 4 * n * 8,  # losses, visited, sum tree of the L_i
         "blocks": int(blocks.nbytes + blk_ptr.nbytes),
         "stored_gradients_instead": n * P * 8,
         "n_pairwise_rows": n_pair,
@@ -99,11 +102,6 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     while size < n:
         size *= 2
     tsum = np.zeros(2 * size)
-    tmax = np.zeros(2 * size)
-    Lip = np.ones(n)
-    if nus:
-        for i in range(n):  # O(n log n) once
-            SK._tree_update(tsum, tmax, size, i, 1.0)
     state = np.array([0.0, 1.0])
     counts = np.zeros(2, dtype=np.int64)
     SK.seed(seed)
@@ -115,7 +113,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     for it in range(1, max_passes + 1):
         SK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.bigram_base,
                     data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start), lam, mu,
-                    pair_first, pair, pscratch, f_store, visited, Lip, tsum, tmax, np.int64(size),
+                    pair_first, pair, pscratch, f_store, visited, tsum, np.int64(size),
                     bool(nus), state, counts)
         f = float(f_store.sum() + 0.5 * rho2 * (w @ w))
         t1 = time.perf_counter()
