@@ -117,7 +117,10 @@ class FeatureSpace:
         index: dict[str, int] = {}
         obs_ids = []
         for strs in expand_patterns(patterns, cols, lengths, name):
-            obs_ids.append(np.array([index.setdefault(s, len(index)) for s in strs], dtype=np.int64))
+            # ids for the distinct strings only, then one C-level map over all tokens
+            distinct = dict.fromkeys(strs)
+            local = dict(zip(distinct, [index.setdefault(s, len(index)) for s in distinct]))
+            obs_ids.append(np.fromiter(map(local.__getitem__, strs), dtype=np.int64, count=len(strs)))
         kinds = np.zeros(len(index), dtype=np.int8)
         for p, ids in zip(patterns, obs_ids):
             kinds[ids] |= p.kind
