@@ -186,3 +186,43 @@ def test_perceptron_learns_a_separable_problem_exactly():
     assert res.reason == "no mistake"
     pred, _ = viterbi(res.x, space, data)
     np.testing.assert_array_equal(pred, data.labels)
+
+
+# --------------------------------------------------------------------------- BCD
+def test_block_sequences_lists_where_each_observation_occurs():
+    space, data, _ = small_problem(4, n_seq=10)
+    from crf.train.bcd import bcd  # noqa: F401  (module import checks the layout assumptions)
+
+    ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    ids = np.arange(len(space.kinds))
+    rank = np.concatenate([ids[space.unigram_offset >= 0], ids[space.bigram_offset >= 0]])
+    optr, oseq = SK.block_sequences(data.seq_offsets, ptr, blocks, rank, np.int64(space.n_labels),
+                                    np.int64(space.bigram_start), np.int64(len(space.kinds)))
+    for o in range(len(space.kinds)):
+        ref = set()
+        for i in range(data.n_sequences):
+            s, e = data.seq_offsets[i], data.seq_offsets[i + 1]
+            if space.unigram_offset[o] >= 0 and (data.unigram_base[s:e] == space.unigram_offset[o]).any():
+                ref.add(i)
+            if space.bigram_offset[o] >= 0 and (data.bigram_base[s + 1:e] == space.bigram_offset[o]).any():
+                ref.add(i)
+        assert list(oseq[optr[o]:optr[o + 1]]) == sorted(ref)
+
+
+@pytest.mark.parametrize("rho1,rho2", [(0.5, 0.1), (0.0, 1.0)])
+def test_bcd_reaches_the_owlqn_optimum(rho1, rho2):
+    from crf.train.bcd import bcd
+
+    space, data, obj = small_problem(0)
+    ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=rho1, rho2=rho2,
+                max_iterations=2000, gtol=1e-10)
+    res = bcd(space, data, rho1=rho1, rho2=rho2, max_passes=300)
+    f = objective(obj, res.x, rho1, rho2)
+    assert res.objective == pytest.approx(f, rel=1e-12)
+    assert f == pytest.approx(ref.objective, rel=1e-6)
+    np.testing.assert_allclose(res.x, ref.x, atol=2e-3)
+    if rho1 > 0:
+        assert np.array_equal(res.x == 0, np.abs(ref.x) < 1e-8)
+    # every pass is a descent: the objective never goes up
+    objs = [i.objective for i in res.history]
+    assert all(b <= a + 1e-12 * abs(a) for a, b in zip(objs, objs[1:]))
