@@ -226,3 +226,90 @@ def test_bcd_reaches_the_owlqn_optimum(rho1, rho2):
     # every pass is a descent: the objective never goes up
     objs = [i.objective for i in res.history]
     assert all(b <= a + 1e-12 * abs(a) for a, b in zip(objs, objs[1:]))
+
+
+# --------------------------------------------------------------------------- tree penalties
+NESTED = "u:a=%x[0,0]\nu:b=%x[-1,0]/%x[0,0]\nu:c=%x[-1,0]/%x[0,0]/%x[1,0]\nu:p=%x[0,1]\nB\n"
+
+
+def nested_problem():
+    rng = np.random.default_rng(0)
+    X, y = random_corpus(rng, 30, 6, 3)
+    space, data = FeatureSpace.build(parse_patterns(NESTED), X, y)
+    return space, data, Objective(space, data, n_chunks=1)
+
+
+def test_feature_forest_links_each_window_to_the_window_it_refines():
+    from crf.train.proximal import feature_forest, pattern_parents
+
+    assert pattern_parents(parse_patterns(NESTED)) == [-1, 0, 1, -1, -1]
+    # two equally large subsets: the more central window wins
+    assert pattern_parents(parse_patterns("u:%x[-2,0]\nu:%x[0,0]\nu:%x[-2,0]/%x[0,0]\n")) == [-1, -1, 1]
+    space, data, _ = nested_problem()
+    parent = feature_forest(space, data)
+    L = space.n_labels
+    name = {}
+    for o, s in enumerate(space.observations):
+        if space.unigram_offset[o] >= 0:
+            name[space.unigram_offset[o]] = s
+    for j in range(space.n_params):
+        if j >= space.bigram_start:
+            assert parent[j] == -1
+            continue
+        s = name[j - j % L]
+        kind, vals = s.split("=")
+        if kind in ("u:a", "u:p"):
+            assert parent[j] == -1
+            continue
+        assert parent[j] >= 0 and parent[j] % L == j % L  # same label
+        ps = name[parent[j] - parent[j] % L]
+        pkind, pvals = ps.split("=")
+        if kind == "u:b":  # x[-1]/x[0] refines x[0]
+            assert pkind == "u:a" and vals.split("/")[1] == pvals
+        else:  # x[-1]/x[0]/x[1] refines x[-1]/x[0]
+            assert pkind == "u:b" and vals.split("/")[:2] == pvals.split("/")
+
+
+@pytest.mark.parametrize("penalty", ["l2-tree", "linf-tree"])
+def test_fista_on_singleton_groups_is_the_l1_problem_of_owlqn(penalty):
+    from crf.train.proximal import fista
+
+    space, data, obj = nested_problem()
+    roots = np.full(space.n_params, -1, dtype=np.int64)
+    res = fista(obj.value_and_gradient, np.zeros(space.n_params), roots, penalty, kappa=0.5, rho2=0.1,
+                max_iterations=3000, tol=1e-12)
+    ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=0.5, rho2=0.1, max_iterations=2000,
+                gtol=1e-10)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-4)
+
+
+@pytest.mark.parametrize("penalty", ["l2-tree", "linf-tree"])
+def test_fista_tree_solution_is_a_fixed_point_and_a_minimum(penalty):
+    from suffixlm.penalties import penalty_value, prox
+
+    from crf.train.proximal import feature_forest, fista
+
+    space, data, obj = nested_problem()
+    parent = feature_forest(space, data)
+    kappa, rho2 = 0.5, 0.1
+    res = fista(obj.value_and_gradient, np.zeros(space.n_params), parent, penalty, kappa=kappa, rho2=rho2,
+                max_iterations=3000, tol=1e-12)
+
+    def F(w):
+        v, _ = obj.value_and_gradient(w)
+        return v + 0.5 * rho2 * w @ w + kappa * penalty_value(penalty, w, parent)
+
+    x = res.x
+    assert res.objective == pytest.approx(F(x), rel=1e-12)
+    _, g = obj.value_and_gradient(x)
+    step = 0.05
+    z = prox(penalty, x - step * (g + rho2 * x), parent, step * kappa, nonneg=False)
+    assert np.max(np.abs(z - x)) < 1e-5  # optimality: x = prox(x - step grad)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        assert F(x + 1e-3 * rng.normal(size=x.shape)) > res.objective
+    # whole subtrees vanish together: a zero node has only zero descendants
+    nz = x != 0
+    assert not np.any(nz & (parent >= 0) & ~nz[np.maximum(parent, 0)])
+    assert 0 < np.count_nonzero(x) < space.n_params
