@@ -209,7 +209,10 @@ class LogLinearLM:
     ----------
     order : int           n-gram order (contexts of up to order - 1 words)
     penalty : str         one of ``PENALTIES``
-    lam : float           regularisation strength (per-token mean loss + lam * Omega)
+    lam : float | None    regularisation strength (per-token mean loss + lam * Omega);
+                          None = 1 / (predicted tokens), near the best value found on
+                          PTB-100k and full PTB (scripts/reproduce_figure2.py,
+                          scripts/bench_lm_ptb.py); the value used is ``lam_``
     alpha : float | None  depth weighting alpha**depth of the groups (weighted variants)
     solver : str          ``"fista"`` (full batch, the default: measured fastest, see
                           benchmarks/lm_solvers.json) or ``"sage"`` (Algorithm 1, mini-batches)
@@ -240,7 +243,7 @@ class LogLinearLM:
         self,
         order: int = 5,
         penalty: str = "linf-tree",
-        lam: float = 1e-4,
+        lam: float | None = None,
         alpha: float | None = None,
         solver: str = "fista",
         epochs: int = 100,
@@ -274,7 +277,7 @@ class LogLinearLM:
             raise ValueError(f"order must be an integer >= 1, got {self.order!r}")
         if self.penalty not in PENALTIES:
             raise ValueError(f"unknown penalty {self.penalty!r}; expected one of {', '.join(PENALTIES)}")
-        if not (self.lam >= 0.0 and math.isfinite(self.lam)):
+        if self.lam is not None and not (self.lam >= 0.0 and math.isfinite(self.lam)):
             raise ValueError(f"lam must be a finite number >= 0, got {self.lam!r}")
         if self.alpha is not None and not (self.alpha > 0.0 and math.isfinite(self.alpha)):
             raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
@@ -364,6 +367,7 @@ class LogLinearLM:
         self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
         word_scale = self._word_scale(tree, corpus.vocab) if self.precondition else None
         problem = _LMProblem(tree, end_node, target_param, self.n_unseen_, word_scale)
+        self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
         prox, omega, prox_stats = self._penalty_fns(tree, problem.scale)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
@@ -383,11 +387,11 @@ class LogLinearLM:
         self._current = None
         t0 = time.perf_counter()
         if self.solver == "fista":
-            res = fista(problem, self._tracking(prox), omega, self.lam, w0=w0, L0=L_bound / 16, max_iter=self.epochs,
+            res = fista(problem, self._tracking(prox), omega, self.lam_, w0=w0, L0=L_bound / 16, max_iter=self.epochs,
                         tol=self.tol, callback=cb)
         else:
             B = self.batch_size if self.batch_size is not None else max(400, problem.n_samples // 32)
-            res = sage(problem, self._tracking(prox), omega, self.lam, w0=w0, batch_size=B,
+            res = sage(problem, self._tracking(prox), omega, self.lam_, w0=w0, batch_size=B,
                        batch_growth=self.batch_growth, epochs=self.epochs, L0=L_bound / 16, tol=self.tol,
                        seed=self.seed, callback=cb)
         self.seconds_train_ = time.perf_counter() - t0
@@ -553,7 +557,7 @@ class LogLinearLM:
             "version": FORMAT_VERSION,
             "order": int(self.order),
             "penalty": self.penalty,
-            "lam": float(self.lam),
+            "lam": float(self.lam_),
             "alpha": None if self.alpha is None else float(self.alpha),
             "has_unk": bool(self.vocab_.has_unk),
             "vocab_size": len(self.vocab_),

@@ -35,7 +35,8 @@ def parse_orders(text: str) -> list[int]:
 @click.option("--orders", default="2-5", show_default=True, help="Orders to compare, e.g. 2-8 or 2,3,5.")
 @click.option("--penalty", "penalties", multiple=True, type=click.Choice(PENALTY_CHOICES),
               help="Log-linear penalty (repeat for several). Default: linf-tree.")
-@click.option("--lam", default=1e-5, show_default=True, type=float, help="lambda of the log-linear models.")
+@click.option("--lam", default=None, type=float,
+              help="lambda of the log-linear models (default: 1 / training tokens).")
 @click.option("--alpha", type=float, default=None, help="Depth weighting alpha**d of the penalties.")
 @click.option("--epochs", default=300, show_default=True, type=click.IntRange(1))
 @click.option("--kn/--no-kn", "with_kn", default=True, show_default=True, help="Include our modified Kneser-Ney.")

@@ -11,7 +11,7 @@ import click
 @click.option("--order", default=4, show_default=True, type=click.IntRange(1, 16))
 @click.option("--penalty", default="linf-tree", show_default=True,
               type=click.Choice(["l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot"]))
-@click.option("--lam", default=1e-4, show_default=True, type=float)
+@click.option("--lam", default=None, type=float, help="Default: 1 / training tokens.")
 def command(order, penalty, lam):
     """Train a log-linear LM on corpora/tiny_lm.train.txt and print its test perplexity."""
     from corpora import sample_path
@@ -27,7 +27,7 @@ def command(order, penalty, lam):
                f"vocabulary {len(train.vocab)}")
     t0 = time.perf_counter()
     lm = LogLinearLM(order=order, penalty=penalty, lam=lam, epochs=200).fit(train)
-    click.echo(f"trained order-{order} {penalty} model (lam={lam:g}) in {time.perf_counter() - t0:.1f} s: "
+    click.echo(f"trained order-{order} {penalty} model (lam={lm.lam_:.3g}) in {time.perf_counter() - t0:.1f} s: "
                f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters")
     click.echo(f"test:  {test_path.name}: {test.n_sentences} sentences, {test.n_words} words: "
                f"perplexity {lm.perplexity(test):.3f}")

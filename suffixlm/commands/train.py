@@ -10,12 +10,16 @@ import time
 import click
 
 PENALTY_CHOICES = ["l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot"]
-AUTO_GRID = (1e-4, 3e-5, 1e-5, 3e-6, 1e-6)
+# --lam auto: multiples of 1 / (training tokens), the scale at which the best lambda
+# was found on PTB-100k and full PTB
+AUTO_GRID = (10.0, 3.0, 1.0, 0.3, 0.1)
 
 
 def _lam(value: str):
     if value == "auto":
         return "auto"
+    if value == "default":
+        return None
     try:
         x = float(value)
     except ValueError:
@@ -30,9 +34,9 @@ def _lam(value: str):
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (exactly this path).")
 @click.option("--order", default=5, show_default=True, type=click.IntRange(1, 64), help="n-gram order (contexts of order-1 words).")
 @click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(PENALTY_CHOICES))
-@click.option("--lam", "lam_text", default="1e-5", show_default=True,
-              help="Regularisation strength (per-token mean loss + lam * Omega), or 'auto' to choose it on --valid "
-                   f"from {', '.join(map(str, AUTO_GRID))}.")
+@click.option("--lam", "lam_text", default="default", show_default=True,
+              help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
+                   f"'auto' chooses it on --valid from {', '.join(map(str, AUTO_GRID))} times that.")
 @click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
 @click.option("--solver", default="fista", show_default=True, type=click.Choice(["fista", "sage"]),
               help="fista: full-batch accelerated proximal gradient (fastest, measured); "
@@ -97,17 +101,19 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
     try:
         if lam == "auto":
             best = None
-            for x in AUTO_GRID:
-                lm = train_one(x, f" lam={x:g}")
+            n_tokens = corpus.n_tokens - corpus.n_sentences
+            for mult in AUTO_GRID:
+                x = mult / n_tokens
+                lm = train_one(x, f" lam={x:.3g}")
                 ppl = lm.perplexity(valid)
                 grid_results.append({"lam": x, "valid_ppl": ppl})
                 if not quiet:
-                    click.echo(f"  lam={x:g}: valid ppl {ppl:.3f}", err=True)
+                    click.echo(f"  lam={x:.3g}: valid ppl {ppl:.3f}", err=True)
                 if best is None or ppl < best[0]:
                     best = (ppl, x, lm)
             _, chosen, model = best
             if not quiet:
-                click.echo(f"chose lam={chosen:g}", err=True)
+                click.echo(f"chose lam={chosen:.3g}", err=True)
         else:
             model = train_one(lam)
     except ValueError as e:
@@ -120,7 +126,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
         "model": output,
         "order": order,
         "penalty": penalty,
-        "lam": model.lam,
+        "lam": model.lam_,
         "alpha": alpha,
         "objective": model.objective_,
         "steps": model.n_iter_,
