@@ -171,7 +171,8 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, bbase, labels,
 
     Per step k (sequence i = order[k], learning rate etas[k]):
     u += eta rho1 / n; the weights of the blocks of i get their pending l2 shrink
-    prod (1 - eta rho2 / n) (kept lazily as a log-scale, lastc float64 (n_params,)),
+    prod (1 - eta rho2 / n) (kept lazily as a log-scale per block: lastc float64
+    (n_params,) is read and written at block offsets only, one exp per block),
     the gradient step w -= eta grad(-log p(y_i|x_i)), then the cumulative l1
     clipping with q float64 (n_params,) (the penalty each weight actually received).
     g: float64 (n_params,) zero scratch (left zero).  state: float64 [u, log-scale].
@@ -200,9 +201,11 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, bbase, labels,
         if rho2_n > 0.0:
             for r in range(lo, hi):
                 b = blocks[r]
-                for j in range(b, b + _block_size(b, bstart, L)):
-                    w[j] *= np.exp(c - lastc[j])
-                    lastc[j] = c
+                if lastc[b] != c:
+                    f = np.exp(c - lastc[b])
+                    lastc[b] = c
+                    for j in range(b, b + _block_size(b, bstart, L)):
+                        w[j] *= f
         total += _loss(w, ubase, bbase, labels, s, e, L, ws)
         _add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g)
         for r in range(lo, hi):
@@ -212,11 +215,18 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, bbase, labels,
                 g[j] = 0.0
                 if rho1_n > 0.0:
                     _clip(w, q, j, u)
-    for j in range(w.shape[0]):
-        if rho2_n > 0.0:
-            w[j] *= np.exp(c - lastc[j])
-            lastc[j] = 0.0
-        if rho1_n > 0.0:
+    if rho2_n > 0.0:
+        b = 0
+        while b < w.shape[0]:
+            size = _block_size(b, bstart, L)
+            if lastc[b] != c:
+                f = np.exp(c - lastc[b])
+                for j in range(b, b + size):
+                    w[j] *= f
+            lastc[b] = 0.0
+            b += size
+    if rho1_n > 0.0:
+        for j in range(w.shape[0]):
             _clip(w, q, j, u)
     state[0] = u
     state[1] = 0.0

@@ -122,8 +122,15 @@ def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree
     y = x.copy()
     fy, gy = smooth(y)
     t = 1.0
-    Lk = 1.0
+    # first Lipschitz estimate from a gradient difference along -g (then backtracking)
+    gn = math.sqrt(gy @ gy)
     evals = 2
+    Lk = 1.0
+    if gn > 0:
+        eps = 1e-4 / gn
+        _, g2 = smooth(y - eps * gy)
+        evals += 1
+        Lk = max(math.sqrt(((g2 - gy) @ (g2 - gy))) / (eps * gn), 1e-8)
     infos: list[IterationInfo] = []
     t0 = time.perf_counter()
     small = 0
