@@ -23,18 +23,23 @@ The operators are those of :mod:`suffixlm.penalties` with ``nonneg=False``
 loss(w) + rho2/2 ||w||^2 + kappa Omega(w) by FISTA (Beck & Teboulle 2009) with
 backtracking on the step and a monotone restart, on the full gradient of
 :class:`crf.inference.Objective`.
+
+:func:`grow` is the incremental training of section 5.4: rounds of patterns,
+where a more specific observation enters only if the one it refines (its parent
+in the forest above) is active in the previous round's model.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from .owlqn import IterationInfo, OptimizeResult
 
-__all__ = ["pattern_parents", "feature_forest", "fista", "TREE_PENALTIES"]
+__all__ = ["pattern_parents", "feature_forest", "fista", "grow", "GrowthRound", "TREE_PENALTIES"]
 
 TREE_PENALTIES = ("l2-tree", "linf-tree", "l1")
 
@@ -176,3 +181,125 @@ def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree
             reason = "stopping criterion"
             break
     return OptimizeResult(x, float(Fx), len(infos), evals, reason, infos)
+
+
+# --------------------------------------------------------------------------- incremental growth
+@dataclass
+class GrowthRound:
+    """What one round of :func:`grow` did."""
+
+    round: int
+    n_patterns: int
+    n_observations: int
+    n_features: int
+    n_candidates: int  # features of the round's full pattern set, before the parent filter
+    active: int
+    objective: float
+    seconds: float
+    reason: str
+
+
+def _obs_ids(space, data):
+    """int64 (n_tokens, n_patterns) observation id of every pattern at every token (-1: none)."""
+    L = space.n_labels
+    n_obs = len(space.kinds)
+    ids = np.arange(n_obs, dtype=np.int64)
+    u_of = np.full(max(space.n_unigram_obs, 1), -1, dtype=np.int64)
+    u_of[: space.n_unigram_obs] = ids[space.unigram_offset >= 0]
+    b_of = np.full(max(space.n_bigram_obs, 1), -1, dtype=np.int64)
+    b_of[: space.n_bigram_obs] = ids[space.bigram_offset >= 0]
+    out = np.full((data.n_tokens, len(space.patterns)), -1, dtype=np.int64)
+    for j, p in enumerate(space.unigram_patterns):
+        b = data.unigram_base[:, j]
+        out[:, p] = np.where(b >= 0, u_of[np.maximum(b, 0) // L], -1)
+    for j, p in enumerate(space.bigram_patterns):
+        if p in space.unigram_patterns:
+            continue
+        b = data.bigram_base[:, j]
+        out[:, p] = np.where(b >= 0, b_of[(np.maximum(b, space.bigram_start) - space.bigram_start) // (L * L)], -1)
+    return out
+
+
+def _active_observations(space, theta) -> np.ndarray:
+    """bool (n_obs,): observation with a non-zero weight in its unigram or bigram block."""
+    L = space.n_labels
+    act = np.zeros(len(space.kinds), dtype=bool)
+    u = space.unigram_offset >= 0
+    if space.n_unigram_obs:
+        act[u] |= (theta[: space.bigram_start].reshape(-1, L) != 0).any(axis=1)
+    b = space.bigram_offset >= 0
+    if space.n_bigram_obs:
+        act[b] |= (theta[space.bigram_start:].reshape(-1, L * L) != 0).any(axis=1)
+    return act
+
+
+def grow(X, y, rounds, train_round, init=None, callback=None):
+    """Incremental structured feature sets (Lavergne et al. 2010, section 5.4).
+
+    rounds: list of lists of patterns (:class:`crf.patterns.Pattern`); round r
+    trains on the patterns of rounds 0..r.  The observations of a pattern that is
+    new in round r and whose parent pattern (:func:`pattern_parents`, over the
+    round's patterns) existed before are kept only where that parent observation
+    is *active* (a non-zero weight) in the previous round's model; all other
+    observations are kept.  Each round starts from the previous weights (same
+    observation strings).  ``init=(space, theta)`` (e.g. a loaded model's
+    ``space_``, ``theta_``) is the model before round 0: a trained model grows
+    with new patterns.
+    train_round(space, data, x0) -> OptimizeResult trains one round (e.g. OWL-QN).
+    callback(GrowthRound) after each round.  Returns ``(space, theta, rounds_log)``.
+    """
+    from ..features import FeatureSpace
+
+    prev_space, prev_theta = init if init is not None else (None, None)
+    patterns: list = list(prev_space.patterns) if prev_space is not None else []
+    log: list[GrowthRound] = []
+    for r, new in enumerate(rounds):
+        t0 = time.perf_counter()
+        old_texts = {p.text for p in patterns}
+        patterns = patterns + [p for p in new if p.text not in old_texts]
+        full, full_data = FeatureSpace.build(patterns, X, y, f"round {r}")
+        keep = np.ones(len(full.kinds), dtype=bool)
+        if prev_space is not None:
+            parents = pattern_parents(patterns)
+            active_prev = _active_observations(prev_space, prev_theta)
+            ids = _obs_ids(full, full_data)
+            # observation ids of the previous model, by string
+            to_prev = np.array([prev_space.obs_index.get(s, -1) for s in full.observations], dtype=np.int64)
+            prev_active_full = np.zeros(len(full.kinds), dtype=bool)
+            m = to_prev >= 0
+            prev_active_full[m] = active_prev[to_prev[m]]
+            for p, q in enumerate(parents):
+                if q < 0 or patterns[p].text in old_texts or patterns[q].text not in old_texts:
+                    continue
+                child, par = ids[:, p], ids[:, q]
+                ok = (child >= 0) & (par >= 0)
+                cand = np.zeros(len(full.kinds), dtype=bool)
+                cand[child[ok]] = True
+                good = np.zeros(len(full.kinds), dtype=bool)
+                sel = ok.copy()
+                sel[ok] = prev_active_full[par[ok]]
+                good[child[sel]] = True
+                keep &= ~cand | good
+        obs = [s for s, k in zip(full.observations, keep) if k]
+        space = FeatureSpace(patterns, obs, full.kinds[keep], full.labels, full.n_columns)
+        data = space.encode(X, y, f"round {r}")
+        x0 = np.zeros(space.n_params)
+        if prev_space is not None:
+            L = space.n_labels
+            for o, s in enumerate(space.observations):
+                po = prev_space.obs_index.get(s, -1)
+                if po < 0:
+                    continue
+                for off, poff, size in ((space.unigram_offset[o], prev_space.unigram_offset[po], L),
+                                        (space.bigram_offset[o], prev_space.bigram_offset[po], L * L)):
+                    if off >= 0 and poff >= 0:
+                        x0[off: off + size] = prev_theta[poff: poff + size]
+        res = train_round(space, data, x0)
+        info = GrowthRound(r, len(patterns), len(obs), space.n_params, full.n_params,
+                           int(np.count_nonzero(res.x)), float(res.objective), time.perf_counter() - t0,
+                           res.reason)
+        log.append(info)
+        if callback is not None:
+            callback(info)
+        prev_space, prev_theta = space, res.x
+    return prev_space, prev_theta, log

@@ -313,3 +313,41 @@ def test_fista_tree_solution_is_a_fixed_point_and_a_minimum(penalty):
     nz = x != 0
     assert not np.any(nz & (parent >= 0) & ~nz[np.maximum(parent, 0)])
     assert 0 < np.count_nonzero(x) < space.n_params
+
+
+# --------------------------------------------------------------------------- incremental growth
+def test_grow_adds_a_refinement_only_where_its_parent_is_active():
+    from crf.train.proximal import grow
+
+    rng = np.random.default_rng(2)
+    X, y = random_corpus(rng, 40, 6, 3, vocab=6)
+    rho1, rho2 = 2.0, 0.1
+
+    def train(space, data, x0):
+        obj = Objective(space, data, n_chunks=1)
+        return owlqn(obj.value_and_gradient, x0, rho1=rho1, rho2=rho2, max_iterations=1000, gtol=1e-10)
+
+    rounds = [parse_patterns("u:a=%x[0,0]\nB\n"), parse_patterns("u:b=%x[-1,0]/%x[0,0]\n")]
+    seen = []
+    space, theta, log = grow(X, y, rounds, train, callback=seen.append)
+    assert [g.round for g in log] == [0, 1] and seen == log
+    # round 0 model, trained separately
+    s0, d0 = FeatureSpace.build(rounds[0], X, y)
+    th0 = train(s0, d0, np.zeros(s0.n_params)).x
+    active_a = {s for s, _, _, _ in s0.describe(th0) if s.startswith("u:a=")}
+    assert 0 < len(active_a) < sum(o.startswith("u:a=") for o in s0.observations)  # l1 dropped some
+    full, _ = FeatureSpace.build(rounds[0] + rounds[1], X, y)
+    want_b = {s for s in full.observations if s.startswith("u:b=") and "u:a=" + s.split("/")[-1] in active_a}
+    got_b = {s for s in space.observations if s.startswith("u:b=")}
+    assert got_b == want_b
+    assert {s for s in space.observations if s.startswith("u:a=")} == {
+        s for s in full.observations if s.startswith("u:a=")}
+    assert log[1].n_features < log[1].n_candidates
+    # the last round is the l1 optimum on its (reduced) feature set
+    data = space.encode(X, y)
+    ref = train(space, data, np.zeros(space.n_params))
+    assert log[1].objective == pytest.approx(ref.objective, rel=1e-8)
+    # growing a trained model (init) gives the same round
+    space2, theta2, log2 = grow(X, y, rounds[1:], train, init=(s0, th0))
+    assert space2.observations == space.observations
+    assert log2[0].objective == pytest.approx(log[1].objective, rel=1e-8)
