@@ -28,9 +28,12 @@ import numpy as np
 from numba import njit, prange
 
 _NEG_INF = -np.inf
+# Re-association lets LLVM vectorise the sums of the recursions (no inf/nan
+# assumptions: those stay exact IEEE).  Not used where -inf is a value (Viterbi).
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def unary_scores(theta, ubase, s, e, L, U):
     """U[t, y] = sum_j theta[ubase[s + t, j] + y] for t < e - s.  U: float64 (>= T, L)."""
     nu = ubase.shape[1]
@@ -52,7 +55,7 @@ def _same_bigram_row(bbase, i, k):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def transition_scores(theta, bbase, i, L2, W):
     """W[k] = sum_j theta[bbase[i, j] + k], k < L*L (log transition potentials at token i)."""
     for k in range(L2):
@@ -64,7 +67,7 @@ def transition_scores(theta, bbase, i, L2, W):
                 W[k] += theta[b + k]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def _dense_psi(theta, bbase, s, T, L, psi, psi_of):
     """psi[m] = exp(W) for the distinct transition rows; psi_of[t] = m (t >= 1)."""
     L2 = L * L
@@ -107,7 +110,7 @@ def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_i
         m_ptr[t + 1] = n
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                       U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
     """Scaled forward-backward on sequence [s, e); returns log Z.
@@ -192,7 +195,7 @@ def _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_i
     return logz
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def _gold_score(theta, ubase, bbase, labels, s, e, L):
     sc = 0.0
     for t in range(e - s):
@@ -210,7 +213,7 @@ def _gold_score(theta, ubase, bbase, labels, s, e, L):
     return sc
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr,
                          nz_idx, first, last, maxT, g, errs):
     """Sum over sequences first..last-1 of -log p(y|x); adds the gradient into g.
@@ -302,7 +305,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
     return loss
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath=_FAST)
 def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                   chunks, G, errors):
     """Negative log-likelihood and its gradient (model expectations - empirical counts).

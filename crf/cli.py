@@ -125,13 +125,16 @@ def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):
 @click.option("-m", "--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Model written by `suffixlm crf train`.")
 @click.option("--check", is_flag=True, help="Input has the gold label in the last column: report errors.")
+@click.option("--no-label", "no_label", is_flag=True,
+              help="Input has no gold column: every column is an observation (default: decided by the "
+                   "number of columns).")
 @click.option("--score", is_flag=True, help="Write '# rank log-probability' before each sequence.")
 @click.option("--post", is_flag=True, help="Posterior decoding (max marginal per token) instead of Viterbi.")
 @click.option("--nbest", "nbest_n", type=int, default=1, show_default=True, help="Output the N best labellings.")
 @click.option("--threads", type=int, default=None, help="Threads (default: all cores).")
 @click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
-def label(model_path, check, score, post, nbest_n, threads, infile, outfile):
+def label(model_path, check, no_label, score, post, nbest_n, threads, infile, outfile):
     """Label IN (column file; '-' = stdin) into OUT: every token line followed by a
     tab and the predicted label; a blank line after each sequence.
 
@@ -145,6 +148,8 @@ def label(model_path, check, score, post, nbest_n, threads, infile, outfile):
         raise click.BadParameter("must be >= 1", param_hint="--nbest")
     if post and nbest_n > 1:
         raise click.UsageError("--post and --nbest are exclusive")
+    if check and no_label:
+        raise click.UsageError("--check and --no-label are exclusive")
     try:
         crf = CRF.load(model_path)
     except ModelError as exc:
@@ -165,7 +170,7 @@ def label(model_path, check, score, post, nbest_n, threads, infile, outfile):
         for start, rows in iter_sequences(fin, infile, raw=raw):
             n = len(rows[0])
             if has_gold is None:
-                if n == n_obs + 1:
+                if n == n_obs + 1 and not no_label:
                     has_gold = True
                 elif n == n_obs:
                     has_gold = False

@@ -137,6 +137,8 @@ def test_cli_end_to_end(tiny_file, tmp_path):
     r = runner.invoke(main, ["crf", "label", "-m", str(model), "--nbest", "2", "--score", "-", "-"], input=unl)
     assert r.exit_code == 0, r.output
     assert r.output.count("# 0 ") == 3 and r.output.count("# 1 ") == 3
+    r = runner.invoke(main, ["crf", "label", "-m", str(model), "--no-label", str(tiny_file), "-"])
+    assert r.exit_code != 0 and "expects 2 observation column" in r.output
     r = runner.invoke(main, ["crf", "dump", str(model)])
     assert r.exit_code == 0 and "\tB\t" not in r.output.splitlines()[0]
     assert any(line.startswith("B\t") for line in r.output.splitlines())
