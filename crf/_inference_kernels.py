@@ -276,6 +276,31 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
                         g[b + y] += tmp[y]
                     g[b + yg] -= 1.0
         errs[1] += seq_err
+        if not sparse and T > 1 and psi_of[T - 1] == 0:
+            # one transition matrix for the whole sequence (e.g. only the pure
+            # label-bigram pattern): sum_t alpha[t-1] (x) v_t first, multiply by
+            # Psi and scatter once per sequence instead of once per position
+            for k in range(L2):
+                pp[k] = 0.0
+            for t in range(1, T):
+                for y in range(L):
+                    tmp[y] = eU[t, y] * beta[t, y] / scale[t]
+                for yp in range(L):
+                    a = alpha[t - 1, yp]
+                    r = yp * L
+                    for y in range(L):
+                        pp[r + y] += a * tmp[y]
+            P = psi[0]
+            for k in range(L2):
+                pp[k] *= P[k]
+            for j in range(nb):
+                b = bbase[s + 1, j]
+                if b >= 0:
+                    for k in range(L2):
+                        g[b + k] += pp[k]
+                    for t in range(1, T):
+                        g[b + labels[s + t - 1] * L + labels[s + t]] -= 1.0
+            continue
         for t in range(1, T):
             for y in range(L):
                 tmp[y] = eU[t, y] * beta[t, y] / scale[t]

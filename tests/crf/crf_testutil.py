@@ -24,8 +24,8 @@ def random_corpus(rng, n_seq, max_len, L, vocab=4):
 PATTERNS = ["u:a=%x[0,0]", "u:b=%x[-1,0]/%x[0,1]", "b:c=%x[0,1]", "*:d=%x[1,0]", "B"]
 
 
-def brute_force_observations(seq, t):
-    """Observation strings of PATTERNS at position t, written out by hand."""
+def brute_force_observations(seq, t, patterns=None):
+    """Observation strings of PATTERNS (or ONLY_B of test_inference) at position t, by hand."""
     T = len(seq)
 
     def val(i, c):
@@ -35,12 +35,14 @@ def brute_force_observations(seq, t):
             return f"_x+{i - T + 1}"
         return seq[i][c]
 
+    if patterns is not None and "*:d=const" in patterns:
+        return [f"u:a={val(t, 0)}", f"u:b={val(t - 1, 0)}/{val(t, 1)}", "*:d=const"], ["*:d=const", "B"]
     uni = [f"u:a={val(t, 0)}", f"u:b={val(t - 1, 0)}/{val(t, 1)}", f"*:d={val(t + 1, 0)}"]
     bi = [f"b:c={val(t, 1)}", f"*:d={val(t + 1, 0)}", "B"]
     return uni, bi
 
 
-def enumerate_sequences(space, theta, seq):
+def enumerate_sequences(space, theta, seq, patterns=None):
     """All label sequences of seq with their scores, from a dict of weights (independent of the kernels)."""
     L = space.n_labels
     w_uni, w_bi = {}, {}
@@ -51,7 +53,7 @@ def enumerate_sequences(space, theta, seq):
             w_bi[(obs, prev, lab)] = v
     labels = space.labels
     T = len(seq)
-    obs = [brute_force_observations(seq, t) for t in range(T)]
+    obs = [brute_force_observations(seq, t, patterns) for t in range(T)]
     out = []
     for ys in itertools.product(range(L), repeat=T):
         sc = 0.0

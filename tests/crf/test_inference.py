@@ -10,10 +10,10 @@ from crf.patterns import parse_patterns
 from crf_testutil import PATTERNS, enumerate_sequences, logsumexp, random_corpus
 
 
-def problem(seed, L=3, n_seq=5, max_len=5, zero_fraction=0.6):
+def problem(seed, L=3, n_seq=5, max_len=5, zero_fraction=0.6, patterns=PATTERNS):
     rng = np.random.default_rng(seed)
     X, y = random_corpus(rng, n_seq, max_len, L)
-    space, data = FeatureSpace.build(parse_patterns("\n".join(PATTERNS)), X, y)
+    space, data = FeatureSpace.build(parse_patterns("\n".join(patterns)), X, y)
     theta = rng.normal(scale=1.0, size=space.n_params)
     theta[rng.random(space.n_params) < zero_fraction] = 0.0  # sparse M for the sparse recursion
     return X, y, space, data, theta
@@ -54,19 +54,25 @@ def test_marginals_logz_viterbi_nbest_match_enumeration(seed, L):
         assert {round(s, 9) for s in scores[i, :n_paths]} == {round(s, 9) for s in sc[order[:n_paths]]}
 
 
-@pytest.mark.parametrize("recursion", ["dense", "sparse"])
-def test_loss_matches_enumeration_and_gradient_finite_differences(recursion):
-    X, y, space, data, theta = problem(3, L=3, n_seq=4, max_len=4)
+# the second pattern set has one transition matrix per sequence (only the pure
+# label-bigram pattern B, with a '*' pattern whose observation is constant)
+ONLY_B = ["u:a=%x[0,0]", "u:b=%x[-1,0]/%x[0,1]", "*:d=const", "B"]
+
+
+@pytest.mark.parametrize("recursion,patterns", [("dense", PATTERNS), ("sparse", PATTERNS), ("dense", ONLY_B)])
+def test_loss_matches_enumeration_and_gradient_finite_differences(recursion, patterns):
+    X, y, space, data, theta = problem(3, L=3, n_seq=4, max_len=4, patterns=patterns)
     obj = Objective(space, data, n_chunks=2, recursion=recursion)
     rng = np.random.default_rng(7)
-    coords = np.concatenate([rng.choice(space.bigram_start, 30, replace=False),
-                             space.bigram_start + rng.choice(space.n_params - space.bigram_start, 30, replace=False)])
+    n_bigram = space.n_params - space.bigram_start
+    coords = np.concatenate([rng.choice(space.bigram_start, min(30, space.bigram_start), replace=False),
+                             space.bigram_start + rng.choice(n_bigram, min(30, n_bigram), replace=False)])
     loss, grad = obj.value_and_gradient(theta)
     grad = grad.copy()
     ref = 0.0
     lab = {l: k for k, l in enumerate(space.labels)}
     for seq, ys in zip(X, y):
-        allseq = dict(enumerate_sequences(space, theta, seq))
+        allseq = dict(enumerate_sequences(space, theta, seq, patterns))
         ref += logsumexp(list(allseq.values())) - allseq[tuple(lab[v] for v in ys)]
     assert loss == pytest.approx(ref, rel=1e-10)
     eps = 1e-6
