@@ -196,14 +196,12 @@ def _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_i
 
 
 @njit(cache=True, fastmath=_FAST)
-def _gold_score(theta, ubase, bbase, labels, s, e, L):
+def _gold_score(theta, U, bbase, labels, s, e, L):
+    """Score of the gold labelling; U: the unary scores of the sequence (already computed)."""
     sc = 0.0
     for t in range(e - s):
         y = labels[s + t]
-        for j in range(ubase.shape[1]):
-            b = ubase[s + t, j]
-            if b >= 0:
-                sc += theta[b + y]
+        sc += U[t, y]
         if t > 0:
             k = labels[s + t - 1] * L + y
             for j in range(bbase.shape[1]):
@@ -211,7 +209,6 @@ def _gold_score(theta, ubase, bbase, labels, s, e, L):
                 if b >= 0:
                     sc += theta[b + k]
     return sc
-
 
 @njit(cache=True, fastmath=_FAST)
 def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr,
@@ -257,7 +254,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
         logz = _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                                  U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
                                  m_idx, m_val)
-        loss += logz - _gold_score(theta, ubase, bbase, labels, s, e, L)
+        loss += logz - _gold_score(theta, U, bbase, labels, s, e, L)
         seq_err = 0
         for t in range(T):
             best = 0
