@@ -69,17 +69,29 @@ def transition_scores(theta, bbase, i, L2, W):
 
 @njit(cache=True, fastmath=_FAST)
 def _dense_psi(theta, bbase, s, T, L, psi, psi_of):
-    """psi[m] = exp(W) for the distinct transition rows; psi_of[t] = m (t >= 1)."""
+    """psi[m] = exp(W) for the distinct transition rows; psi_of[t] = m (t >= 1).
+
+    psi_of[0] (unused as an index: there is no transition into position 0) keeps
+    the token whose row psi[0] holds, or -1: a sequence starting with that same
+    row (e.g. the lone pure-transition pattern B) reuses psi[0] without new
+    exponentials.  Callers set psi_of[0] = -1 whenever theta or psi are fresh.
+    """
     L2 = L * L
     m = -1
     for t in range(1, T):
         if m >= 0 and _same_bigram_row(bbase, s + t, s + t - 1):
             psi_of[t] = m
             continue
+        if m < 0 and psi_of[0] >= 0 and _same_bigram_row(bbase, s + t, psi_of[0]):
+            m = 0
+            psi_of[t] = 0
+            continue
         m += 1
         transition_scores(theta, bbase, s + t, L2, psi[m])
         for k in range(L2):
             psi[m, k] = np.exp(psi[m, k])
+        if m == 0:
+            psi_of[0] = s + t
         psi_of[t] = m
 
 
@@ -237,6 +249,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
     else:
         psi = np.empty((maxT, L2))
         psi_of = np.empty(maxT, dtype=np.int64)
+        psi_of[0] = -1
         S = np.empty(1)
         mark = np.empty(1, dtype=np.int64)
         m_ptr = np.empty(1, dtype=np.int64)
@@ -376,6 +389,7 @@ def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_id
         tmp = np.empty(L)
         psi = np.empty((T, L2))
         psi_of = np.empty(T, dtype=np.int64)
+        psi_of[0] = -1
         S = np.empty(L2)
         mark = np.full(L2, -1, dtype=np.int64)
         m_ptr = np.empty(T + 1, dtype=np.int64)
