@@ -37,6 +37,8 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.85)
     ap.add_argument("--grid", default="3e-6,1e-6,3e-7")
     ap.add_argument("--iters", type=int, default=300)
+    ap.add_argument("--tol", type=float, default=1e-6, help="stop when the relative decrease stays below this")
+    ap.add_argument("--out", default="lm_ptb.json")
     args = ap.parse_args()
 
     from suffixlm.corpus import Corpus, load_training_corpus
@@ -49,7 +51,7 @@ def main() -> None:
     test = Corpus.from_text(shared("corpora", "ptb", "ptb.test.txt"), train.vocab)
     read_s = time.perf_counter() - t0
     trie = SuffixTree.build(train, args.order - 1, collapse=False).stats()
-    lm = LogLinearLM(order=args.order, penalty=args.penalty, alpha=args.alpha, epochs=args.iters, tol=1e-6,
+    lm = LogLinearLM(order=args.order, penalty=args.penalty, alpha=args.alpha, epochs=args.iters, tol=args.tol,
                      warm_start=True)
     path = []
     best = None
@@ -87,7 +89,7 @@ def main() -> None:
         if best is None or point["valid_ppl"] < best["valid_ppl"]:
             best = point
     kn = srilm_kn(args.order)
-    out = write_json("lm_ptb.json", {
+    out = write_json(args.out, {
         "order": args.order, "penalty": args.penalty, "alpha": args.alpha, "read_seconds": read_s,
         "tree_nodes_T": lm.tree_.n_nodes, "trie_nodes_S": trie["trie_nodes"], "trie_params": trie["trie_params"],
         "tree_params": lm.n_params_, "path": path, "best": best, "srilm_kn": kn,
