@@ -67,6 +67,53 @@ def penalised(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad):
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
+def penalised_pair(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad, x_old, sg_old, s, y):
+    """:func:`penalised` fused with the L-BFGS pair of this trial point.
+
+    Also writes s = x - x_old and y = smooth_grad - sg_old (float32) and returns
+    (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y): one pass over memory less
+    per iteration when the line search accepts the point.
+    """
+    l1 = 0.0
+    l2 = 0.0
+    pg2 = 0.0
+    sy = 0.0
+    yy = 0.0
+    nnz = 0
+    n_parts = grad_parts.shape[0]
+    for i in prange(x.shape[0]):
+        xi = x[i]
+        gi = rho2 * xi
+        for p in range(n_parts):
+            gi += grad_parts[p, i]
+        smooth_grad[i] = gi
+        l2 += xi * xi
+        if xi > 0.0:
+            l1 += xi
+            nnz += 1
+            pgi = gi + rho1
+        elif xi < 0.0:
+            l1 += -xi
+            nnz += 1
+            pgi = gi - rho1
+        elif gi + rho1 < 0.0:
+            pgi = gi + rho1
+        elif gi - rho1 > 0.0:
+            pgi = gi - rho1
+        else:
+            pgi = 0.0
+        pseudo_grad[i] = pgi
+        pg2 += pgi * pgi
+        s[i] = xi - x_old[i]
+        y[i] = gi - sg_old[i]
+        si = np.float64(s[i])
+        yi = np.float64(y[i])
+        sy += si * yi
+        yy += yi * yi
+    return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, sy, yy
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
 def constrain_direction(d, pseudo_grad):
     """Zero the components of d that do not descend (sign(d) != sign(-pg)); returns pg . d."""
     acc = 0.0

@@ -39,7 +39,21 @@ class LbfgsHistory:
         """Store s, y computed from two iterates; skipped (False) when s.y <= 0."""
         k = self.head
         sy, yy = V.history_pair(x_new, x_old, g_new, g_old, self.s[k], self.y[k])
+        return self.commit(sy, yy)
+
+    def slot(self):
+        """(s, y) arrays of the next pair, for kernels that write it themselves (then :meth:`commit`)."""
+        return self.s[self.head], self.y[self.head]
+
+    def commit(self, sy: float, yy: float) -> bool:
+        """Accept the pair written into :meth:`slot`; skipped (False) when s.y <= 0.
+
+        A skipped pair has overwritten the oldest one, which is dropped.
+        """
+        k = self.head
         if not (sy > 1e-300 and yy > 0):
+            if self.count == self.m:
+                self.count -= 1
             return False
         self.rho[k] = 1.0 / sy
         self.gamma = sy / yy

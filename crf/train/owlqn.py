@@ -86,6 +86,18 @@ def owlqn(
         pen, nnz, pg2, x2 = V.penalised(xx, grad, rho1, rho2, sg_out, pg_out)
         return val + pen, nnz, pg2, x2
 
+    def evaluate_trial(xx, sg_out, pg_out):
+        """evaluate() that also writes the L-BFGS pair (xx - x, sg_out - sg) into the next slot."""
+        val, grad = fun(xx)
+        if grad.ndim == 1:
+            grad = grad.reshape(1, -1)
+        s_slot, y_slot = mem.slot()
+        pen, nnz, pg2, x2, sy, yy = V.penalised_pair(xx, grad, rho1, rho2, sg_out, pg_out, x, sg, s_slot, y_slot)
+        pair[0], pair[1] = sy, yy
+        return val + pen, nnz, pg2, x2
+
+    pair = [0.0, 0.0]
+
     t0 = time.perf_counter()
     f, nnz, pg2, x2 = evaluate(x, sg, pg)
     evals = 1
@@ -107,7 +119,7 @@ def owlqn(
         ok = False
         for _ in range(max_linesearch):
             dirderiv = V.orthant_step(x, d, step, pg, project, x_new)
-            f_new, nnz_new, pg2_new, x2_new = evaluate(x_new, sg_new, pg_new)
+            f_new, nnz_new, pg2_new, x2_new = evaluate_trial(x_new, sg_new, pg_new)
             evals += 1
             if f_new <= f + 1e-4 * dirderiv:
                 ok = True
@@ -117,7 +129,7 @@ def owlqn(
             reason = "line search failed"
             break
         progress = f - f_new
-        mem.push_from(x_new, x, sg_new, sg)
+        mem.commit(pair[0], pair[1])
         x, x_new = x_new, x
         sg, sg_new = sg_new, sg
         pg, pg_new = pg_new, pg
