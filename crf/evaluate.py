@@ -13,6 +13,7 @@ here: they never match a prediction, so they count as errors.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -165,8 +166,15 @@ def label_scores(gold: Iterable[Sequence[str]], guessed: Iterable[Sequence[str]]
     return out
 
 
+_SCORE_LINE = re.compile(r"^# \d+ [-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
 def read_label_output(lines: Iterable[str], name: str = "<input>") -> tuple[list[list[str]], list[list[str]]]:
-    """Read ``... gold predicted`` lines (blank line between sequences): ``(gold, guessed)``."""
+    """Read ``... gold predicted`` lines (blank line between sequences): ``(gold, guessed)``.
+
+    Lines ``# <rank> <log-probability>`` written by ``label --score`` are skipped
+    (a token line such as ``# # B-NP B-NP`` is a token: WSJ has the word ``#``).
+    """
     gold: list[list[str]] = []
     guess: list[list[str]] = []
     cg: list[str] = []
@@ -179,7 +187,7 @@ def read_label_output(lines: Iterable[str], name: str = "<input>") -> tuple[list
                 guess.append(cp)
                 cg, cp = [], []
             continue
-        if line.startswith("# "):
+        if len(cols) == 3 and _SCORE_LINE.match(line):  # `label --score` comment, not a token
             continue
         if len(cols) < 2:
             raise ValueError(f"{name}:{lineno}: expected at least 2 columns (gold predicted), found 1")

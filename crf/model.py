@@ -287,6 +287,9 @@ class CRF:
         try:
             with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary only
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

@@ -45,9 +45,10 @@ def test_token_and_label_scores_with_unseen_label():
 
 
 def test_read_label_output_takes_the_last_two_columns():
-    lines = ["w1 POS B-NP\tB-NP\n", "w2 POS I-NP\tO\n", "\n", "# 0 -1.0\n", "w3 POS O\tO\n"]
+    lines = ["w1 POS B-NP\tB-NP\n", "w2 POS I-NP\tO\n", "\n", "# 0 -1.0\n", "w3 POS O\tO\n",
+             "# # B-NP\tB-NP\n"]
     gold, guess = read_label_output(lines)
-    assert gold == [["B-NP", "I-NP"], ["O"]] and guess == [["B-NP", "O"], ["O"]]
+    assert gold == [["B-NP", "I-NP"], ["O", "B-NP"]] and guess == [["B-NP", "O"], ["O", "B-NP"]]
 
 
 def spans(tags):

@@ -1,6 +1,7 @@
 """CRF estimator, model files and the `suffixlm crf` commands end to end."""
 
 import json
+import os
 import zipfile
 
 import numpy as np
@@ -67,6 +68,9 @@ def test_save_load_round_trip(tiny, tmp_path):
     np.testing.assert_array_equal(back.theta_, crf.theta_)
     assert back.predict_marginals(X) == crf.predict_marginals(X)
     assert not list(tmp_path.glob("*.tmp"))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_damaged_model_files(tiny, tmp_path):
