@@ -153,6 +153,8 @@ class CRF:
             raise ValueError("no training sequence")
         _check_sequences(X, y)
         if X_dev is not None:
+            if y_dev is None:
+                raise ValueError("X_dev needs its labels y_dev")
             _check_sequences(X_dev, y_dev, "X_dev")
         text, patterns = self._pattern_text()
         n_threads = self._set_threads()

@@ -107,6 +107,8 @@ def test_bad_input_errors(tiny_file, tmp_path):
         read_sequences(bad)
     with pytest.raises(ValueError, match="no training sequence"):
         CRF(patterns=PATTERNS).fit([], [])
+    with pytest.raises(ValueError, match="y_dev"):
+        CRF(patterns=PATTERNS).fit([[["a", "b"]]], [["L"]], [[["a", "b"]]])
     X, y = split_labels(read_sequences(tiny_file))
     crf = fitted(X, y)
     with pytest.raises(ValueError, match="observation column"):
