@@ -27,52 +27,17 @@ def axpy(alpha, x, y):
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def penalised(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad):
-    """Add the elastic-net penalty; returns (penalty, non-zeros, ||pg||^2, ||x||^2).
+def penalised_pair(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad, x_old, sg_old, s, y):
+    """Add the elastic-net penalty and form the L-BFGS pair of this trial point.
 
     grad_parts: float64 (n_parts, n), the data-term gradient is its column sum
     (per-thread buffers of the gradient kernel).
     smooth_grad = grad + rho2 * x (gradient of the smooth part);
     pseudo_grad = the orthant-wise pseudo-gradient of smooth + rho1 |x|_1
-    (Andrew & Gao 2007, eq. 4): the one-sided derivative that descends, 0 if none.
-    """
-    l1 = 0.0
-    l2 = 0.0
-    pg2 = 0.0
-    nnz = 0
-    n_parts = grad_parts.shape[0]
-    for i in prange(x.shape[0]):
-        xi = x[i]
-        gi = rho2 * xi
-        for p in range(n_parts):
-            gi += grad_parts[p, i]
-        smooth_grad[i] = gi
-        l2 += xi * xi
-        if xi > 0.0:
-            l1 += xi
-            nnz += 1
-            pseudo_grad[i] = gi + rho1
-        elif xi < 0.0:
-            l1 += -xi
-            nnz += 1
-            pseudo_grad[i] = gi - rho1
-        elif gi + rho1 < 0.0:
-            pseudo_grad[i] = gi + rho1
-        elif gi - rho1 > 0.0:
-            pseudo_grad[i] = gi - rho1
-        else:
-            pseudo_grad[i] = 0.0
-        pg2 += pseudo_grad[i] * pseudo_grad[i]
-    return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def penalised_pair(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad, x_old, sg_old, s, y):
-    """:func:`penalised` fused with the L-BFGS pair of this trial point.
-
-    Also writes s = x - x_old and y = smooth_grad - sg_old (float32) and returns
-    (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y): one pass over memory less
-    per iteration when the line search accepts the point.
+    (Andrew & Gao 2007, eq. 4): the one-sided derivative that descends, 0 if none;
+    s = x - x_old, y = smooth_grad - sg_old (float32; sg_old may be smooth_grad
+    itself, giving y = 0).  Returns (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y).
+    Doing it all in one pass saves a pass over memory per iteration.
     """
     l1 = 0.0
     l2 = 0.0

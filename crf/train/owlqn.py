@@ -79,27 +79,22 @@ def owlqn(
     mem = LbfgsHistory(n, history)
     project = rho1 > 0
 
-    def evaluate(xx, sg_out, pg_out):
-        val, grad = fun(xx)
-        if grad.ndim == 1:
-            grad = grad.reshape(1, -1)
-        pen, nnz, pg2, x2 = V.penalised(xx, grad, rho1, rho2, sg_out, pg_out)
-        return val + pen, nnz, pg2, x2
-
-    def evaluate_trial(xx, sg_out, pg_out):
-        """evaluate() that also writes the L-BFGS pair (xx - x, sg_out - sg) into the next slot."""
+    def evaluate(xx, sg_out, pg_out, x_old, sg_old):
+        """f(xx) with its smooth and pseudo gradients; also writes the L-BFGS pair
+        (xx - x_old, sg_out - sg_old) into the next history slot (see commit)."""
         val, grad = fun(xx)
         if grad.ndim == 1:
             grad = grad.reshape(1, -1)
         s_slot, y_slot = mem.slot()
-        pen, nnz, pg2, x2, sy, yy = V.penalised_pair(xx, grad, rho1, rho2, sg_out, pg_out, x, sg, s_slot, y_slot)
+        pen, nnz, pg2, x2, sy, yy = V.penalised_pair(xx, grad, rho1, rho2, sg_out, pg_out, x_old, sg_old,
+                                                     s_slot, y_slot)
         pair[0], pair[1] = sy, yy
         return val + pen, nnz, pg2, x2
 
     pair = [0.0, 0.0]
 
     t0 = time.perf_counter()
-    f, nnz, pg2, x2 = evaluate(x, sg, pg)
+    f, nnz, pg2, x2 = evaluate(x, sg, pg, x, sg)  # no previous point: the slot gets zeros, unused
     evals = 1
     infos: list[IterationInfo] = []
     it = 0
@@ -119,7 +114,7 @@ def owlqn(
         ok = False
         for _ in range(max_linesearch):
             dirderiv = V.orthant_step(x, d, step, pg, project, x_new)
-            f_new, nnz_new, pg2_new, x2_new = evaluate_trial(x_new, sg_new, pg_new)
+            f_new, nnz_new, pg2_new, x2_new = evaluate(x_new, sg_new, pg_new, x, sg)
             evals += 1
             if f_new <= f + 1e-4 * dirderiv:
                 ok = True
