@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 __all__ = ["PatternError", "Command", "Pattern", "parse_patterns", "read_patterns", "expand_patterns",
@@ -234,5 +235,13 @@ def _expand(patterns, columns, bounds, s) -> Iterator[list[str]]:
         if not lists:
             yield [p.pieces[0]] * s
             continue
-        fmt = "{}".join(piece.replace("{", "{{").replace("}", "}}") for piece in p.pieces)
-        yield list(map(fmt.format, *lists))
+        if len(lists) == 1 and not p.pieces[1]:
+            yield list(map(p.pieces[0].__add__, lists[0]))
+            continue
+        parts: list = []
+        for piece, vals in zip(p.pieces, lists + [None]):
+            if piece:
+                parts.append(repeat(piece))
+            if vals is not None:
+                parts.append(vals)
+        yield list(map("".join, zip(*parts)))
