@@ -18,6 +18,7 @@ between the phoneme strings with '-' removed / gold phonemes), word error, activ
 features, training wall time (single runs: the 2-core machine is shared).
 
     python scripts/bench_nettalk.py [--sets anchor,1-grm,3-grm] [--solvers owlqn,sgd-l1,sag-nus,perceptron]
+    python scripts/bench_nettalk.py --grow --out nettalk_grow   # incremental feature set vs all at once
 
 Writes benchmarks/nettalk.json and benchmarks/nettalk.md.
 """
@@ -58,6 +59,17 @@ def pattern_lines(name: str) -> list[str]:
                 if -((n - 1) // 2) <= a and a + size - 1 <= (n - 1) // 2:
                     lines.append(f"*:v{size}.{a}={window(a, a + size - 1)}")
     return lines + ["B"]
+
+
+GROW_ROUNDS = [
+    ["u:w1=%x[0,0]", "B"],
+    ["u:w2a=" + window(-1, 0), "u:w2b=" + window(0, 1), "u:w3=" + window(-1, 1)],
+    ["u:w4a=" + window(-2, 1), "u:w4b=" + window(-1, 2), "u:w5=" + window(-2, 2)],
+    ["u:w6a=" + window(-3, 2), "u:w6b=" + window(-2, 3), "u:w7=" + window(-3, 3)],
+]
+"""Incremental structured feature set (--grow): windows containing the current letter,
+grown by one letter on each side per round; each window refines the largest
+window of the previous rounds inside it (crf.train.proximal.pattern_parents)."""
 
 
 def levenshtein(a: str, b: str) -> int:
@@ -110,6 +122,10 @@ def main() -> None:
     ap.add_argument("--fista-iterations", type=int, default=100)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="nettalk")
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N training words (smoke tests)")
+    ap.add_argument("--grow", action="store_true",
+                    help="instead: incremental feature set (GROW_ROUNDS, OWL-QN per round) against the full set "
+                         "trained at once; writes benchmarks/<out>.json/.md")
     args = ap.parse_args()
 
     import numba
@@ -133,7 +149,11 @@ def main() -> None:
         raise SystemExit("../shared/corpora/nettalk not found")
     X, y = split_labels(read_sequences(corpus / "nettalk.train.txt"))
     Xt, yt = split_labels(read_sequences(corpus / "nettalk.test.txt"))
+    if args.limit:
+        X, y = X[: args.limit], y[: args.limit]
     print(f"{len(X)} training words, {len(Xt)} test words")
+    if args.grow:
+        return grow_experiment(args, X, y, Xt, yt)
     rows = []
     for fset in args.sets.split(","):
         if fset == "anchor":
@@ -201,6 +221,70 @@ def main() -> None:
         "| set | solver | error | active | time |\n|---|---|---|---|---|\n"
         + "\n".join(f"| {s} | {m} | {e:.2f} % | {a} | {t or '-'} |"
                     for s, d in PAPER.items() for m, (e, a, t) in d.items()) + "\n")
+
+
+def grow_experiment(args, X, y, Xt, yt):
+    import numba
+
+    from _bench_common import BENCH_DIR, write_json
+    from crf.features import FeatureSpace
+    from crf.inference import Objective, viterbi
+    from crf.patterns import parse_patterns
+    from crf.train import owlqn
+    from crf.train.proximal import grow
+
+    rows = []
+
+    def evaluate(space, theta):
+        test = space.encode(Xt, yt, "test")
+        pred, _ = viterbi(theta, space, test)
+        off = test.seq_offsets
+        return scores(yt, [[space.labels[k] for k in pred[off[i]:off[i + 1]]] for i in range(test.n_sequences)])
+
+    last = {}
+
+    def train_round(space, data, x0):
+        obj = Objective(space, data, n_chunks=numba.get_num_threads())
+        res = owlqn(obj.value_and_gradient_parts, x0, rho1=args.rho1, rho2=args.rho2, callback=window_stop())
+        last["model"] = (space, res.x)
+        return res
+
+    def on_round(g):  # test scores of the round's model, outside the round's clock
+        sc = evaluate(*last["model"])
+        rows.append({"run": "grow", "round": g.round, "patterns": g.n_patterns, "features": g.n_features,
+                     "candidate_features": g.n_candidates, "active": g.active, "seconds": g.seconds,
+                     "stop": g.reason, **sc})
+        print(f"  round {g.round}: {g.n_features} of {g.n_candidates} candidate features, {g.active} active, "
+              f"letter err {sc['letter_error']:.2f}% PER {sc['per']:.2f}% {g.seconds:.1f}s ({g.reason})", flush=True)
+
+    rounds = [parse_patterns("\n".join(r) + "\n") for r in GROW_ROUNDS]
+    grow(X, y, rounds, train_round, callback=on_round)
+    print(f"  grown: {sum(r['seconds'] for r in rows):.1f}s in all rounds", flush=True)
+    # the full set at once
+    t0 = time.perf_counter()
+    pats = [p for r in rounds for p in r]
+    full, data = FeatureSpace.build(pats, X, y, "train")
+    res = train_round(full, data, np.zeros(full.n_params))
+    secs = time.perf_counter() - t0
+    sc = evaluate(full, res.x)
+    rows.append({"run": "full", "round": None, "patterns": len(pats), "features": full.n_params,
+                 "candidate_features": full.n_params, "active": int(np.count_nonzero(res.x)), "seconds": secs,
+                 "stop": res.reason, **sc})
+    print(f"  full set: {full.n_params} features, {rows[-1]['active']} active, letter err {sc['letter_error']:.2f}% "
+          f"PER {sc['per']:.2f}% ({secs:.1f}s)", flush=True)
+    table = ["| run | round | features (of candidates) | active | round wall | letter error | PER | word error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        err = (f"{r['letter_error']:.2f} % | {r['per']:.2f} % | {r['word_error']:.2f} %" if "per" in r
+               else "- | - | -")
+        table.append(f"| {r['run']} | {'' if r['round'] is None else r['round']} | {r['features']} "
+                     f"({r['candidate_features']}) | {r['active']} | {r['seconds']:.1f} s | {err} |")
+    print("\n".join(table))
+    write_json(f"{args.out}.json", {"settings": vars(args), "rounds": GROW_ROUNDS, "runs": rows})
+    (BENCH_DIR / f"{args.out}.md").write_text(
+        "NETtalk, incremental structured feature set (scripts/bench_nettalk.py --grow; OWL-QN rho1 "
+        f"{args.rho1}, rho2 {args.rho2} per round; single run on a shared 2-core machine)\n\n"
+        + "\n".join(table) + "\n")
 
 
 if __name__ == "__main__":
