@@ -196,8 +196,7 @@ class CRF:
                     return True
             return False
 
-        theta0 = np.zeros(space.n_params)
-        result = owlqn(objective.value_and_gradient_parts, theta0, rho1=rho1, rho2=self.rho2,
+        result = owlqn(objective.value_and_gradient_parts, np.zeros(space.n_params), rho1=rho1, rho2=self.rho2,
                        history=self.history, max_iterations=self.max_iterations, callback=callback)
         del objective
         self._log(f"* stopped after {result.iterations} iterations ({result.reason}), "
