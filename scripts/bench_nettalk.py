@@ -217,7 +217,7 @@ def main() -> None:
     (BENCH_DIR / f"{args.out}.md").write_text(
         "NETtalk letter-to-phoneme (scripts/bench_nettalk.py; single runs on a shared 2-core machine; "
         "Wapiti row from ../shared/anchors/README.md)\n\n" + "\n".join(table) + "\n\n"
-        "Lavergne et al. Table 4 (10-fold protocol, 1.6-billion-feature scale, their 8-core server):\n\n"
+        "Lavergne et al. Table 4 as extracted from the paper text (10-fold protocol, their 8-core server; times are cumulated CPU):\n\n"
         "| set | solver | error | active | time |\n|---|---|---|---|---|\n"
         + "\n".join(f"| {s} | {m} | {e:.2f} % | {a} | {t or '-'} |"
                     for s, d in PAPER.items() for m, (e, a, t) in d.items()) + "\n")
