@@ -101,8 +101,13 @@ def _workspace(maxT, L):
 
 @njit(cache=True)
 def _forward_backward(w, ubase, bbase, s, e, L, ws):
-    """The core's scaled forward-backward (dense recursion) on [s, e); returns log Z."""
+    """The core's scaled forward-backward (dense recursion) on [s, e); returns log Z.
+
+    The solvers change w between sequences, so the transition matrix cached in
+    psi[0] from an earlier call is never reused (psi_of[0] = -1).
+    """
     U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = ws
+    psi_of[0] = -1
     return K._forward_backward(w, ubase, bbase, s, e, L, False, 0, m_ptr, m_idx, U, eU, alpha,
                                beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val)
 
@@ -110,7 +115,8 @@ def _forward_backward(w, ubase, bbase, s, e, L, ws):
 @njit(cache=True)
 def _loss(w, ubase, bbase, labels, s, e, L, ws):
     """-log p(y|x) of sequence [s, e)."""
-    return _forward_backward(w, ubase, bbase, s, e, L, ws) - K._gold_score(w, ubase, bbase, labels, s, e, L)
+    logz = _forward_backward(w, ubase, bbase, s, e, L, ws)
+    return logz - K._gold_score(w, ws[0], bbase, labels, s, e, L)
 
 
 @njit(cache=True)

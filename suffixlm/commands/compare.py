@@ -60,11 +60,30 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
 
     order_list = parse_orders(orders)
     penalties = penalties or ("linf-tree",)
+    if plot:  # before any training, so a missing matplotlib costs nothing
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise click.ClickException("--plot needs matplotlib (pip install 'suffixlm[plot]')") from None
     try:
         train = load_training_corpus(train_file, unk=unk)
         test = Corpus.from_text(test_file, train.vocab)
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
+    from ..arpa import ArpaError, BackoffLM
+
+    arpa_reports = []  # scored before any training: a bad ARPA file fails at once
+    for path in arpa_files:
+        try:
+            m = BackoffLM.read_arpa(path)
+            # score with the ARPA file's own vocabulary
+            rep = score(m, Corpus.from_text(test_file, m.vocab), test_file)
+        except (ArpaError, CorpusError) as e:
+            raise click.ClickException(str(e)) from None
+        arpa_reports.append((path, rep, m))
     rows = []
 
     def add(model_name, order, model, params, seconds):
@@ -90,17 +109,7 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
             lm = LogLinearLM(order=order, penalty=pen, lam=lam, alpha=alpha, epochs=epochs).fit(train)
             name = pen if alpha is None else f"{pen} (alpha={alpha:g})"
             add(name, order, lm, lm.n_nonzero_, time.perf_counter() - t0)
-    from ..arpa import ArpaError, BackoffLM
-
-    for path in arpa_files:
-        try:
-            t0 = time.perf_counter()
-            m = BackoffLM.read_arpa(path)
-        except ArpaError as e:
-            raise click.ClickException(str(e)) from None
-        # score with the ARPA file's own vocabulary
-        c = Corpus.from_text(test_file, m.vocab)
-        rep = score(m, c, test_file)
+    for path, rep, m in arpa_reports:
         rows.append({"model": f"arpa:{path}", "order": m.order, "ppl": rep.ppl, "ppl1": rep.ppl1,
                      "parameters": int(m.n_parameters), "train_seconds": None})
 
@@ -113,13 +122,6 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
             click.echo(f"{r['model'][:40]:40s} {r['order']:5d} {r['ppl']:10.3f} {r['ppl1']:10.3f} "
                        f"{r['parameters']:11d} {secs:>8s}")
     if plot:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise click.ClickException("--plot needs matplotlib (pip install matplotlib)") from None
         fig, ax = plt.subplots(figsize=(6, 4))
         for name in dict.fromkeys(r["model"] for r in rows):
             pts = sorted((r["order"], r["ppl"]) for r in rows if r["model"] == name)
