@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import sys
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,25 +227,8 @@ class Corpus:
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[list[str]], vocab: Vocabulary, source: str = "") -> "Corpus":
-        index = vocab.index
-        ids: list[int] = []
-        offsets = [0]
-        n_words = 0
-        n_unk = 0
-        for toks in sentences:
-            toks = _strip_markers(toks)
-            ids.append(BOS_ID)
-            for w in toks:
-                i = index.get(w, UNK_ID)
-                if i == UNK_ID:
-                    n_unk += 1
-                ids.append(i)
-            ids.append(EOS_ID)
-            n_words += len(toks)
-            offsets.append(len(ids))
-        tokens = np.asarray(ids, dtype=np.int32)
-        off = np.asarray(offsets, dtype=np.int64)
-        n_oov = 0 if vocab.has_unk else n_unk
+        tokens, off, n_words = _encode(sentences, _UnknownIsUnk(vocab.index).__getitem__)
+        n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
         return cls(tokens, off, vocab, n_words, n_oov, source)
 
     @classmethod
@@ -275,16 +259,58 @@ def load_training_corpus(
 ) -> Corpus:
     """Read a training text once (so ``-`` for stdin works): vocabulary from
     ``vocab_path`` if given, else from the text itself (words seen ``min_count``
-    times or more), then encode it."""
-    sents = [t for _, t in read_lines(path)]
+    times or more), then encode it.
+
+    Without a vocabulary file the text is encoded in the same single pass with
+    provisional ids (order of first appearance), then renumbered: only the distinct
+    words are kept as strings, never the text (on PTB train this saves ~70 MB).
+    """
     if vocab_path is not None:
         vocab = Vocabulary.from_file(vocab_path, unk=unk)
-    else:
-        counts: Counter = Counter()
-        for t in sents:
-            counts.update(_strip_markers(t))
-        vocab = Vocabulary.from_counts(counts, min_count=min_count, unk=unk)
-    return Corpus.from_sentences(sents, vocab, source=str(path))
+        return Corpus.from_text(path, vocab)
+    first = _FirstSeenIds({w: i for i, w in enumerate(_SPECIALS)})
+    prov, off, n_words = _encode((t for _, t in read_lines(path)), first.__getitem__)
+    words = list(first)
+    counts = np.bincount(prov, minlength=len(words))
+    counter = Counter({w: int(c) for w, c in zip(words, counts) if c > 0 and w not in (BOS, EOS)})
+    vocab = Vocabulary.from_counts(counter, min_count=min_count, unk=unk)
+    # provisional id -> final id (words dropped by min_count become <unk>)
+    index = vocab.index
+    remap = np.fromiter((index.get(w, UNK_ID) for w in words), dtype=np.int32, count=len(words))
+    return Corpus(remap[prov], off, vocab, n_words, 0, source=str(path))
+
+
+class _UnknownIsUnk(dict):
+    """word -> id, ``UNK_ID`` for a word not in the map (``__getitem__`` for ``map``)."""
+
+    def __missing__(self, word: str) -> int:
+        return UNK_ID
+
+
+class _FirstSeenIds(dict):
+    """word -> id, a new word getting the next id (``__getitem__`` for ``map``)."""
+
+    def __missing__(self, word: str) -> int:
+        i = self[word] = len(self)
+        return i
+
+
+def _encode(sentences: Iterable[list[str]], lookup) -> tuple[np.ndarray, np.ndarray, int]:
+    """``<s> ids </s>`` of every sentence (``lookup``: word -> id), concatenated.
+
+    Returns tokens int32 (n_tokens,), offsets int64 (n_sent + 1,), number of words.
+    """
+    ids = array("i")
+    offsets = array("q", [0])
+    n_words = 0
+    for toks in sentences:
+        toks = _strip_markers(toks)
+        ids.append(BOS_ID)
+        ids.extend(map(lookup, toks))
+        ids.append(EOS_ID)
+        n_words += len(toks)
+        offsets.append(len(ids))
+    return np.frombuffer(ids, dtype=np.int32).copy(), np.frombuffer(offsets, dtype=np.int64).copy(), n_words
 
 
 def write_text(corpus: Corpus, fh: io.TextIOBase) -> None:

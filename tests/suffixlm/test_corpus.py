@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from corpora import sample_path
 from suffixlm.corpus import (
@@ -108,3 +110,28 @@ def test_ptb_counts(shared):
     assert c.n_sentences == 4730
     assert c.n_words == 99993
     assert c.vocab.has_unk
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "dd", "<unk>", "<s>", "</s>", "é"]), max_size=6),
+                min_size=1, max_size=12),
+       st.integers(1, 3), st.booleans())
+def test_one_pass_training_read_equals_vocabulary_then_encoding(tmp_path_factory, sents, min_count, unk):
+    """load_training_corpus (one pass, provisional ids) == Vocabulary.from_text + Corpus.from_text."""
+    if not any(sents):
+        return
+    path = tmp_path_factory.mktemp("c") / "t.txt"
+    path.write_text("".join(" ".join(s) + "\n" for s in sents), encoding="utf-8")
+    try:
+        vocab = Vocabulary.from_text(path, min_count=min_count, unk=unk)
+    except CorpusError:
+        with pytest.raises(CorpusError):
+            load_training_corpus(path, min_count=min_count, unk=unk)
+        return
+    ref = Corpus.from_text(path, vocab)
+    got = load_training_corpus(path, min_count=min_count, unk=unk)
+    assert got.vocab == ref.vocab
+    np.testing.assert_array_equal(got.tokens, ref.tokens)
+    np.testing.assert_array_equal(got.offsets, ref.offsets)
+    assert (got.n_words, got.n_oov) == (ref.n_words, ref.n_oov)
+    assert got.tokens.dtype == np.int32 and got.offsets.dtype == np.int64
