@@ -10,8 +10,11 @@ Documented behaviour on odd input:
   :class:`DataError` naming the file and line;
 - several blank lines in a row count as one separator; a file with no token line
   gives zero sequences (the training code refuses that with a clear error);
-- lines whose first column is ``-DOCSTART-`` are kept as ordinary tokens (as
-  Wapiti does); remove them beforehand if they are not wanted;
+- lines whose first column is ``-DOCSTART-`` (CoNLL article boundaries) are kept
+  as ordinary tokens by default (as Wapiti does); ``drop_docstart=True`` skips
+  them as if they were not in the file, so a ``-DOCSTART-`` line that opens a
+  sentence (CoNLL-2002 Dutch) leaves the rest of that sentence, and one that is a
+  block of its own (CoNLL-2003) leaves no empty sequence;
 - a label met at labelling/evaluation time that was not seen in training is kept
   as gold (it simply never matches a prediction, so it counts as an error).
 """
@@ -40,13 +43,15 @@ def open_text(path: str | Path, mode: str = "r") -> TextIO:
 
 
 def iter_sequences(
-    lines: Iterable[str], name: str = "<input>", n_columns: int | None = None, raw: list[str] | None = None
+    lines: Iterable[str], name: str = "<input>", n_columns: int | None = None, raw: list[str] | None = None,
+    drop_docstart: bool = False,
 ) -> Iterator[tuple[int, list[list[str]]]]:
     """Yield ``(first_line_number, rows)`` for each blank-line separated sequence.
 
     ``n_columns``: expected number of columns (None: fixed by the first row).
     ``raw``: if given, the text of each token line (without its line end) is
     appended to it, so callers can echo lines unchanged.
+    ``drop_docstart``: skip lines whose first column is ``-DOCSTART-``.
     Raises DataError on ragged rows or undecodable bytes.
     """
     rows: list[list[str]] = []
@@ -59,6 +64,8 @@ def iter_sequences(
                 if rows:
                     yield start, rows
                     rows = []
+                continue
+            if drop_docstart and cols[0] == "-DOCSTART-":
                 continue
             if n_columns is None:
                 n_columns = len(cols)
@@ -77,10 +84,11 @@ def iter_sequences(
         yield start, rows
 
 
-def read_sequences(path: str | Path, n_columns: int | None = None) -> list[list[list[str]]]:
+def read_sequences(path: str | Path, n_columns: int | None = None,
+                   drop_docstart: bool = False) -> list[list[list[str]]]:
     """All sequences of a column file (``-`` for stdin) as a list of row lists."""
     with open_text(path) as fh:
-        return [rows for _, rows in iter_sequences(fh, str(path), n_columns)]
+        return [rows for _, rows in iter_sequences(fh, str(path), n_columns, drop_docstart=drop_docstart)]
 
 
 def split_labels(sequences: list[list[list[str]]]) -> tuple[list[list[list[str]]], list[list[str]]]:

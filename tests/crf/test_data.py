@@ -35,3 +35,18 @@ def test_errors_and_edge_cases(tmp_path):
     p.write_text("x NN B\ny VB I\n\nz DT O\n", encoding="utf-8")
     X, y = split_labels(read_sequences(p))
     assert X == [[["x", "NN"], ["y", "VB"]], [["z", "DT"]]] and y == [["B", "I"], ["O"]]
+
+
+def test_drop_docstart(tmp_path):
+    p = tmp_path / "ned.txt"
+    # CoNLL-2002 Dutch: -DOCSTART- opens the article's first sentence;
+    # CoNLL-2003: a block of its own (and a different column count is no error once skipped)
+    p.write_text("-DOCSTART- -DOCSTART- O\nDe Art O\nMorgen N B-ORG\n\nHij Pron O\n\n"
+                 "-DOCSTART- -X- -X- O\n\n-DOCSTART- -DOCSTART- O\nZe Pron O\n", encoding="utf-8")
+    seqs = read_sequences(p, drop_docstart=True)
+    assert seqs == [[["De", "Art", "O"], ["Morgen", "N", "B-ORG"]], [["Hij", "Pron", "O"]],
+                    [["Ze", "Pron", "O"]]]
+    with open(p, encoding="utf-8") as fh:
+        assert [start for start, _ in iter_sequences(fh, drop_docstart=True)] == [2, 5, 10]
+    with pytest.raises(DataError, match="ned.txt:7: expected 3 columns, found 4"):
+        read_sequences(p)  # kept by default, as Wapiti does
