@@ -51,16 +51,21 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def worker_ours(args) -> dict:
+def warm_up(args, X, y, Xt) -> dict:
+    """Load/compile the numba kernels only."""
     from crf import CRF
 
-    X, y, Xt, yt = _data(Path(args.shared))
-    if args.warmup:  # load/compile the numba kernels only
-        CRF(patterns=str(args.patterns), max_iterations=2).fit(X[:50], y[:50]).predict(Xt[:5])
-        return {}
+    CRF(patterns=str(args.patterns), max_iterations=2).fit(X[:50], y[:50]).predict(Xt[:5])
+    return {}
+
+
+def fit_ours(args, X, y, Xt, yt, **params):
+    """Train CRF(**params) on (X, y), label Xt: ``(figures, model)``."""
+    from crf import CRF
+
     c0 = _cpu()
     t0 = time.perf_counter()
-    model = CRF(patterns=str(args.patterns), threads=args.threads)
+    model = CRF(patterns=str(args.patterns), threads=args.threads, **params)
     model.fit(X, y)
     train_s = time.perf_counter() - t0
     train_cpu = _cpu() - c0
@@ -75,7 +80,14 @@ def worker_ours(args) -> dict:
                active_features=model.n_active_features_, features=model.n_features_,
                stop_reason=model.stop_reason_, model_bytes=os.path.getsize(args.tmp_model),
                training_log=log)
-    return out
+    return out, model
+
+
+def worker_ours(args) -> dict:
+    X, y, Xt, yt = _data(Path(args.shared))
+    if args.warmup:
+        return warm_up(args, X, y, Xt)
+    return fit_ours(args, X, y, Xt, yt)[0]
 
 
 def _attributes(patterns, X):
@@ -93,13 +105,14 @@ def _attributes(patterns, X):
     return out
 
 
-def worker_crfsuite(args) -> dict:
+def fit_crfsuite(args, X, y, Xt, yt):
+    """Train CRFsuite on the attributes of our unigram patterns, label Xt:
+    ``(figures, label)`` where ``label(X)`` tags more sequences with the model."""
     import pycrfsuite
 
     from crf.patterns import read_patterns
 
     _, patterns = read_patterns(args.patterns)
-    X, y, Xt, yt = _data(Path(args.shared))
     t0 = time.perf_counter()
     A = _attributes(patterns, X)
     attr_s = time.perf_counter() - t0
@@ -124,13 +137,19 @@ def worker_crfsuite(args) -> dict:
                label_seconds=label_s, iterations=len(trainer.logparser.iterations),
                active_features=int(info.get("active_features", 0)),
                model_bytes=os.path.getsize(args.tmp_model))
-    return out
+    return out, lambda X_: [tagger.tag(a) for a in _attributes(patterns, X_)]
 
 
-def run_worker(kind: str, args) -> dict:
-    cmd = [sys.executable, __file__, "--worker", kind, "--shared", str(args.shared), "--patterns",
+def worker_crfsuite(args) -> dict:
+    return fit_crfsuite(args, *_data(Path(args.shared)))[0]
+
+
+def run_worker(kind: str, args, script: str = __file__, extra: list[str] | None = None) -> dict:
+    """Run ``script --worker kind`` in a fresh process (options from args, plus extra)."""
+    cmd = [sys.executable, script, "--worker", kind, "--shared", str(args.shared), "--patterns",
            str(args.patterns), "--crfsuite-iterations", str(args.crfsuite_iterations), "--c1", str(args.c1),
-           "--c2", str(args.c2), "--tmp-model", f"/tmp/bench_conll2000_{kind}_{os.getpid()}.model"]
+           "--c2", str(args.c2), "--tmp-model", f"/tmp/{Path(script).stem}_{kind}_{os.getpid()}.model"]
+    cmd += extra or []
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -151,71 +170,87 @@ def _worker_rss() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(ap, corpus: str, patterns: str, out: str, workers: list[str]) -> None:
+    """The options every CRF-vs-CRFsuite benchmark takes (workers: the --worker choices)."""
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--shared", default=None, help="folder with train.txt/test.txt (default ../shared/corpora/conll2000)")
-    ap.add_argument("--patterns", default=str(ROOT / "corpora" / "patterns" / "chunk.pat"))
+    ap.add_argument("--shared", default=None, help=f"corpus folder (default ../shared/corpora/{corpus})")
+    ap.add_argument("--patterns", default=str(ROOT / "corpora" / "patterns" / patterns))
     ap.add_argument("--crfsuite-iterations", type=int, default=50)
     ap.add_argument("--c1", type=float, default=1.0)
     ap.add_argument("--c2", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--worker", choices=["ours", "crfsuite"], default=None)
+    ap.add_argument("--worker", choices=workers, default=None)
     ap.add_argument("--tmp-model", default=None)
     ap.add_argument("--warmup", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "conll2000"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / out))
+
+
+def resolve_shared(args, corpus: str, skip: bool = False) -> None:
+    """Default --shared to ../shared/corpora/<corpus>; if absent, exit (status 0 with skip)."""
     if args.shared is None:
         from corpora import shared_path
 
-        p = shared_path("corpora", "conll2000")
+        p = shared_path("corpora", corpus)
         if p is None:
-            raise SystemExit("../shared/corpora/conll2000 not found; pass --shared")
+            msg = f"../shared/corpora/{corpus} not found; pass --shared"
+            if skip:
+                print(f"skipped: {msg}")
+                raise SystemExit(0)
+            raise SystemExit(msg)
         args.shared = p
-    if args.worker:
-        fn = worker_ours if args.worker == "ours" else worker_crfsuite
-        out = fn(args)
-        out["max_rss_mb"] = _worker_rss()
-        if os.path.exists(args.tmp_model):
-            os.unlink(args.tmp_model)
-        print(json.dumps(out))
-        return
 
-    # numba compiles (or loads from its cache) the kernels once per machine: not timed
+
+def worker_main(args, fn) -> None:
+    """Worker process: run fn(args), print its figures as one JSON line."""
+    out = fn(args)
+    out["max_rss_mb"] = _worker_rss()
+    if os.path.exists(args.tmp_model):
+        os.unlink(args.tmp_model)
+    print(json.dumps(out))
+
+
+def warm_up_process(args, script: str = __file__) -> float:
+    """numba compiles (or loads from its cache) the kernels once per machine: not timed."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, __file__, "--worker", "ours", "--warmup", "--shared", str(args.shared),
-                    "--patterns", str(args.patterns), "--tmp-model", f"/tmp/bench_conll2000_warm_{os.getpid()}"],
+    subprocess.run([sys.executable, script, "--worker", "ours", "--warmup", "--shared", str(args.shared),
+                    "--patterns", str(args.patterns), "--tmp-model", f"/tmp/{Path(script).stem}_warm_{os.getpid()}"],
                    check=True, capture_output=True)
-    warmup_s = time.perf_counter() - t0
-    runs: dict[str, list[dict]] = {"ours": [], "crfsuite": []}
-    for r in range(args.runs):
-        for kind in ("ours", "crfsuite"):
-            res = run_worker(kind, args)
-            runs[kind].append(res)
-            print(f"run {r + 1} {kind}: F1 {res['f1']:.2f} acc {res['token_accuracy']:.2f} "
-                  f"train {res['train_seconds']:.1f}s iters {res['iterations']} active {res['active_features']} "
-                  f"label {res['label_seconds']:.2f}s rss {res['max_rss_mb']:.0f} MB", flush=True)
+    return time.perf_counter() - t0
 
+
+def print_run(r: int, kind: str, res: dict) -> None:
+    print(f"run {r + 1} {kind}: F1 {res['f1']:.2f} acc {res['token_accuracy']:.2f} "
+          f"train {res['train_seconds']:.1f}s iters {res['iterations']} active {res['active_features']} "
+          f"label {res['label_seconds']:.2f}s rss {res['max_rss_mb']:.0f} MB", flush=True)
+
+
+SUMMARY_KEYS = ["f1", "precision", "recall", "token_accuracy", "train_seconds", "train_cpu_seconds",
+                "label_seconds", "max_rss_mb", "active_features", "iterations", "model_bytes"]
+
+
+def summarise(runs: dict, n_test_tokens: int, ours: str = "ours", keys: list[str] = SUMMARY_KEYS):
+    """Medians per system and the ratios of system ``ours`` to CRFsuite: ``(summary, ratios)``."""
     def med(kind, key):
         return statistics.median(r[key] for r in runs[kind])
 
-    n_test_tokens = 47377
-    keys = ["f1", "precision", "recall", "token_accuracy", "train_seconds", "train_cpu_seconds",
-            "label_seconds", "max_rss_mb",
-            "active_features", "iterations", "model_bytes"]
     summary = {k: {key: med(k, key) for key in keys} for k in runs}
     summary["crfsuite"]["train_with_attributes_seconds"] = med("crfsuite", "train_with_attributes_seconds")
     for k in runs:
         summary[k]["label_tokens_per_second"] = n_test_tokens / summary[k]["label_seconds"]
+    o, c = summary[ours], summary["crfsuite"]
     ratios = {
-        "f1_difference": summary["ours"]["f1"] - summary["crfsuite"]["f1"],
-        "train_time_ratio": summary["ours"]["train_seconds"] / summary["crfsuite"]["train_seconds"],
-        "train_cpu_ratio": summary["ours"]["train_cpu_seconds"] / summary["crfsuite"]["train_cpu_seconds"],
-        "train_time_ratio_vs_crfsuite_with_attributes":
-            summary["ours"]["train_seconds"] / summary["crfsuite"]["train_with_attributes_seconds"],
-        "label_time_ratio": summary["ours"]["label_seconds"] / summary["crfsuite"]["label_seconds"],
-        "memory_ratio": summary["ours"]["max_rss_mb"] / summary["crfsuite"]["max_rss_mb"],
+        "f1_difference": o["f1"] - c["f1"],
+        "train_time_ratio": o["train_seconds"] / c["train_seconds"],
+        "train_cpu_ratio": o["train_cpu_seconds"] / c["train_cpu_seconds"],
+        "train_time_ratio_vs_crfsuite_with_attributes": o["train_seconds"] / c["train_with_attributes_seconds"],
+        "label_time_ratio": o["label_seconds"] / c["label_seconds"],
+        "memory_ratio": o["max_rss_mb"] / c["max_rss_mb"],
     }
+    return summary, ratios
+
+
+def provenance(benchmark: str) -> dict:
+    """Benchmark name, exact command, date, commit (-dirty if crf/ or scripts/ changed), machine."""
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
@@ -223,28 +258,23 @@ def main() -> None:
                                     capture_output=True, text=True).stdout.strip())
     except OSError:
         commit, dirty = "unknown", False
-    import pycrfsuite
     import numba
 
-    report = {
-        "benchmark": "CoNLL-2000 chunking, train.txt -> test.txt",
-        "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] + sys.argv[1:]),
+    return {
+        "benchmark": benchmark,
+        "command": "python " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": commit + ("-dirty" if dirty else ""),
         "machine": {"platform": platform.platform(), "processor": platform.processor(),
                     "cpu_count": os.cpu_count(), "python": platform.python_version(),
                     "numba": numba.__version__, "numba_threads": numba.config.NUMBA_NUM_THREADS,
                     "load_average_at_end": os.getloadavg()},
-        "patterns": os.path.relpath(args.patterns, ROOT),
-        "settings": {"ours": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, stop when the objective improves by < 2 % over 5 iterations",
-                     "crfsuite": f"lbfgs c1={args.c1} c2={args.c2} max_iterations={args.crfsuite_iterations}, "
-                                 "feature.possible_transitions=True, same unigram attributes"},
-        "warmup_seconds_numba_compile_or_cache_load": warmup_s,
-        "runs": runs, "median": summary, "ratios": ratios,
     }
-    Path(args.out + ".json").write_text(json.dumps(report, indent=2) + "\n")
-    o, c = summary["ours"], summary["crfsuite"]
-    rows = [
+
+
+def comparison_rows(o: dict, c: dict, ratios: dict) -> list[tuple[str, str, str, str]]:
+    """Rows (what, ours, CRFsuite, ratio or difference) of the markdown table."""
+    return [
         ("F1 (conlleval)", f"{o['f1']:.2f}", f"{c['f1']:.2f}", f"{ratios['f1_difference']:+.2f}"),
         ("precision / recall", f"{o['precision']:.2f} / {o['recall']:.2f}", f"{c['precision']:.2f} / {c['recall']:.2f}", ""),
         ("token accuracy", f"{o['token_accuracy']:.2f}", f"{c['token_accuracy']:.2f}", ""),
@@ -261,26 +291,71 @@ def main() -> None:
         ("labelling speed (tokens/s)", f"{o['label_tokens_per_second']:,.0f}", f"{c['label_tokens_per_second']:,.0f}", ""),
         ("model file (bytes)", f"{o['model_bytes']:,.0f}", f"{c['model_bytes']:,.0f}", ""),
     ]
-    lines = [
-        "# CoNLL-2000 chunking: suffixlm CRF vs python-crfsuite",
+
+
+def header_lines(title: str, report: dict, runs: int) -> list[str]:
+    """Title, command, date/commit/machine/load and patterns lines of the markdown report."""
+    return [
+        f"# {title}",
         "",
         f"Command: `{report['command']}`  ",
         f"Date: {report['date']}, commit {report['git_commit']}, {report['machine']['platform']}, "
         f"{report['machine']['cpu_count']} CPUs (machine shared with other jobs; load average at the end "
         f"{report['machine']['load_average_at_end'][0]:.1f}).  ",
-        f"Patterns: `{report['patterns']}`. Medians of {args.runs} runs, each system in its own process.",
+        f"Patterns: `{report['patterns']}`. Medians of {runs} runs, each system in its own process.",
         "",
+    ]
+
+
+def timing_note(warmup_s: float) -> str:
+    return ("Train wall for ours includes feature extraction from the parsed columns; "
+            "CRFsuite's first train row is `Trainer.append` + `train` only, the second adds the Python "
+            "attribute generation (the same pattern expansion code). Ours uses 2 threads, CRFsuite 1 "
+            "(hence the CPU-time row). The numba kernels were compiled/loaded in an untimed warm-up "
+            f"process first ({warmup_s:.1f} s).")
+
+
+def crfsuite_setting(args) -> str:
+    return (f"lbfgs c1={args.c1} c2={args.c2} max_iterations={args.crfsuite_iterations}, "
+            "feature.possible_transitions=True, same unigram attributes")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(ap, "conll2000", "chunk.pat", "conll2000", ["ours", "crfsuite"])
+    args = ap.parse_args()
+    resolve_shared(args, "conll2000")
+    if args.worker:
+        worker_main(args, worker_ours if args.worker == "ours" else worker_crfsuite)
+        return
+
+    warmup_s = warm_up_process(args)
+    runs: dict[str, list[dict]] = {"ours": [], "crfsuite": []}
+    for r in range(args.runs):
+        for kind in ("ours", "crfsuite"):
+            res = run_worker(kind, args)
+            runs[kind].append(res)
+            print_run(r, kind, res)
+
+    summary, ratios = summarise(runs, n_test_tokens=47377)
+    report = provenance("CoNLL-2000 chunking, train.txt -> test.txt")
+    report.update({
+        "patterns": os.path.relpath(args.patterns, ROOT),
+        "settings": {"ours": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, stop when the objective improves by < 2 % over 5 iterations",
+                     "crfsuite": crfsuite_setting(args)},
+        "warmup_seconds_numba_compile_or_cache_load": warmup_s,
+        "runs": runs, "median": summary, "ratios": ratios,
+    })
+    Path(args.out + ".json").write_text(json.dumps(report, indent=2) + "\n")
+    rows = comparison_rows(summary["ours"], summary["crfsuite"], ratios)
+    lines = header_lines("CoNLL-2000 chunking: suffixlm CRF vs python-crfsuite", report, args.runs) + [
         f"- ours: {report['settings']['ours']}",
         f"- CRFsuite: {report['settings']['crfsuite']}",
         "",
         "| | suffixlm crf | CRFsuite | ratio / difference |",
         "|---|---|---|---|",
     ] + [f"| {a} | {b} | {c_} | {d} |" for a, b, c_, d in rows]
-    lines += ["", "Train wall for ours includes feature extraction from the parsed columns; "
-              "CRFsuite's first train row is `Trainer.append` + `train` only, the second adds the Python "
-              "attribute generation (the same pattern expansion code). Ours uses 2 threads, CRFsuite 1 "
-              "(hence the CPU-time row). The numba kernels were compiled/loaded in an untimed warm-up "
-              f"process first ({warmup_s:.1f} s)."]
+    lines += ["", timing_note(warmup_s)]
     Path(args.out + ".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
