@@ -12,6 +12,8 @@ import time
 import click
 import numpy as np
 
+from .model import ALGORITHMS, PENALTIES
+
 BATCH = 2000  # sequences labelled per batch (streaming)
 
 
@@ -21,37 +23,63 @@ def _fail(exc: Exception) -> click.ClickException:
 
 @click.group(name="crf")
 def command() -> None:
-    """Linear-chain CRFs (Wapiti-style patterns, OWL-QN / L-BFGS)."""
+    """Linear-chain CRFs (Wapiti-style patterns; OWL-QN, L-BFGS, SGD-l1, BCD, SAG, perceptron, FISTA)."""
 
 
 @command.command()
-@click.option("-p", "--patterns", "patterns", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Wapiti/CRF++ pattern file.")
-@click.option("-a", "--algorithm", type=click.Choice(["owlqn", "lbfgs"]), default="owlqn", show_default=True,
-              help="owlqn: l1/elastic net; lbfgs: l2 only.")
-@click.option("--rho1", type=float, default=None, help="l1 penalty (default 0.5 for owlqn, 0 for lbfgs).")
+@click.option("-p", "--patterns", "patterns", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Wapiti/CRF++ pattern file (repeatable: several files are concatenated, or are the "
+                   "rounds of --grow).")
+@click.option("-a", "--algorithm", type=click.Choice(ALGORITHMS), default=None,
+              help="owlqn (default): l1/elastic net; lbfgs, sag, sag-nus: l2 only; sgd-l1, bcd: l1/elastic net; "
+                   "perceptron: averaged perceptron; fista: proximal gradient (default with a tree --penalty).")
+@click.option("--penalty", type=click.Choice(PENALTIES), default="l1", show_default=True,
+              help="rho1 times: l1, or the l2-tree / linf-tree norm of the nested-window feature subtrees.")
+@click.option("--rho1", type=float, default=None,
+              help="Weight of the l1 or tree penalty (default 0.5; 0 for lbfgs, sag, sag-nus).")
 @click.option("--rho2", type=float, default=1e-4, show_default=True, help="l2 penalty (rho2/2 ||theta||^2).")
 @click.option("--devel", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Development file: progress and stopping use its (Viterbi) error.")
-@click.option("--maxiter", type=int, default=0, show_default=True, help="Maximum iterations (0: no limit).")
+@click.option("--maxiter", type=int, default=0, show_default=True,
+              help="Maximum iterations, or passes for sgd-l1, bcd, sag, perceptron (0: the solver's default).")
 @click.option("--stopeps", type=float, default=0.02, show_default=True,
               help="Stop when the objective improves by less than this fraction over the window "
                    "(or, with --devel, its token error varies by less than this many points).")
 @click.option("--stopwin", type=int, default=5, show_default=True, help="Window of the stopping rule (0: off).")
 @click.option("--history", type=int, default=5, show_default=True, help="L-BFGS memory.")
+@click.option("--grow", is_flag=True,
+              help="Incremental feature set (Lavergne et al. 5.4): one round per -p file, or, with one file, "
+                   "rounds by pattern depth (single windows first, then their refinements); a refinement "
+                   "enters only where the feature it refines is active.")
+@click.option("--init", "init_model", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Start from this model: train it further, growing it with the -p patterns if any.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Order of the stochastic solvers.")
 @click.option("--threads", type=int, default=None, help="Threads (default: all cores).")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False))
-def train(patterns, algorithm, rho1, rho2, devel, maxiter, stopeps, stopwin, history, threads, quiet,
-          train, model):
+def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, grow, init_model,
+          seed, threads, quiet, train, model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from .data import DataError, read_sequences, split_labels
-    from .model import CRF
+    from .model import CRF, ModelError
     from .patterns import PatternError
 
+    if not patterns and not init_model:
+        raise click.UsageError("give a pattern file (-p) or a model to start from (--init)")
+    if algorithm is None:
+        algorithm = "owlqn" if penalty == "l1" else "fista"
     t0 = time.perf_counter()
     try:
+        settings = dict(algorithm=algorithm, penalty=penalty, rho1=rho1, rho2=rho2,
+                        max_iterations=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
+                        seed=seed, threads=threads, verbose=not quiet)
+        if init_model:
+            crf = CRF.load(init_model)
+            crf.set_params(**settings)
+        else:
+            crf = CRF(patterns=patterns[0] if len(patterns) == 1 else _concatenated(patterns), **settings)
+        crf._rho1()  # a bad combination fails before the data is read
         seqs = read_sequences(train)
         if not seqs:
             raise DataError(f"{train}: no sequence found (empty file?)")
@@ -62,16 +90,32 @@ def train(patterns, algorithm, rho1, rho2, devel, maxiter, stopeps, stopwin, his
             if not dseqs:
                 raise DataError(f"{devel}: no sequence found (empty file?)")
             Xd, yd = split_labels(dseqs)
-        crf = CRF(patterns=patterns, algorithm=algorithm, rho1=rho1, rho2=rho2,
-                  max_iterations=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
-                  threads=threads, verbose=not quiet)
-        crf.fit(X, y, Xd, yd)
+        if init_model:
+            rounds = list(patterns) if grow or patterns else [[]]
+            if not grow and len(rounds) > 1:
+                rounds = [_concatenated(patterns)]
+            crf.grow(X, y, rounds, Xd, yd)
+        elif grow:
+            crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
+        else:
+            crf.fit(X, y, Xd, yd)
         crf.save(model)
-    except (DataError, PatternError, ValueError) as exc:
+    except (DataError, PatternError, ModelError, ValueError) as exc:
         raise _fail(exc) from None
+    except OSError as exc:
+        raise click.ClickException(f"{model}: cannot write the model: {exc}") from None
     if not quiet:
         click.echo(f"* {crf.n_active_features_} active features of {crf.n_features_}; "
                    f"model written to {model} ({time.perf_counter() - t0:.2f}s)", err=True)
+
+
+def _concatenated(paths) -> list[str]:
+    """The lines of several pattern files, in order."""
+    lines: list[str] = []
+    for p in paths:
+        with open(p, encoding="utf-8") as fh:
+            lines.extend(fh.read().splitlines())
+    return lines
 
 
 def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):

@@ -31,7 +31,12 @@ import numpy as np
 from .features import EncodedCorpus, FeatureSpace
 from .patterns import Pattern, parse_patterns, read_patterns
 
-__all__ = ["CRF", "ModelError", "FORMAT_VERSION"]
+__all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
+
+ALGORITHMS = ("owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "sag-nus", "perceptron", "fista")
+PENALTIES = ("l1", "l2-tree", "linf-tree")
+_L2_ONLY = ("lbfgs", "sag", "sag-nus")
+SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
 
 FORMAT_NAME = "suffixlm-crf"
 FORMAT_VERSION = 1
@@ -62,6 +67,13 @@ def _check_sequences(X, y=None, name="X"):
     return n_cols
 
 
+def _patterns_of(spec) -> list[Pattern]:
+    """Patterns of a pattern file path or of a list of pattern lines."""
+    if isinstance(spec, (list, tuple)):
+        return parse_patterns("\n".join(spec) + "\n") if spec else []
+    return read_patterns(spec)[1]
+
+
 def _digest(arrays) -> str:
     h = hashlib.sha256()
     for a in arrays:
@@ -75,10 +87,25 @@ class CRF:
     Parameters
     ----------
     patterns : path of a Wapiti/CRF++ pattern file, or a list of pattern lines.
-    algorithm : ``"owlqn"`` (l1 / elastic net, default) or ``"lbfgs"`` (l2 only).
-    rho1, rho2 : penalty rho1 |theta|_1 + rho2/2 ||theta||^2 (rho1 defaults to 0.5
-        for owlqn and must be 0 for lbfgs).
-    max_iterations : cap on optimiser iterations (None: no cap).
+    algorithm : one of :data:`ALGORITHMS`:
+
+        ``"owlqn"``      OWL-QN, l1 / elastic net (default; Andrew & Gao 2007);
+        ``"lbfgs"``      L-BFGS, l2 only;
+        ``"sgd-l1"``     SGD with the cumulative l1 penalty (Tsuruoka et al. 2009);
+        ``"bcd"``        block coordinate descent, one block per observation (Sokolovska et al.);
+        ``"sag"``, ``"sag-nus"``  SAG / SAG-NUS* (Schmidt et al.), l2 only;
+        ``"perceptron"`` averaged perceptron (Collins 2002), no penalty;
+        ``"fista"``      proximal gradient (FISTA) for ``penalty`` l1, l2-tree or linf-tree.
+    penalty : ``"l1"`` (default: rho1 |theta|_1) or a tree penalty ``"l2-tree"`` /
+        ``"linf-tree"`` (rho1 * sum of the norms of the nested-window feature
+        subtrees, :mod:`crf.train.proximal`; needs ``algorithm="fista"``).
+    rho1, rho2 : penalty rho1 * Omega(theta) + rho2/2 ||theta||^2.  rho1 defaults to
+        0.5 for owlqn, sgd-l1, bcd and fista and must be 0 for lbfgs, sag, sag-nus
+        (l2 only); the perceptron has no penalty.
+    max_iterations : cap on optimiser iterations, or passes over the data for the
+        stochastic and coordinate solvers (None: no cap for owlqn / lbfgs; 50 passes
+        for sgd-l1 and sag, 20 for bcd, 10 for the perceptron, 500 for fista).
+    seed : random order of the stochastic solvers.
     stopeps, stopwin : stopping window.  Stop when the objective decreased by less
         than ``stopeps`` (relative: 0.02 = 2 %) over the last ``stopwin``
         iterations; with a development set, stop also when its token error varied
@@ -96,9 +123,11 @@ class CRF:
     def __init__(self, patterns: str | os.PathLike | list[str] | None = None, algorithm: str = "owlqn",
                  rho1: float | None = None, rho2: float = 1e-4, max_iterations: int | None = None,
                  stopeps: float = 0.02, stopwin: int = 5, history: int = 5, threads: int | None = None,
-                 recursion: str = "auto", verbose: bool = False):
+                 recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0):
         self.patterns = patterns
         self.algorithm = algorithm
+        self.penalty = penalty
+        self.seed = seed
         self.rho1 = rho1
         self.rho2 = rho2
         self.max_iterations = max_iterations
@@ -108,6 +137,17 @@ class CRF:
         self.threads = threads
         self.recursion = recursion
         self.verbose = verbose
+
+    def set_params(self, **params) -> "CRF":
+        """Set constructor parameters (as scikit-learn's ``set_params``), e.g. on a loaded model."""
+        import inspect
+
+        names = set(inspect.signature(type(self).__init__).parameters) - {"self"}
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"unknown parameter {k!r}")
+            setattr(self, k, v)
+        return self
 
     # ------------------------------------------------------------------ helpers
     def _pattern_text(self) -> tuple[str, list[Pattern]]:
@@ -119,11 +159,26 @@ class CRF:
         return read_patterns(self.patterns)
 
     def _rho1(self) -> float:
-        if self.algorithm not in ("owlqn", "lbfgs"):
-            raise ValueError(f"algorithm must be 'owlqn' or 'lbfgs', not {self.algorithm!r}")
-        if self.algorithm == "lbfgs":
+        """rho1 after checking the algorithm / penalty combination (ValueError if invalid)."""
+        a = self.algorithm
+        if a not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {a!r}")
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"penalty must be one of {', '.join(PENALTIES)}, not {self.penalty!r}")
+        if self.penalty != "l1" and a != "fista":
+            raise ValueError(f"penalty {self.penalty!r} needs algorithm 'fista' (the proximal solver)")
+        if self.rho2 < 0 or (self.rho1 is not None and self.rho1 < 0):
+            raise ValueError("rho1 and rho2 must be >= 0")
+        if a in _L2_ONLY:
             if self.rho1:
-                raise ValueError("algorithm 'lbfgs' is for the l2 penalty only (rho1 = 0); use 'owlqn' for l1")
+                raise ValueError(f"algorithm {a!r} is for the l2 penalty only (rho1 = 0); "
+                                 "use 'owlqn', 'sgd-l1', 'bcd' or 'fista' for l1")
+            if a in ("sag", "sag-nus") and self.rho2 <= 0:
+                raise ValueError(f"algorithm {a!r} needs rho2 > 0")
+            return 0.0
+        if a == "perceptron":
+            if self.rho1:
+                raise ValueError("the perceptron has no penalty (rho1 = 0)")
             return 0.0
         return 0.5 if self.rho1 is None else float(self.rho1)
 
@@ -143,12 +198,7 @@ class CRF:
             print(msg, file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, y, X_dev=None, y_dev=None) -> "CRF":
-        """Train on sequences X (lists of token rows = lists of column strings) and labels y."""
-        from .inference import Objective, viterbi
-        from .train import owlqn
-
-        rho1 = self._rho1()
+    def _check_fit_input(self, X, y, X_dev, y_dev) -> None:
         if len(X) == 0:
             raise ValueError("no training sequence")
         _check_sequences(X, y)
@@ -156,6 +206,11 @@ class CRF:
             if y_dev is None:
                 raise ValueError("X_dev needs its labels y_dev")
             _check_sequences(X_dev, y_dev, "X_dev")
+
+    def fit(self, X, y, X_dev=None, y_dev=None) -> "CRF":
+        """Train on sequences X (lists of token rows = lists of column strings) and labels y."""
+        self._rho1()
+        self._check_fit_input(X, y, X_dev, y_dev)
         text, patterns = self._pattern_text()
         n_threads = self._set_threads()
         t_start = time.perf_counter()
@@ -164,10 +219,84 @@ class CRF:
         self._log(f"* {len(X)} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
-        objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
+        log: list[dict[str, Any]] = []
+        result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log)
+        self._log(f"* stopped after {result.iterations} iterations ({result.reason}), "
+                  f"{time.perf_counter() - t_start:.2f}s")
+        self._set_fitted(space, result, log, text)
+        return self
+
+    def grow(self, X, y, rounds=None, X_dev=None, y_dev=None) -> "CRF":
+        """Incremental structured feature sets (Lavergne et al. 2010, section 5.4).
+
+        ``rounds``: a list of rounds, each a pattern file path or a list of pattern
+        lines; None splits ``patterns`` by :func:`crf.train.proximal.rounds_by_depth`
+        (round r: the patterns r refinements away from a pattern with no parent).
+        Round r trains on the patterns of rounds 0..r; an observation of a new pattern
+        that refines a pattern of an earlier round enters only where the observation it
+        refines is active (non-zero) in the previous round's model.  Each round starts
+        from the previous weights.  A fitted (e.g. loaded) model is the model before
+        round 0: it grows with the new patterns and is trained further.
+        ``growth_log_`` lists one :class:`crf.train.proximal.GrowthRound` per round.
+        """
+        from .train.proximal import grow, rounds_by_depth
+
+        self._rho1()
+        self._check_fit_input(X, y, X_dev, y_dev)
+        if rounds is None:
+            round_patterns = rounds_by_depth(self._pattern_text()[1])
+        else:
+            round_patterns = [_patterns_of(r) for r in rounds]
+        init = (self.space_, self.theta_) if hasattr(self, "theta_") else None
+        if not round_patterns or (init is None and not any(round_patterns)):
+            raise ValueError("grow needs at least one round of patterns")
+        if init is not None and X and X[0] and len(X[0][0]) != init[0].n_columns:
+            raise ValueError(f"the model has {init[0].n_columns} observation column(s), "
+                             f"the training data {len(X[0][0])}")
+        n_threads = self._set_threads()
+        t_start = time.perf_counter()
+        log: list[dict[str, Any]] = []
+        last: dict[str, Any] = {}
+
+        def train_round(space, data, x0):
+            dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
+            self._log(f"* round {len(last.get('rounds', []))}: training {space.n_params} features")
+            res = self._train(space, data, dev, x0, n_threads, log)
+            last["result"] = res
+            return res
+
+        def on_round(g):
+            last.setdefault("rounds", []).append(g)
+            self._log(f"* round {g.round}: {g.n_patterns} patterns, {g.n_features} of {g.n_candidates} "
+                      f"candidate features, {g.active} active, {g.seconds:.2f}s ({g.reason})")
+
+        space, theta, growth = grow(X, y, round_patterns, train_round, init=init, callback=on_round)
+        self._log(f"* {len(growth)} rounds, {time.perf_counter() - t_start:.2f}s")
+        text = "".join(p.text + "\n" for p in space.patterns)
+        self._set_fitted(space, last["result"], log, text)
+        self.growth_log_ = growth
+        return self
+
+    def _set_fitted(self, space, result, log, pattern_text) -> None:
+        self.n_features_ = space.n_params
+        self.space_, self.theta_ = space.compact(result.x)
+        self.n_active_features_ = int(np.count_nonzero(self.theta_))
+        self.training_log_ = log
+        self.stop_reason_ = result.reason
+        self.pattern_text_ = pattern_text
+
+    def _train(self, space, train, dev, x0, n_threads, log):
+        """Run the solver of ``self.algorithm`` from x0; progress lines and the stopping rule
+        (objective window, or development error window) are the same for every solver."""
+        from .inference import Objective, viterbi
+
+        a = self.algorithm
+        rho1 = self._rho1()
         errors: list[float] = []
         objectives: list[float] = []
-        log: list[dict[str, Any]] = []
+        objective = None
+        if a in ("owlqn", "lbfgs", "fista"):
+            objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
 
         def callback(info, theta):
             if dev is not None:
@@ -175,14 +304,16 @@ class CRF:
                 wrong = pred != dev.labels
                 te = 100.0 * wrong.mean()
                 se = 100.0 * (np.add.reduceat(wrong, dev.seq_offsets[:-1]) > 0).mean()
-            else:  # posterior-decoding error measured by the last gradient pass at theta
+            elif objective is not None:  # posterior-decoding error of the last gradient pass at theta
                 te, se = objective.last_errors
+            else:
+                te = se = float("nan")
             log.append({"iteration": info.iteration, "objective": info.objective, "active": info.active,
                         "token_error": te, "sequence_error": se, "seconds": info.seconds,
                         "evaluations": info.evaluations})
-            self._log(f"  [{info.iteration:4d}] obj={info.objective:<12.2f} act={info.active:<9d} "
-                      f"err={te:5.2f}%/{se:5.2f}% time={info.seconds:.2f}s"
-                      f"{' (dev)' if dev is not None else ''}")
+            err = "" if te != te else f" err={te:5.2f}%/{se:5.2f}%{' (dev)' if dev is not None else ''}"
+            self._log(f"  [{info.iteration:4d}] obj={info.objective:<12.2f} act={info.active:<9d}"
+                      f"{err} time={info.seconds:.2f}s")
             errors.append(te)
             objectives.append(info.objective)
             w = self.stopwin
@@ -196,18 +327,35 @@ class CRF:
                     return True
             return False
 
-        result = owlqn(objective.value_and_gradient_parts, np.zeros(space.n_params), rho1=rho1, rho2=self.rho2,
-                       history=self.history, max_iterations=self.max_iterations, callback=callback)
-        del objective
-        self._log(f"* stopped after {result.iterations} iterations ({result.reason}), "
-                  f"{time.perf_counter() - t_start:.2f}s")
-        self.n_features_ = space.n_params
-        self.space_, self.theta_ = space.compact(result.x)
-        self.n_active_features_ = int(np.count_nonzero(self.theta_))
-        self.training_log_ = log
-        self.stop_reason_ = result.reason
-        self.pattern_text_ = text
-        return self
+        cap = self.max_iterations
+        if a in ("owlqn", "lbfgs"):
+            from .train import owlqn
+
+            return owlqn(objective.value_and_gradient_parts, x0, rho1=rho1, rho2=self.rho2,
+                         history=self.history, max_iterations=cap, callback=callback)
+        if a == "fista":
+            from .train.proximal import feature_forest, fista
+
+            return fista(objective.value_and_gradient, x0, feature_forest(space, train), self.penalty,
+                         kappa=rho1, rho2=self.rho2, max_iterations=cap or 500, callback=callback)
+        if a == "sgd-l1":
+            from .train.sgd_l1 import sgd_l1
+
+            return sgd_l1(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_epochs=cap or 50,
+                          eta0=SGD_ETA0, seed=self.seed, callback=callback)
+        if a == "bcd":
+            from .train.bcd import bcd
+
+            return bcd(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_passes=cap or 20, seed=self.seed,
+                       callback=callback)
+        if a in ("sag", "sag-nus"):
+            from .train.sag import sag
+
+            return sag(space, train, rho2=self.rho2, x0=x0, nus=a == "sag-nus", max_passes=cap or 50,
+                       seed=self.seed, callback=callback)
+        from .train.perceptron import averaged_perceptron
+
+        return averaged_perceptron(space, train, max_epochs=cap or 10, x0=x0, seed=self.seed, callback=callback)
 
     # ------------------------------------------------------------------ prediction
     @property
@@ -277,9 +425,9 @@ class CRF:
         meta = {
             "format": FORMAT_NAME, "version": FORMAT_VERSION, "labels": sp.labels,
             "patterns": self.pattern_text_, "n_columns": sp.n_columns,
-            "params": {"algorithm": self.algorithm, "rho1": self._rho1(), "rho2": self.rho2,
-                       "max_iterations": self.max_iterations, "stopeps": self.stopeps,
-                       "stopwin": self.stopwin, "history": self.history},
+            "params": {"algorithm": self.algorithm, "penalty": self.penalty, "rho1": self._rho1(),
+                       "rho2": self.rho2, "max_iterations": self.max_iterations, "stopeps": self.stopeps,
+                       "stopwin": self.stopwin, "history": self.history, "seed": self.seed},
             "n_features": int(self.n_features_),
             "sha256": _digest(arrays.values()),
         }
@@ -324,11 +472,15 @@ class CRF:
         blob = data["obs_blob"].tobytes()
         off = data["obs_offsets"]
         observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
-        params = meta["params"]
-        model = cls(patterns=None, algorithm=params["algorithm"],
-                    rho1=params["rho1"] if params["algorithm"] == "owlqn" else None, rho2=params["rho2"],
-                    max_iterations=params["max_iterations"], stopeps=params["stopeps"],
-                    stopwin=params["stopwin"], history=params["history"])
+        try:
+            params = meta["params"]
+            model = cls(patterns=None, algorithm=params["algorithm"], penalty=params.get("penalty", "l1"),
+                        rho1=params["rho1"], rho2=params["rho2"],
+                        max_iterations=params["max_iterations"], stopeps=params["stopeps"],
+                        stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0))
+            model._rho1()
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"{path}: bad training parameters in the model metadata ({exc})") from None
         patterns = parse_patterns(meta["patterns"], f"{path}:patterns")
         space = FeatureSpace(patterns, observations, data["kinds"], meta["labels"], meta["n_columns"])
         if space.n_params != data["theta"].shape[0]:

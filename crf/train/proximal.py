@@ -39,7 +39,7 @@ import numpy as np
 
 from .owlqn import IterationInfo, OptimizeResult
 
-__all__ = ["pattern_parents", "feature_forest", "fista", "grow", "GrowthRound", "TREE_PENALTIES"]
+__all__ = ["pattern_parents", "rounds_by_depth", "feature_forest", "fista", "grow", "GrowthRound", "TREE_PENALTIES"]
 
 TREE_PENALTIES = ("l2-tree", "linf-tree", "l1")
 
@@ -64,6 +64,20 @@ def pattern_parents(patterns) -> list[int]:
                         key_best, best = key, k
         out.append(best)
     return out
+
+
+def rounds_by_depth(patterns) -> list[list]:
+    """The default growth schedule: round r holds the patterns at depth r of the
+    pattern forest (:func:`pattern_parents`): round 0 the patterns that refine no
+    other (e.g. single letters, and ``B``), round 1 their direct refinements, ..."""
+    parents = pattern_parents(patterns)
+    depth = [0] * len(patterns)
+    for i in range(len(patterns)):
+        d, j = 0, parents[i]
+        while j >= 0:
+            d, j = d + 1, parents[j]
+        depth[i] = d
+    return [[p for p, d in zip(patterns, depth) if d == r] for r in range(max(depth, default=-1) + 1)]
 
 
 def feature_forest(space, data) -> np.ndarray:
