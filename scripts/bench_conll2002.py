@@ -12,13 +12,15 @@ Hence 202,644 / 37,687 / 68,875 tokens, as in the shared task's figures.
 Both systems see the same attributes: the observation strings of the unigram
 patterns of corpora/patterns/ner.pat (ours also uses its ``B`` label bigram
 pattern; CRFsuite always has its label transitions).  Our solvers (``--solvers``,
-default OWL-QN with CRF()'s defaults and L-BFGS with an l2 penalty) are all
-trained; the one with the best median development F1 (ned.testa) is the one set
-beside CRFsuite in the table.  Every system runs in a fresh subprocess (so peak
+any of crf.model.ALGORITHMS; by default OWL-QN with CRF()'s defaults, L-BFGS and
+SAG with an l2 penalty (``--l2-rho2``), SGD-l1 and the averaged perceptron with
+their defaults; BCD and FISTA are slow here) are all trained; the one with the
+best median development F1 (ned.testa) is the one set beside CRFsuite in the
+table.  Every system runs in a fresh subprocess (so peak
 RSS is its own), each run is repeated, the tables give medians.  Shared code:
 scripts/bench_conll2000.py.
 
-    python scripts/bench_conll2002.py [--runs 3] [--solvers owlqn,lbfgs] [--lbfgs-rho2 1]
+    python scripts/bench_conll2002.py [--runs 3] [--solvers owlqn,lbfgs,sgd-l1,sag,perceptron] [--l2-rho2 1]
 
 Writes benchmarks/conll2002.json and benchmarks/conll2002.md.
 """
@@ -43,11 +45,25 @@ from bench_conll2000 import (  # noqa: E402
 
 FILES = ("ned.train", "ned.testa", "ned.testb")
 TYPES = ("PER", "ORG", "LOC", "MISC")
-SOLVERS = {
+L2_ONLY = ("lbfgs", "sag", "sag-nus")  # trained with rho2 = --l2-rho2 (CRF()'s 1e-4 is meant for l1)
+SETTINGS = {
     "owlqn": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, stop when the objective improves by "
              "< 2 % over 5 iterations",
     "lbfgs": "CRF(algorithm='lbfgs', rho2={rho2}): L-BFGS, l2 penalty only, same stopping rule",
 }
+
+
+def _setting(solver: str, rho2: float) -> str:
+    if solver in SETTINGS:
+        return SETTINGS[solver].format(rho2=rho2)
+    extra = f", rho2={rho2}" if solver in L2_ONLY else ""
+    return f"CRF(algorithm='{solver}'{extra}), other parameters CRF()'s defaults (crf.model.CRF)"
+
+
+def _params(solver: str, rho2: float) -> dict:
+    if solver == "owlqn":
+        return {}
+    return {"algorithm": solver, **({"rho2": rho2} if solver in L2_ONLY else {})}
 
 
 def _data(shared: Path):
@@ -71,8 +87,7 @@ def worker_ours(args) -> dict:
     X, y, Xd, yd, Xt, yt = _data(Path(args.shared))
     if args.warmup:
         return warm_up(args, X, y, Xt)
-    params = {"algorithm": "lbfgs", "rho2": args.lbfgs_rho2} if args.algorithm == "lbfgs" else {}
-    out, model = fit_ours(args, X, y, Xt, yt, **params)
+    out, model = fit_ours(args, X, y, Xt, yt, **_params(args.algorithm, args.l2_rho2))
     # outside the timings: development F1 and per-type test F1
     out.update(dev_f1=_scores(yd, model.predict(Xd))["f1"], f1_by_type=_by_type(yt, model.predict(Xt)),
                test_tokens=sum(map(len, Xt)))
@@ -90,19 +105,22 @@ def worker_crfsuite(args) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap, "conll2002", "ner.pat", "conll2002", ["ours", "crfsuite"])
-    ap.add_argument("--solvers", default="owlqn,lbfgs",
+    ap.add_argument("--solvers", default="owlqn,lbfgs,sgd-l1,sag,perceptron",
                     help="our solvers to train, comma-separated (best by development F1 is compared)")
-    ap.add_argument("--lbfgs-rho2", type=float, default=1.0, help="l2 penalty of the lbfgs solver")
-    ap.add_argument("--algorithm", choices=sorted(SOLVERS), default="owlqn", help=argparse.SUPPRESS)
+    ap.add_argument("--l2-rho2", type=float, default=1.0, help="l2 penalty of the l2-only solvers "
+                    f"({', '.join(L2_ONLY)})")
+    ap.add_argument("--algorithm", default="owlqn", help=argparse.SUPPRESS)
     args = ap.parse_args()
     resolve_shared(args, "conll2002", skip=True)
     if args.worker:
         worker_main(args, worker_ours if args.worker == "ours" else worker_crfsuite)
         return
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    bad = [s for s in solvers if s not in SOLVERS]
+    from crf.model import ALGORITHMS
+
+    bad = [s for s in solvers if s not in ALGORITHMS]
     if bad or not solvers:
-        raise SystemExit(f"--solvers: expected some of {', '.join(SOLVERS)}, got {args.solvers!r}")
+        raise SystemExit(f"--solvers: expected some of {', '.join(ALGORITHMS)}, got {args.solvers!r}")
     try:
         import pycrfsuite  # noqa: F401
     except ImportError:
@@ -117,7 +135,7 @@ def main() -> None:
             if kind == "crfsuite":
                 res = run_worker("crfsuite", args, __file__)
             else:
-                res = run_worker("ours", args, __file__, ["--algorithm", kind, "--lbfgs-rho2", str(args.lbfgs_rho2)])
+                res = run_worker("ours", args, __file__, ["--algorithm", kind, "--l2-rho2", str(args.l2_rho2)])
             runs[kind].append(res)
             print_run(r, kind, res)
             print(f"      dev F1 {res['dev_f1']:.2f}", flush=True)
@@ -128,7 +146,7 @@ def main() -> None:
     for kind in runs:
         summary[kind]["f1_by_type"] = {t: statistics.median(x["f1_by_type"][t] for x in runs[kind])
                                        for t in TYPES}
-    settings = {s: SOLVERS[s].format(rho2=args.lbfgs_rho2) for s in solvers}
+    settings = {s: _setting(s, args.l2_rho2) for s in solvers}
     settings["crfsuite"] = crfsuite_setting(args)
     report = provenance("CoNLL-2002 Dutch NER, ned.train -> ned.testb (development ned.testa)")
     report["machine"]["load_average_at_start"] = load_at_start
