@@ -22,14 +22,12 @@ def sample_path(name: str) -> Path:
 
 
 def shared_root() -> Path | None:
-    """The ``shared/`` folder beside the project checkout, or ``$SUFFIXLM_SHARED``; None if absent."""
+    """``$SUFFIXLM_SHARED`` when set (a path without ``corpora/`` gives None, so setting it
+    to nowhere runs the suite as on a machine without the data), else the ``shared/``
+    folder beside the project checkout; None if absent."""
     env = os.environ.get("SUFFIXLM_SHARED")
-    candidates = [Path(env)] if env else []
-    candidates.append(_HERE.parent.parent / "shared")
-    for c in candidates:
-        if (c / "corpora").is_dir():
-            return c
-    return None
+    c = Path(env) if env else _HERE.parent.parent / "shared"
+    return c if (c / "corpora").is_dir() else None
 
 
 def shared_path(*parts: str) -> Path | None:
