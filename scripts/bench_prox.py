@@ -400,6 +400,11 @@ def markdown(meta, rows) -> str:
                      f"{t('spams')} | {ratio('pivot')} | {ratio('spams')} |")
     lines += ["", "— : not run (SPAMS not installed, or skipped because the predicted time "
               "exceeded the budget).", ""]
+    add = meta.get("addendum")
+    if add:  # cells measured in a separate, longer run and merged into the JSON
+        lines += [f"Addendum ({add['rows']}): `{add['command']}` — {add['date']}, commit {add['git_commit']}, "
+                  f"load average {add['load_average_before'][0]:.1f} before / {add['load_average_after'][0]:.1f} "
+                  "after; rows marked `\"run\": \"deep-1e6 addendum\"` in the JSON.", ""]
     return "\n".join(lines)
 
 
