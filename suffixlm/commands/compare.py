@@ -38,7 +38,8 @@ def parse_orders(text: str) -> list[int]:
 @click.option("--lam", default=None, type=float,
               help="lambda of the log-linear models (default: 1 / training tokens).")
 @click.option("--alpha", type=float, default=None, help="Depth weighting alpha**d of the penalties.")
-@click.option("--epochs", default=300, show_default=True, type=click.IntRange(1))
+@click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1),
+              help="Maximum epochs of each log-linear model (training stops by convergence first).")
 @click.option("--kn/--no-kn", "with_kn", default=True, show_default=True, help="Include our modified Kneser-Ney.")
 @click.option("--kn-min-count", default="none", show_default=True,
               help="Cut-offs of the KN models: 'none' (keep all), 'srilm' (SRILM's defaults) or a list like 1,1,2.")

@@ -41,7 +41,8 @@ def _lam(value: str):
 @click.option("--solver", default="fista", show_default=True, type=click.Choice(["fista", "sage"]),
               help="fista: full-batch accelerated proximal gradient (fastest, measured); "
                    "sage: Algorithm 1 (accelerated stochastic proximal gradient over mini-batches).")
-@click.option("--epochs", default=100, show_default=True, type=click.IntRange(1), help="Maximum epochs.")
+@click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1),
+              help="Maximum epochs (a cap: training stops by --tol first; full PTB, order 5: 1,438).")
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Initial mini-batch size (sage). Default: tokens/32.")
 @click.option("--batch-growth", default=2.0, show_default=True, type=click.FloatRange(1.0), help="Batch growth per epoch (sage).")
 @click.option("--tol", default=1e-6, show_default=True, type=float, help="Stop when the objective's relative decrease stays below this.")
