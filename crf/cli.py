@@ -90,11 +90,8 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             if not dseqs:
                 raise DataError(f"{devel}: no sequence found (empty file?)")
             Xd, yd = split_labels(dseqs)
-        if init_model:
-            rounds = list(patterns) if grow or patterns else [[]]
-            if not grow and len(rounds) > 1:
-                rounds = [_concatenated(patterns)]
-            crf.grow(X, y, rounds, Xd, yd)
+        if init_model:  # the loaded model is round 0's starting point; no -p: train it further
+            crf.grow(X, y, list(patterns) if grow else [_concatenated(patterns)], Xd, yd)
         elif grow:
             crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
         else:
