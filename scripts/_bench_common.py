@@ -50,7 +50,7 @@ def write_json(name: str, payload: dict) -> Path:
 
 def shared(*parts: str) -> Path:
     sys.path.insert(0, str(ROOT))
-    from corpora import shared_path
+    from suffixlm.corpora import shared_path
 
     p = shared_path(*parts)
     if p is None:

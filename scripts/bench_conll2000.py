@@ -188,7 +188,7 @@ def add_arguments(ap, corpus: str, patterns: str, out: str, workers: list[str]) 
 def resolve_shared(args, corpus: str, skip: bool = False) -> None:
     """Default --shared to ../shared/corpora/<corpus>; if absent, exit (status 0 with skip)."""
     if args.shared is None:
-        from corpora import shared_path
+        from suffixlm.corpora import shared_path
 
         p = shared_path("corpora", corpus)
         if p is None:

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from corpora import shared_path  # noqa: E402
+from suffixlm.corpora import shared_path  # noqa: E402
 
 
 def parse_anchor_tables(readme: str) -> dict:

@@ -134,7 +134,7 @@ def main() -> None:
     import numba
 
     from _bench_common import BENCH_DIR, write_json
-    from corpora import shared_path
+    from suffixlm.corpora import shared_path
     from crf.data import read_sequences, split_labels
     from crf.features import FeatureSpace
     from crf.inference import Objective, viterbi

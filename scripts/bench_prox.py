@@ -44,7 +44,7 @@ from numba import njit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from corpora import shared_path  # noqa: E402
+from suffixlm.corpora import shared_path  # noqa: E402
 from suffixlm.penalties import ForestStructure, prox_inplace  # noqa: E402
 
 KAPPA = 0.05

@@ -143,7 +143,7 @@ def main() -> None:
 
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     if args.shared is None:
-        from corpora import shared_path
+        from suffixlm.corpora import shared_path
 
         shared = shared_path("corpora", "conll2000")
         if shared is None:

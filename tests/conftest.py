@@ -1,6 +1,6 @@
 import pytest
 
-from corpora import shared_path
+from suffixlm.corpora import shared_path
 
 
 @pytest.fixture
@@ -14,3 +14,10 @@ def shared():
         return p
 
     return get
+
+
+def pytest_collection_modifyitems(config, items):
+    # A test on the ../shared corpora is slow by definition: `-m "not slow"` leaves it out.
+    for item in items:
+        if "shared" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

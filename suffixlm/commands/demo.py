@@ -13,8 +13,8 @@ import click
               type=click.Choice(["l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot"]))
 @click.option("--lam", default=None, type=float, help="Default: 1 / training tokens.")
 def command(order, penalty, lam):
-    """Train a log-linear LM on corpora/tiny_lm.train.txt and print its test perplexity."""
-    from corpora import sample_path
+    """Train a log-linear LM on the sample corpus tiny_lm.train.txt (suffixlm.corpora) and print its test perplexity."""
+    from suffixlm.corpora import sample_path
 
     from ..corpus import Corpus, load_training_corpus
     from ..model import LogLinearLM

@@ -17,7 +17,7 @@ from crf.train.perceptron import averaged_perceptron
 from crf.train.proximal import feature_forest, fista, rounds_by_depth
 from crf.train.sag import sag
 from crf.train.sgd_l1 import sgd_l1
-from crf_testutil import random_corpus
+from .crf_testutil import random_corpus
 from suffixlm.cli import main
 
 # nested windows: w0 < w-1/w0 < w-1/w0/w+1, plus POS and transitions

@@ -7,7 +7,7 @@ from crf.features import FeatureSpace
 from crf.inference import Objective, forward_backward_marginals, nbest, viterbi
 from crf.patterns import parse_patterns
 
-from crf_testutil import PATTERNS, enumerate_sequences, logsumexp, random_corpus
+from .crf_testutil import PATTERNS, enumerate_sequences, logsumexp, random_corpus
 
 
 def problem(seed, L=3, n_seq=5, max_len=5, zero_fraction=0.6, patterns=PATTERNS):

@@ -12,7 +12,7 @@ from crf.train import lbfgs, owlqn
 from crf.train.perceptron import averaged_perceptron
 from crf.train.sag import sag, sag_memory
 from crf.train.sgd_l1 import learning_rates, sgd_l1
-from crf_testutil import PATTERNS, random_corpus
+from .crf_testutil import PATTERNS, random_corpus
 
 
 def small_problem(seed=0, n_seq=30, max_len=6, L=3):

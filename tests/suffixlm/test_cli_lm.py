@@ -7,7 +7,7 @@ import pytest
 import numpy as np
 from click.testing import CliRunner
 
-from corpora import sample_path
+from suffixlm.corpora import sample_path
 from suffixlm.cli import main
 from suffixlm.corpus import Corpus
 from suffixlm.model import LogLinearLM

@@ -1,8 +1,5 @@
 """Context extraction against brute-force walks of a dict suffix trie."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,18 +8,7 @@ from suffixlm.contexts import extract_contexts, lookup_params, walk_contexts
 from suffixlm.corpus import Corpus, Vocabulary
 from suffixlm.suffixtree import SuffixTree
 
-
-def _reference():
-    # The brute-force trie lives in test_suffixtree.py; load it by path so this works
-    # whatever pytest's import mode (tests/ has no __init__.py).
-    spec = importlib.util.spec_from_file_location("_suffixtree_reference", Path(__file__).with_name("test_suffixtree.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_ref = _reference()
-BruteTrie, brute_contexts, node_contexts = _ref.BruteTrie, _ref.brute_contexts, _ref.node_contexts
+from .test_suffixtree import BruteTrie, brute_contexts, node_contexts
 
 
 def brute_paths(bt, corpus, m, collapse=True):

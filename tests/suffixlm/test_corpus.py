@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpora import sample_path
+from suffixlm.corpora import sample_path
 from suffixlm.corpus import (
     BOS_ID,
     EOS_ID,

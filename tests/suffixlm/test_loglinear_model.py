@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from corpora import sample_path
+from suffixlm.corpora import sample_path
 from suffixlm import _lm_kernels as K
 from suffixlm.contexts import extract_contexts
 from suffixlm.corpus import BOS_ID, UNK_ID, Corpus, Vocabulary

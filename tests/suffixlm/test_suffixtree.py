@@ -203,7 +203,7 @@ def test_ptb_slice(shared, tmp_path):
 
 
 def test_tiny_sample_corpus():
-    from corpora import sample_path
+    from suffixlm.corpora import sample_path
 
     corpus = load_training_corpus(sample_path("tiny_lm.train.txt"))
     tree = SuffixTree.build(corpus, 4)

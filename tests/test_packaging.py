@@ -1,0 +1,90 @@
+"""The project as a newcomer meets it: the README's two commands, CI, the distribution."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands():
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def test_readme_opens_with_the_two_setup_commands():
+    assert _readme_commands() == ["pip install -e . && suffixlm demo",
+                                  "pip install -e '.[test]' && pytest"]
+
+
+def test_ci_runs_the_readme_commands_in_a_fresh_venv():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    # the commands come from the README, not from a copy in the script
+    assert "readme_commands.py README.md" in ci
+    assert "python3 -m venv" in ci and 'source "$VENV/bin/activate"' in ci
+    assert "NUMBA_BOUNDSCHECK=1" in ci
+    for cmd in _readme_commands():
+        assert cmd not in ci
+
+
+def test_ci_reads_exactly_the_first_block():
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = "# t\n\nintro\n\n```\na && b\n\n  c  \n```\n\n```\nnot this\n```\n"
+    assert mod.readme_commands(text) == ["a && b", "c"]
+    assert mod.readme_commands("no block") == []
+
+
+def _declared_packages():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    m = re.search(r"^packages = \[(.*?)\]", text, re.S | re.M)
+    assert m, "pyproject.toml lists its packages under [tool.setuptools]"
+    return set(re.findall(r'"([^"]+)"', m.group(1)))
+
+
+def test_pyproject_lists_every_package_folder():
+    found = {".".join(p.parent.relative_to(ROOT).parts)
+             for top in ("suffixlm", "crf") for p in (ROOT / top).rglob("__init__.py")}
+    assert _declared_packages() == found | {"suffixlm.corpora"}
+
+
+def test_sample_data_is_installed_under_suffixlm():
+    from suffixlm.corpora import sample_path
+
+    for name in ("tiny_lm.train.txt", "tiny_lm.test.txt", "patterns/chunk.pat", "patterns/ner.pat"):
+        assert sample_path(name).is_file()
+    with pytest.raises(FileNotFoundError):
+        sample_path("no_such_file.txt")
+
+
+def test_package_imports_do_not_come_from_the_test_folders():
+    import crf
+    import suffixlm
+
+    for mod, folder in ((crf, "crf"), (suffixlm, "suffixlm")):
+        assert mod.__file__ is not None, f"{folder} imported as a namespace package"
+        here = Path(mod.__file__).resolve()
+        assert here.name == "__init__.py" and here.parent.name == folder
+        assert ROOT / "tests" not in here.parents
+    assert hasattr(crf, "CRF") and hasattr(suffixlm, "__version__")
+
+
+def test_pytest_runs_from_another_directory(tmp_path):
+    # `pytest /path/to/repo/tests/...` from elsewhere collects the same way.
+    target = ROOT / "tests" / "test_packaging.py"
+    exe = Path(sys.executable).parent / "pytest"   # the console script, as a user types it
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pytest"]
+    r = subprocess.run(cmd + ["-q", "-p", "no:cacheprovider",
+                        f"{target}::test_package_imports_do_not_come_from_the_test_folders"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout
