@@ -403,49 +403,55 @@ def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_id
                 out[s + t, y] = alpha[t, y] * beta[t, y]
 
 
+@njit(cache=True)
+def viterbi_sequence(theta, ubase, bbase, s, e, L, out):
+    """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[s:e];
+    returns its score. The one Viterbi of the package (training kernels call it too)."""
+    T = e - s
+    L2 = L * L
+    U = np.empty((T, L))
+    unary_scores(theta, ubase, s, e, L, U)
+    delta = np.empty((T, L))
+    back = np.empty((T, L), dtype=np.int64)
+    W = np.empty(L2)
+    for y in range(L):
+        delta[0, y] = U[0, y]
+    for t in range(1, T):
+        if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
+            transition_scores(theta, bbase, s + t, L2, W)
+        for y in range(L):
+            bv = _NEG_INF
+            ba = 0
+            for yp in range(L):
+                v = delta[t - 1, yp] + W[yp * L + y]
+                if v > bv:
+                    bv = v
+                    ba = yp
+            delta[t, y] = bv + U[t, y]
+            back[t, y] = ba
+    bv = _NEG_INF
+    ba = 0
+    for y in range(L):
+        if delta[T - 1, y] > bv:
+            bv = delta[T - 1, y]
+            ba = y
+    out[e - 1] = ba
+    for t in range(T - 1, 0, -1):
+        ba = back[t, ba]
+        out[s + t - 1] = ba
+    return bv
+
+
 @njit(cache=True, parallel=True)
 def viterbi(theta, seq_offsets, ubase, bbase, L, out, best):
-    """Most probable label sequences: out int64 (n_tokens,), best float64 (n_seq,) its score."""
+    """Most probable label sequences: out int64 (n_tokens,), best float64 (n_seq,) its score.
+    The parallel loop only calls the per-sequence kernel (a small parfor body also
+    compiles several times faster)."""
     n_seq = len(seq_offsets) - 1
-    L2 = L * L
     for i in prange(n_seq):
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        T = e - s
-        if T == 0:
-            best[i] = 0.0
-            continue
-        U = np.empty((T, L))
-        unary_scores(theta, ubase, s, e, L, U)
-        delta = np.empty((T, L))
-        back = np.empty((T, L), dtype=np.int64)
-        W = np.empty(L2)
-        for y in range(L):
-            delta[0, y] = U[0, y]
-        for t in range(1, T):
-            if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
-                transition_scores(theta, bbase, s + t, L2, W)
-            for y in range(L):
-                bv = _NEG_INF
-                ba = 0
-                for yp in range(L):
-                    v = delta[t - 1, yp] + W[yp * L + y]
-                    if v > bv:
-                        bv = v
-                        ba = yp
-                delta[t, y] = bv + U[t, y]
-                back[t, y] = ba
-        bv = _NEG_INF
-        ba = 0
-        for y in range(L):
-            if delta[T - 1, y] > bv:
-                bv = delta[T - 1, y]
-                ba = y
-        best[i] = bv
-        out[e - 1] = ba
-        for t in range(T - 1, 0, -1):
-            ba = back[t, ba]
-            out[s + t - 1] = ba
+        best[i] = viterbi_sequence(theta, ubase, bbase, s, e, L, out) if e > s else 0.0
 
 
 @njit(cache=True, parallel=True)

@@ -1,6 +1,10 @@
 """Whole-command start-up: first run (empty numba cache) and warm runs of each command.
 
-    python scripts/bench_startup.py [--runs 3] [--out startup.json] [--label after]
+    python scripts/bench_startup.py [--runs 3] [--out startup.json]
+    python scripts/bench_startup.py --exe before=/venv1/bin/suffixlm --exe after=/venv2/bin/suffixlm
+
+With several ``--exe``, every command is run by each of them in turn (first runs, then
+the warm runs interleaved), so that a busy machine slows all of them alike.
 
 Each command is run as a user runs it (``suffixlm ...`` in a subprocess). "first" is one
 run with an empty NUMBA_CACHE_DIR of its own (so a command compiles only the kernels it
@@ -51,13 +55,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="startup.json")
-    ap.add_argument("--label", default="", help="stored with the figures (e.g. before / after)")
+    ap.add_argument("--exe", action="append", default=None, metavar="LABEL=PATH",
+                    help="a suffixlm executable to time (repeat to compare; default: the one on PATH)")
     ap.add_argument("--only", nargs="*", default=None, help="names of the commands to run")
     args = ap.parse_args()
 
     from suffixlm.corpora import sample_path, shared_path
 
-    exe = shutil.which("suffixlm") or sys.exit("the suffixlm command is not on PATH (pip install -e .)")
+    if args.exe:
+        exes = dict(e.split("=", 1) for e in args.exe)
+    else:
+        exes = {"": shutil.which("suffixlm") or sys.exit("the suffixlm command is not on PATH (pip install -e .)")}
+    exe = next(iter(exes.values()))  # builds the set-up files
     work = Path(tempfile.mkdtemp(prefix="bench_startup_"))
     tiny_train, tiny_test = str(sample_path("tiny_lm.train.txt")), str(sample_path("tiny_lm.test.txt"))
     ptb, conll = shared_path("corpora", "ptb"), shared_path("corpora", "conll2000")
@@ -89,20 +98,25 @@ def main() -> None:
 
     rows = []
     for name, cmd in commands.items():
-        cache = work / ("cache_" + name.split()[0].replace("-", ""))
-        shutil.rmtree(cache, ignore_errors=True)
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-        first = _run(cmd, env)
-        warm = [_run(cmd, env) for _ in range(args.runs)]
-        rss = statistics.median(_rss_of(cmd, env) for _ in range(min(args.runs, 3)))
-        row = {"command": name, "argv": [Path(cmd[0]).name] + cmd[1:], "first_s": round(first, 2),
-               "warm_s": round(statistics.median(warm), 2), "warm_runs_s": [round(w, 3) for w in warm],
-               "warm_peak_rss_mb": round(rss)}
-        rows.append(row)
-        print(f"{name:32s} first {row['first_s']:6.2f} s   warm {row['warm_s']:5.2f} s   {row['warm_peak_rss_mb']:5d} MB",
-              flush=True)
+        envs, first, warm = {}, {}, {label: [] for label in exes}
+        for label, path in exes.items():
+            cache = work / f"cache_{label}_{name.split()[0]}"
+            shutil.rmtree(cache, ignore_errors=True)
+            envs[label] = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+            first[label] = _run([path] + cmd[1:], envs[label])
+        for _ in range(args.runs):
+            for label, path in exes.items():
+                warm[label].append(_run([path] + cmd[1:], envs[label]))
+        for label, path in exes.items():
+            rss = statistics.median(_rss_of([path] + cmd[1:], envs[label]) for _ in range(min(args.runs, 3)))
+            row = {"command": name, "exe": label, "argv": ["suffixlm"] + cmd[1:], "first_s": round(first[label], 2),
+                   "warm_s": round(statistics.median(warm[label]), 2),
+                   "warm_runs_s": [round(w, 3) for w in warm[label]], "warm_peak_rss_mb": round(rss)}
+            rows.append(row)
+            print(f"{name:30s} {label:8s} first {row['first_s']:6.2f} s   warm {row['warm_s']:5.2f} s   "
+                  f"{row['warm_peak_rss_mb']:5d} MB", flush=True)
     shutil.rmtree(work, ignore_errors=True)
-    out = write_json(args.out, {"label": args.label, "runs": args.runs, "load_average": os.getloadavg(),
+    out = write_json(args.out, {"executables": exes, "runs": args.runs, "load_average": os.getloadavg(),
                                 "rows": rows})
     print(f"wrote {out}")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._suffixtree_kernels import find_sorted
+from ._suffixtree_kernels import find_sorted, grow
 
 
 @njit(cache=True)
@@ -72,13 +72,9 @@ def extract(x, offsets, max_depth, depth, context_position, child_offsets, child
         start = offsets[s]
         for i in range(start + 1, offsets[s + 1]):
             if o + max_depth + 1 > cap:
-                cap = 2 * cap
-                grown = np.empty(cap, np.int64)
-                grown[:o] = nodes[:o]
-                nodes = grown
-                grown = np.empty(cap, np.int64)
-                grown[:o] = cover[:o]
-                cover = grown
+                nodes = grow(nodes, 2 * cap)
+                cover = grow(cover, 2 * cap)
+                cap = nodes.shape[0]
             positions[k] = i
             o += _walk(x, i, min(max_depth, i - start), depth, context_position, child_offsets, children,
                        child_first_word, tree_tokens, nodes, cover, o, True)

@@ -276,7 +276,7 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
     value that needs Python formatting (the caller writes it and resumes)."""
     m, n = rows.shape
     scratch = np.empty(8, dtype=np.uint8)
-    pos = 0
+    pos = np.int64(0)  # not the literal 0: one compiled format_g7, not two
     for i in range(m):
         line_start = pos
         q = format_g7(buf, pos, np.float64(lp[i]), scratch)

@@ -254,12 +254,56 @@ def children_csr(parent, depth, context_position, tokens):
 
 
 @njit(cache=True)
-def _grow(a, need):
+def grow(a, need):
+    """``a`` if it holds ``need`` items, else a copy at least twice as long (the head
+    copied, the tail uninitialised). A loop, not ``b[:n] = a``: numba's array-to-array
+    slice assignment compiles its shape-mismatch error path, about 2.5 s on a fresh
+    cache for every signature."""
     if need <= a.shape[0]:
         return a
     b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
-    b[: a.shape[0]] = a
+    for i in range(a.shape[0]):
+        b[i] = a[i]
     return b
+
+
+@njit(cache=True)
+def sort_prefix(a, n):
+    """Sort a[:n] in place, ascending: insertion sort below 16 items, heapsort above.
+    Not ``a[:n].sort()``: numba's quicksort takes about 2 s to compile on a fresh cache
+    (every signature), this about 0.2 s, and the arrays sorted here are short."""
+    if n <= 16:
+        for i in range(1, n):
+            v = a[i]
+            k = i - 1
+            while k >= 0 and a[k] > v:
+                a[k + 1] = a[k]
+                k -= 1
+            a[k + 1] = v
+        return
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_down(a, start, n)
+    for end in range(n - 1, 0, -1):
+        v = a[0]
+        a[0] = a[end]
+        a[end] = v
+        _sift_down(a, 0, end)
+
+
+@njit(cache=True)
+def _sift_down(a, root, n):
+    v = a[root]
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            break
+        if child + 1 < n and a[child + 1] > a[child]:
+            child += 1
+        if a[child] <= v:
+            break
+        a[root] = a[child]
+        root = child
+    a[root] = v
 
 
 @njit(cache=True)
@@ -289,8 +333,8 @@ def successors(tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offs
         if c1 == c0:
             lo = leaf_start[first_leaf[j]]
             hi = leaf_start[last_leaf[j] + 1]
-            tw = _grow(tw, used + hi - lo)
-            tc = _grow(tc, used + hi - lo)
+            tw = grow(tw, used + hi - lo)
+            tc = grow(tc, used + hi - lo)
             tstart[j] = used
             prev = -1
             for k in range(lo, hi):
@@ -316,9 +360,9 @@ def successors(tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offs
                         nt += 1
                     acc[w] += tc[f]
             if c1 - c0 > 1:
-                touched[:nt].sort()
-            tw = _grow(tw, used + nt)
-            tc = _grow(tc, used + nt)
+                sort_prefix(touched, nt)
+            tw = grow(tw, used + nt)
+            tc = grow(tc, used + nt)
             tstart[j] = used
             for e in range(nt):
                 w = touched[e]

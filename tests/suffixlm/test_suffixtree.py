@@ -258,3 +258,15 @@ def test_cli_tree(tmp_path):
     bad.write_bytes(b"a b\n\xff c\n")
     r = runner.invoke(main, ["tree", str(bad), "--order", "3"])
     assert r.exit_code == 1 and "bad.txt:2" in r.output
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-50, 50), max_size=80), st.integers(0, 80))
+def test_sort_prefix_against_sorted(values, n):
+    from suffixlm._suffixtree_kernels import sort_prefix
+
+    a = np.array(values, dtype=np.int32)
+    n = min(n, a.shape[0])
+    want = np.concatenate([np.sort(a[:n]), a[n:]])
+    sort_prefix(a, n)
+    np.testing.assert_array_equal(a, want)
