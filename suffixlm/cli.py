@@ -3,12 +3,17 @@
 A thin click group. Sub-commands live in ``suffixlm/commands/<name>.py``; each such
 module defines a click command (or group) named ``command`` and is registered here
 automatically, so adding a sub-command never means editing this file.
+
+Other installed packages add command groups through the entry-point group
+``suffixlm.commands`` (``crf`` registers ``suffixlm crf`` that way in pyproject.toml), so
+suffixlm never imports them by name: dependencies run one way, crf -> suffixlm.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from importlib.metadata import entry_points
 
 import click
 
@@ -21,6 +26,9 @@ def main() -> None:
     """Log-linear language models on suffix trees, Kneser-Ney baselines and CRFs."""
 
 
+ENTRY_POINT_GROUP = "suffixlm.commands"
+
+
 def _register() -> None:
     from . import commands
 
@@ -31,6 +39,16 @@ def _register() -> None:
         cmd = getattr(mod, "command", None)
         if isinstance(cmd, click.Command):
             main.add_command(cmd)
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if ep.name in main.commands:
+            continue  # a built-in command keeps its name
+        try:
+            cmd = ep.load()
+        except Exception as e:  # a broken plug-in must not take the whole CLI down
+            click.echo(f"suffixlm: command {ep.name!r} from {ep.value} is unavailable: {e}", err=True)
+            continue
+        if isinstance(cmd, click.Command):
+            main.add_command(cmd, ep.name)
 
 
 _register()

@@ -4,7 +4,6 @@
 - :func:`lbfgs` — L-BFGS for the l2 penalty (OWL-QN with rho1 = 0).
 """
 
-from .lbfgs import lbfgs
-from .owlqn import IterationInfo, OptimizeResult, owlqn
+from .owlqn import IterationInfo, OptimizeResult, lbfgs, owlqn
 
 __all__ = ["lbfgs", "owlqn", "IterationInfo", "OptimizeResult"]

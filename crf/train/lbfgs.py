@@ -1,8 +1,8 @@
-"""L-BFGS: the limited-memory inverse-Hessian approximation (Nocedal & Wright,
-Algorithm 7.4, the two-loop recursion) and the l2-penalised solver.
+"""L-BFGS memory: the limited-memory inverse-Hessian approximation (Nocedal & Wright,
+Algorithm 7.4, the two-loop recursion), used by OWL-QN.
 
-The solver itself is :func:`crf.train.owlqn.owlqn` with ``rho1 = 0``: OWL-QN
-without an l1 term is L-BFGS with a backtracking (Armijo) line search.
+The l2-penalised solver ``lbfgs`` is :func:`crf.train.owlqn.lbfgs`, OWL-QN with
+``rho1 = 0``: without an l1 term it is L-BFGS with a backtracking (Armijo) line search.
 """
 
 from __future__ import annotations
@@ -95,10 +95,3 @@ class LbfgsHistory:
                 V.axpy_scale(coef, self.s[k], out, -gamma)
                 return V.dot(g, out)
         return 0.0  # not reached
-
-
-def lbfgs(fun, x0, rho2: float = 1e-4, **options):
-    """Minimise fun(x) + rho2/2 ||x||^2 by L-BFGS; see :func:`crf.train.owlqn.owlqn`."""
-    from .owlqn import owlqn
-
-    return owlqn(fun, x0, rho1=0.0, rho2=rho2, **options)

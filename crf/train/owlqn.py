@@ -19,7 +19,7 @@ import numpy as np
 from . import _vector_kernels as V
 from .lbfgs import LbfgsHistory
 
-__all__ = ["owlqn", "IterationInfo", "OptimizeResult"]
+__all__ = ["owlqn", "lbfgs", "IterationInfo", "OptimizeResult"]
 
 
 @dataclass
@@ -144,3 +144,8 @@ def owlqn(
             reason = "no progress"
             break
     return OptimizeResult(x, f, it, evals, reason, infos)
+
+
+def lbfgs(fun, x0, rho2: float = 1e-4, **options) -> OptimizeResult:
+    """Minimise fun(x) + rho2/2 ||x||^2 by L-BFGS: :func:`owlqn` with rho1 = 0."""
+    return owlqn(fun, x0, rho1=0.0, rho2=rho2, **options)

@@ -1,5 +1,0 @@
-"""``suffixlm crf ...``: linear-chain CRFs (the group lives in :mod:`crf.cli`)."""
-
-from crf.cli import command
-
-__all__ = ["command"]
