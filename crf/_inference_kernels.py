@@ -404,16 +404,13 @@ def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_id
 
 
 @njit(cache=True)
-def viterbi_sequence(theta, ubase, bbase, s, e, L, out):
-    """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[s:e];
-    returns its score. The one Viterbi of the package (training kernels call it too)."""
+def viterbi_sequence(theta, ubase, bbase, s, e, L, U, delta, back, W, out, o):
+    """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s];
+    returns its score. Work space: U, delta float64 (>= T, L), back int64 (>= T, L),
+    W float64 (L*L,). The one Viterbi of the package (the perceptron calls it too)."""
     T = e - s
     L2 = L * L
-    U = np.empty((T, L))
     unary_scores(theta, ubase, s, e, L, U)
-    delta = np.empty((T, L))
-    back = np.empty((T, L), dtype=np.int64)
-    W = np.empty(L2)
     for y in range(L):
         delta[0, y] = U[0, y]
     for t in range(1, T):
@@ -435,10 +432,10 @@ def viterbi_sequence(theta, ubase, bbase, s, e, L, out):
         if delta[T - 1, y] > bv:
             bv = delta[T - 1, y]
             ba = y
-    out[e - 1] = ba
+    out[o + T - 1] = ba
     for t in range(T - 1, 0, -1):
         ba = back[t, ba]
-        out[s + t - 1] = ba
+        out[o + t - 1] = ba
     return bv
 
 
@@ -451,7 +448,12 @@ def viterbi(theta, seq_offsets, ubase, bbase, L, out, best):
     for i in prange(n_seq):
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        best[i] = viterbi_sequence(theta, ubase, bbase, s, e, L, out) if e > s else 0.0
+        T = e - s
+        if T == 0:
+            best[i] = 0.0
+            continue
+        best[i] = viterbi_sequence(theta, ubase, bbase, s, e, L, np.empty((T, L)), np.empty((T, L)),
+                                   np.empty((T, L), dtype=np.int64), np.empty(L * L), out, s)
 
 
 @njit(cache=True, parallel=True)

@@ -10,9 +10,9 @@ import sys
 import time
 
 import click
-import numpy as np
 
-from .model import ALGORITHMS, PENALTIES
+from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
+from suffixlm.options import CRF_PENALTIES as PENALTIES
 
 BATCH = 2000  # sequences labelled per batch (streaming)
 
@@ -72,14 +72,14 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     t0 = time.perf_counter()
     try:
         settings = dict(algorithm=algorithm, penalty=penalty, rho1=rho1, rho2=rho2,
-                        max_iterations=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
+                        max_iter=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
                         seed=seed, threads=threads, verbose=not quiet)
         if init_model:
             crf = CRF.load(init_model)
             crf.set_params(**settings)
         else:
             crf = CRF(patterns=patterns[0] if len(patterns) == 1 else _concatenated(patterns), **settings)
-        crf._rho1()  # a bad combination fails before the data is read
+        crf.check_params()  # a bad combination fails before the data is read
         seqs = read_sequences(train)
         if not seqs:
             raise DataError(f"{train}: no sequence found (empty file?)")
@@ -116,50 +116,26 @@ def _concatenated(paths) -> list[str]:
 
 
 def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):
-    from .inference import forward_backward_marginals, nbest, viterbi
-
-    sp = crf.space_
-    data = crf.space_.encode(X, None)
-    labels = sp.labels
-    off = data.seq_offsets
-    need_marg = post or score
-    if need_marg:
-        marg, logz = forward_backward_marginals(crf.theta_, sp, data, crf.recursion)
-    if nbest_n > 1:
-        paths, scores = nbest(crf.theta_, sp, data, nbest_n)
-    elif post:
-        paths = marg.argmax(axis=1)[:, None]
-        scores = None
-    else:
-        best, sc = viterbi(crf.theta_, sp, data)
-        paths, scores = best[:, None], sc[:, None]
+    """Decode one batch with the estimator and write it as `label` output."""
     line = 0
-    for i in range(data.n_sequences):
-        s, e = off[i], off[i + 1]
-        for r in range(paths.shape[1]):
-            if scores is not None and not np.isfinite(scores[i, r]):
-                continue
+    for i, ranked in enumerate(crf.decode(X, nbest_n, posterior=post, scores=score)):
+        T = len(X[i])
+        for r, (labs, lp, probs) in enumerate(ranked):
             if score:
-                if scores is not None:
-                    lp = scores[i, r] - logz[i]
-                else:  # posterior decoding: product of the chosen marginals
-                    lp = float(np.log(marg[np.arange(s, e), paths[s:e, 0]]).sum())
                 out.write(f"# {r} {lp:.6f}\n")
-            for t in range(s, e):
-                lab = labels[paths[t, r]]
+            for t in range(T):
                 if score and post:
-                    out.write(f"{raw[line + t - s]}\t{lab}\t{marg[t, paths[t, r]]:.6f}\n")
+                    out.write(f"{raw[line + t]}\t{labs[t]}\t{probs[t]:.6f}\n")
                 else:
-                    out.write(f"{raw[line + t - s]}\t{lab}\n")
+                    out.write(f"{raw[line + t]}\t{labs[t]}\n")
             out.write("\n")
         if gold is not None:
-            pred = [labels[k] for k in paths[s:e, 0]]
-            wrong = sum(1 for a, b in zip(gold[i], pred) if a != b)
+            wrong = sum(1 for a, b in zip(gold[i], ranked[0][0]) if a != b)
             stats[0] += wrong
-            stats[1] += e - s
+            stats[1] += T
             stats[2] += wrong > 0
             stats[3] += 1
-        line += e - s
+        line += T
 
 
 @command.command()
@@ -195,8 +171,7 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
         crf = CRF.load(model_path)
     except ModelError as exc:
         raise _fail(exc) from None
-    crf.threads = threads
-    crf._set_threads()
+    crf.set_params(threads=threads)
     n_obs = crf.space_.n_columns
     stats = [0, 0, 0, 0]
     try:

@@ -16,29 +16,39 @@ Documented behaviour on odd input:
   sentence (CoNLL-2002 Dutch) leaves the rest of that sentence, and one that is a
   block of its own (CoNLL-2003) leaves no empty sequence;
 - a label met at labelling/evaluation time that was not seen in training is kept
-  as gold (it simply never matches a prediction, so it counts as an error).
+  as gold (it simply never matches a prediction, so it counts as an error);
+- input is opened by :func:`suffixlm.io.open_input`: gzip content is decompressed
+  whatever the file name, ``\r\n`` line ends read as ``\n``, and invalid UTF-8 is
+  reported with its true line number.
 """
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from suffixlm.io import InputError, TextInput, open_input
+
 __all__ = ["DataError", "iter_sequences", "read_sequences", "split_labels", "open_text"]
 
 
-class DataError(ValueError):
+class DataError(InputError):
     """Bad CRF input data (message names the file and line)."""
 
 
-def open_text(path: str | Path, mode: str = "r") -> TextIO:
-    """Open a UTF-8 text file; ``-`` is stdin/stdout."""
+def open_text(path: str | Path, mode: str = "r") -> TextInput | TextIO:
+    """Open UTF-8 text; ``-`` is stdin/stdout.
+
+    Reading (``"r"``): the lines of a plain or gzip file (``suffixlm.io.open_input``);
+    invalid UTF-8 raises :class:`DataError` naming the file and line, a file that
+    cannot be opened raises ``OSError``. Writing: a plain text file, or stdout.
+    """
+    if "r" in mode:
+        return open_input(path, text=True, error=DataError)
     if str(path) == "-":
-        stream = sys.stdin if "r" in mode else sys.stdout
-        return io.TextIOWrapper(stream.buffer, encoding="utf-8", newline=None) if "r" in mode else stream
+        return sys.stdout
     return open(path, mode, encoding="utf-8")
 
 
@@ -52,7 +62,9 @@ def iter_sequences(
     ``raw``: if given, the text of each token line (without its line end) is
     appended to it, so callers can echo lines unchanged.
     ``drop_docstart``: skip lines whose first column is ``-DOCSTART-``.
-    Raises DataError on ragged rows or undecodable bytes.
+    Raises DataError on ragged rows or undecodable bytes (lines from
+    :func:`open_text` name the right line; a text stream of another kind that
+    decodes ahead of the lines can only name the line after the last one read).
     """
     rows: list[list[str]] = []
     start = 0

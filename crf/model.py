@@ -11,31 +11,32 @@ Model file: a ``.npz`` archive read with ``allow_pickle=False`` holding
     theta        float64 (n_params,) weights in the layout of crf.features
 
 Only observations with a non-zero weight are stored (after l1 training this is
-what makes models small).  Files are written to a temporary file and renamed.
+what makes models small).  Files are written and read by ``suffixlm.io``'s
+container (``save_container`` / ``load_container``): atomically, and with every
+array's dtype and shape checked on reading.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
-import tempfile
 import time
-import zipfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from suffixlm.io import load_container, save_container
+from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
 
 from .features import EncodedCorpus, FeatureSpace
 from .patterns import Pattern, parse_patterns, read_patterns
 
 __all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
-ALGORITHMS = ("owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "sag-nus", "perceptron", "fista")
-PENALTIES = ("l1", "l2-tree", "linf-tree")
-_L2_ONLY = ("lbfgs", "sag", "sag-nus")
+ALGORITHMS = CRF_ALGORITHMS
+PENALTIES = CRF_PENALTIES
+_L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
 
 FORMAT_NAME = "suffixlm-crf"
@@ -74,6 +75,11 @@ def _patterns_of(spec) -> list[Pattern]:
     return read_patterns(spec)[1]
 
 
+# arrays of a model file, in the order of their checksum, with their (dtype, ndim)
+_CONTAINER_SPEC = {"obs_blob": (np.uint8, 1), "obs_offsets": (np.int64, 1), "kinds": (np.int8, 1),
+                   "theta": (np.float64, 1)}
+
+
 def _digest(arrays) -> str:
     h = hashlib.sha256()
     for a in arrays:
@@ -102,7 +108,7 @@ class CRF:
     rho1, rho2 : penalty rho1 * Omega(theta) + rho2/2 ||theta||^2.  rho1 defaults to
         0.5 for owlqn, sgd-l1, bcd and fista and must be 0 for lbfgs, sag, sag-nus
         (l2 only); the perceptron has no penalty.
-    max_iterations : cap on optimiser iterations, or passes over the data for the
+    max_iter : cap on optimiser iterations, or passes over the data for the
         stochastic and coordinate solvers (None: no cap for owlqn / lbfgs; 50 passes
         for sgd-l1 and sag, 20 for bcd, 10 for the perceptron, 500 for fista).
     seed : random order of the stochastic solvers.
@@ -121,7 +127,7 @@ class CRF:
     """
 
     def __init__(self, patterns: str | os.PathLike | list[str] | None = None, algorithm: str = "owlqn",
-                 rho1: float | None = None, rho2: float = 1e-4, max_iterations: int | None = None,
+                 rho1: float | None = None, rho2: float = 1e-4, max_iter: int | None = None,
                  stopeps: float = 0.02, stopwin: int = 5, history: int = 5, threads: int | None = None,
                  recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0):
         self.patterns = patterns
@@ -130,7 +136,7 @@ class CRF:
         self.seed = seed
         self.rho1 = rho1
         self.rho2 = rho2
-        self.max_iterations = max_iterations
+        self.max_iter = max_iter
         self.stopeps = stopeps
         self.stopwin = stopwin
         self.history = history
@@ -157,6 +163,11 @@ class CRF:
             text = "\n".join(self.patterns) + "\n"
             return text, parse_patterns(text)
         return read_patterns(self.patterns)
+
+    def check_params(self) -> "CRF":
+        """Raise ValueError on a bad combination of parameters (before any data is read)."""
+        self._rho1()
+        return self
 
     def _rho1(self) -> float:
         """rho1 after checking the algorithm / penalty combination (ValueError if invalid)."""
@@ -221,7 +232,7 @@ class CRF:
                   f"({time.perf_counter() - t_start:.2f}s)")
         log: list[dict[str, Any]] = []
         result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log)
-        self._log(f"* stopped after {result.iterations} iterations ({result.reason}), "
+        self._log(f"* stopped after {result.n_iter} iterations ({result.reason}), "
                   f"{time.perf_counter() - t_start:.2f}s")
         self._set_fitted(space, result, log, text)
         return self
@@ -283,6 +294,9 @@ class CRF:
         self.n_active_features_ = int(np.count_nonzero(self.theta_))
         self.training_log_ = log
         self.stop_reason_ = result.reason
+        self.n_iter_ = result.n_iter
+        # converged: by the solver's own rule or by the stopping window (Wapiti's)
+        self.converged_ = bool(result.converged or result.reason == "stopping criterion")
         self.pattern_text_ = pattern_text
 
     def _train(self, space, train, dev, x0, n_threads, log):
@@ -290,10 +304,11 @@ class CRF:
         (objective window, or development error window) are the same for every solver."""
         from .inference import Objective, viterbi
 
+        from suffixlm.solvers import WindowRule
+
         a = self.algorithm
         rho1 = self._rho1()
-        errors: list[float] = []
-        objectives: list[float] = []
+        rule = WindowRule(self.stopeps, self.stopwin)
         objective = None
         if a in ("owlqn", "lbfgs", "fista"):
             objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
@@ -308,54 +323,43 @@ class CRF:
                 te, se = objective.last_errors
             else:
                 te = se = float("nan")
-            log.append({"iteration": info.iteration, "objective": info.objective, "active": info.active,
+            log.append({"iteration": info.n_iter, "objective": info.objective, "active": info.active,
                         "token_error": te, "sequence_error": se, "seconds": info.seconds,
-                        "evaluations": info.evaluations})
+                        "evaluations": info.n_evals})
             err = "" if te != te else f" err={te:5.2f}%/{se:5.2f}%{' (dev)' if dev is not None else ''}"
-            self._log(f"  [{info.iteration:4d}] obj={info.objective:<12.2f} act={info.active:<9d}"
+            self._log(f"  [{info.n_iter:4d}] obj={info.objective:<12.2f} act={info.active:<9d}"
                       f"{err} time={info.seconds:.2f}s")
-            errors.append(te)
-            objectives.append(info.objective)
-            w = self.stopwin
-            if w and len(objectives) > w:
-                old, new = objectives[-1 - w], objectives[-1]
-                if old - new < self.stopeps * abs(new):
-                    return True
-            if w and dev is not None and len(errors) >= w:
-                window = errors[-w:]
-                if max(window) - min(window) < self.stopeps:
-                    return True
-            return False
+            return rule.update(info.objective, te if dev is not None else None)
 
-        cap = self.max_iterations
+        cap = self.max_iter
         if a in ("owlqn", "lbfgs"):
             from .train import owlqn
 
             return owlqn(objective.value_and_gradient_parts, x0, rho1=rho1, rho2=self.rho2,
-                         history=self.history, max_iterations=cap, callback=callback)
+                         history=self.history, max_iter=cap, callback=callback)
         if a == "fista":
             from .train.proximal import feature_forest, fista
 
             return fista(objective.value_and_gradient, x0, feature_forest(space, train), self.penalty,
-                         kappa=rho1, rho2=self.rho2, max_iterations=cap or 500, callback=callback)
+                         kappa=rho1, rho2=self.rho2, max_iter=cap or 500, callback=callback)
         if a == "sgd-l1":
             from .train.sgd_l1 import sgd_l1
 
-            return sgd_l1(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_epochs=cap or 50,
+            return sgd_l1(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_iter=cap or 50,
                           eta0=SGD_ETA0, seed=self.seed, callback=callback)
         if a == "bcd":
             from .train.bcd import bcd
 
-            return bcd(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_passes=cap or 20, seed=self.seed,
+            return bcd(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_iter=cap or 20, seed=self.seed,
                        callback=callback)
         if a in ("sag", "sag-nus"):
             from .train.sag import sag
 
-            return sag(space, train, rho2=self.rho2, x0=x0, nus=a == "sag-nus", max_passes=cap or 50,
+            return sag(space, train, rho2=self.rho2, x0=x0, nus=a == "sag-nus", max_iter=cap or 50,
                        seed=self.seed, callback=callback)
         from .train.perceptron import averaged_perceptron
 
-        return averaged_perceptron(space, train, max_epochs=cap or 10, x0=x0, seed=self.seed, callback=callback)
+        return averaged_perceptron(space, train, max_iter=cap or 10, x0=x0, seed=self.seed, callback=callback)
 
     # ------------------------------------------------------------------ prediction
     @property
@@ -376,15 +380,58 @@ class CRF:
         off = data.seq_offsets
         return [flat[off[i]: off[i + 1]] for i in range(data.n_sequences)]
 
-    def predict(self, X) -> list[list[str]]:
-        """Viterbi label sequences."""
-        from .inference import viterbi
+    def decode(self, X, n: int = 1, posterior: bool = False, scores: bool = False):
+        """The one decoding behind :meth:`predict`, :meth:`predict_nbest` and ``crf label``.
 
+        For each sequence of X, a list of up to ``n`` labellings, best first (fewer when
+        fewer exist), each a tuple (labels, log_prob, token_probs): Viterbi (n = 1), the
+        n best paths (list Viterbi), or with ``posterior`` the label of highest marginal
+        at each token (n must be 1). With ``scores``, log_prob is log p(labels | x) and,
+        for posterior decoding, token_probs the chosen labels' marginals; else both None.
+        """
+        from .inference import forward_backward_marginals, nbest, viterbi
+
+        if n < 1:
+            raise ValueError(f"n = {n}: expected >= 1")
+        if posterior and n > 1:
+            raise ValueError("posterior decoding gives one labelling (n = 1)")
         self._set_threads()
         data = self.encode(X)
-        pred, _ = viterbi(self.theta_, self.space_, data)
-        labels = self.space_.labels
-        return [[labels[k] for k in seq] for seq in self._split(pred, data)]
+        sp, theta = self.space_, self.theta_
+        marg = logz = path_scores = None
+        if posterior or scores:
+            marg, logz = forward_backward_marginals(theta, sp, data, self.recursion)
+        if posterior:
+            paths = marg.argmax(axis=1)[:, None]
+        elif n > 1:
+            paths, path_scores = nbest(theta, sp, data, n)
+        else:
+            best, sc = viterbi(theta, sp, data)
+            paths, path_scores = best[:, None], sc[:, None]
+        labels = sp.labels
+        off = data.seq_offsets
+        out = []
+        for i in range(data.n_sequences):
+            s, e = off[i], off[i + 1]
+            ranked = []
+            for r in range(paths.shape[1]):
+                if path_scores is not None and not np.isfinite(path_scores[i, r]):
+                    continue
+                lp = probs = None
+                if scores:
+                    if posterior:
+                        probs = marg[np.arange(s, e), paths[s:e, 0]]
+                        lp = float(np.log(probs).sum())
+                        probs = probs.tolist()
+                    else:
+                        lp = float(path_scores[i, r] - logz[i])
+                ranked.append(([labels[k] for k in paths[s:e, r]], lp, probs))
+            out.append(ranked)
+        return out
+
+    def predict(self, X) -> list[list[str]]:
+        """Viterbi label sequences."""
+        return [d[0][0] for d in self.decode(X)]
 
     def predict_marginals(self, X) -> list[list[dict[str, float]]]:
         """Posterior marginals: for each token a dict label -> probability."""
@@ -398,22 +445,13 @@ class CRF:
 
     def predict_nbest(self, X, n: int) -> list[list[tuple[list[str], float]]]:
         """The n best label sequences with their log-probabilities (fewer when fewer exist)."""
-        from .inference import forward_backward_marginals, nbest
-
-        self._set_threads()
-        data = self.encode(X)
-        paths, scores = nbest(self.theta_, self.space_, data, n)
-        _, logz = forward_backward_marginals(self.theta_, self.space_, data, self.recursion)
-        labels = self.space_.labels
-        out = []
-        for i, seq in enumerate(self._split(paths, data)):
-            out.append([([labels[k] for k in seq[:, r]], float(scores[i, r] - logz[i]))
-                        for r in range(n) if np.isfinite(scores[i, r])])
-        return out
+        return [[(lab, lp) for lab, lp, _ in d] for d in self.decode(X, n, scores=True)]
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the model atomically (temporary file + rename); see the module docstring."""
+    def save(self, path: str | os.PathLike, inputs=()) -> None:
+        """Write the model atomically (``suffixlm.io.save_container``); see the module
+        docstring. ``inputs``: files the model was made from; ``path`` must not be one
+        of them (``suffixlm.io.SameFileError``)."""
         self._fitted()
         sp = self.space_
         encoded = [s.encode("utf-8") for s in sp.observations]
@@ -423,66 +461,39 @@ class CRF:
         arrays = {"obs_blob": blob, "obs_offsets": offsets, "kinds": sp.kinds.astype(np.int8),
                   "theta": np.asarray(self.theta_, dtype=np.float64)}
         meta = {
-            "format": FORMAT_NAME, "version": FORMAT_VERSION, "labels": sp.labels,
-            "patterns": self.pattern_text_, "n_columns": sp.n_columns,
+            "labels": sp.labels, "patterns": self.pattern_text_, "n_columns": sp.n_columns,
             "params": {"algorithm": self.algorithm, "penalty": self.penalty, "rho1": self._rho1(),
-                       "rho2": self.rho2, "max_iterations": self.max_iterations, "stopeps": self.stopeps,
+                       "rho2": self.rho2, "max_iter": self.max_iter, "stopeps": self.stopeps,
                        "stopwin": self.stopwin, "history": self.history, "seed": self.seed},
             "n_features": int(self.n_features_),
             "sha256": _digest(arrays.values()),
         }
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary only
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        save_container(path, arrays, meta, FORMAT_NAME, FORMAT_VERSION, meta_key="meta", inputs=inputs)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CRF":
         """Read a model written by :meth:`save`; ModelError on any inconsistency."""
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                data = {k: z[k] for k in ("meta", "obs_blob", "obs_offsets", "kinds", "theta")}
-        except FileNotFoundError:
-            raise ModelError(f"{path}: no such model file") from None
-        except KeyError as exc:
-            raise ModelError(f"{path}: not a CRF model (missing array {exc})") from None
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-            raise ModelError(f"{path}: unreadable or truncated model file ({exc})") from None
-        try:
-            meta = json.loads(data["meta"].tobytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ModelError(f"{path}: corrupt model metadata") from None
-        if meta.get("format") != FORMAT_NAME:
-            raise ModelError(f"{path}: not a suffixlm CRF model")
-        if meta.get("version") != FORMAT_VERSION:
-            raise ModelError(f"{path}: model format version {meta.get('version')} not supported "
-                             f"(this build reads version {FORMAT_VERSION})")
-        arrays = [data[k] for k in ("obs_blob", "obs_offsets", "kinds", "theta")]
-        if _digest(arrays) != meta.get("sha256"):
+        data, meta = load_container(path, FORMAT_NAME, (FORMAT_VERSION,), _CONTAINER_SPEC, meta_key="meta",
+                                    error=ModelError)
+        if _digest(data[k] for k in _CONTAINER_SPEC) != meta.get("sha256"):
             raise ModelError(f"{path}: checksum mismatch, the model file was modified or damaged")
         blob = data["obs_blob"].tobytes()
         off = data["obs_offsets"]
-        observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
+        if not (len(off) == len(data["kinds"]) + 1 and off[0] == 0 and off[-1] == len(blob)
+                and np.all(np.diff(off) >= 0) and np.all((data["kinds"] >= 1) & (data["kinds"] <= 3))):
+            raise ModelError(f"{path}: inconsistent observation arrays (corrupt model file)")
         try:
+            observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
             params = meta["params"]
             model = cls(patterns=None, algorithm=params["algorithm"], penalty=params.get("penalty", "l1"),
                         rho1=params["rho1"], rho2=params["rho2"],
-                        max_iterations=params["max_iterations"], stopeps=params["stopeps"],
+                        max_iter=params.get("max_iter", params.get("max_iterations")), stopeps=params["stopeps"],
                         stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0))
             model._rho1()
+            patterns = parse_patterns(meta["patterns"], f"{path}:patterns")
+            space = FeatureSpace(patterns, observations, data["kinds"], meta["labels"], meta["n_columns"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ModelError(f"{path}: bad training parameters in the model metadata ({exc})") from None
-        patterns = parse_patterns(meta["patterns"], f"{path}:patterns")
-        space = FeatureSpace(patterns, observations, data["kinds"], meta["labels"], meta["n_columns"])
+            raise ModelError(f"{path}: bad model metadata ({exc})") from None
         if space.n_params != data["theta"].shape[0]:
             raise ModelError(f"{path}: weight vector has {data['theta'].shape[0]} entries, "
                              f"the feature space needs {space.n_params}")

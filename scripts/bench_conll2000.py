@@ -55,7 +55,7 @@ def warm_up(args, X, y, Xt) -> dict:
     """Load/compile the numba kernels only."""
     from crf import CRF
 
-    CRF(patterns=str(args.patterns), max_iterations=2).fit(X[:50], y[:50]).predict(Xt[:5])
+    CRF(patterns=str(args.patterns), max_iter=2).fit(X[:50], y[:50]).predict(Xt[:5])
     return {}
 
 
@@ -121,7 +121,7 @@ def fit_crfsuite(args, X, y, Xt, yt):
     trainer = pycrfsuite.Trainer(verbose=False)
     for a, lab in zip(A, y):
         trainer.append(a, lab)
-    trainer.set_params({"c1": args.c1, "c2": args.c2, "max_iterations": args.crfsuite_iterations,
+    trainer.set_params({"c1": args.c1, "c2": args.c2, "max_iter": args.crfsuite_iterations,
                         "feature.possible_transitions": True})
     trainer.train(args.tmp_model)
     train_s = time.perf_counter() - t0
@@ -316,7 +316,7 @@ def timing_note(warmup_s: float) -> str:
 
 
 def crfsuite_setting(args) -> str:
-    return (f"lbfgs c1={args.c1} c2={args.c2} max_iterations={args.crfsuite_iterations}, "
+    return (f"lbfgs c1={args.c1} c2={args.c2} max_iter={args.crfsuite_iterations}, "
             "feature.possible_transitions=True, same unigram attributes")
 
 

@@ -51,7 +51,7 @@ def main() -> None:
     test = Corpus.from_text(shared("corpora", "ptb", "ptb.test.txt"), train.vocab)
     read_s = time.perf_counter() - t0
     trie = SuffixTree.build(train, args.order - 1, collapse=False).stats()
-    lm = LogLinearLM(order=args.order, penalty=args.penalty, alpha=args.alpha, epochs=args.iters, tol=args.tol,
+    lm = LogLinearLM(order=args.order, penalty=args.penalty, alpha=args.alpha, max_iter=args.iters, tol=args.tol,
                      warm_start=True)
     path = []
     best = None
@@ -59,8 +59,8 @@ def main() -> None:
         lm.lam = lam
         iter_times = []
 
-        def cb(info, iter_times=iter_times):
-            iter_times.append(info["seconds"])
+        def cb(info, w, iter_times=iter_times):
+            iter_times.append(info.elapsed)
 
         t1 = time.perf_counter()
         lm.fit(train, callback=cb)

@@ -34,19 +34,20 @@ def main() -> None:
         ("fista (full batch)", dict(solver="fista")),
     ]
     # warm the JIT
-    LogLinearLM(order=args.order, penalty=args.penalty, lam=args.lam, epochs=2, solver="fista").fit(train)
-    LogLinearLM(order=args.order, penalty=args.penalty, lam=args.lam, epochs=1, solver="sage", batch_size=n // 2).fit(train)
+    LogLinearLM(order=args.order, penalty=args.penalty, lam=args.lam, max_iter=2, solver="fista").fit(train)
+    LogLinearLM(order=args.order, penalty=args.penalty, lam=args.lam, max_iter=1, solver="sage", batch_size=n // 2).fit(train)
     runs = []
     for name, kw in configs:
         trace = []
         t0 = time.perf_counter()
 
-        def cb(info, trace=trace, t0=t0):
-            trace.append({"seconds": time.perf_counter() - t0, "objective": info["objective"],
-                          "prox_seconds": info.get("prox_seconds"), "gradient_seconds": info.get("gradient_seconds")})
+        def cb(info, w, trace=trace, t0=t0):
+            trace.append({"seconds": time.perf_counter() - t0, "objective": info.objective,
+                          "prox_seconds": info.extra.get("prox_seconds"),
+                          "gradient_seconds": info.extra.get("gradient_seconds")})
             return time.perf_counter() - t0 > args.seconds
 
-        lm = LogLinearLM(order=args.order, penalty=args.penalty, lam=args.lam, epochs=100000, tol=0.0, **kw)
+        lm = LogLinearLM(order=args.order, penalty=args.penalty, lam=args.lam, max_iter=100000, tol=0.0, **kw)
         lm.fit(train, callback=cb)
         runs.append({"solver": name, "params": kw, "trace": trace, "final_objective": lm.objective_,
                      "steps": lm.n_iter_, "prox_seconds": lm.prox_seconds_, "gradient_seconds": lm.gradient_seconds_,

@@ -179,18 +179,18 @@ def main() -> None:
         runs = {
             "owlqn": lambda: owlqn(objective.value_and_gradient_parts, zeros, rho1=args.rho1, rho2=args.rho2,
                                    callback=window_stop(args.stopeps)),
-            "sgd-l1": lambda: sgd_l1(space, train, rho1=args.rho1, rho2=args.rho2, max_epochs=args.sgd_epochs,
+            "sgd-l1": lambda: sgd_l1(space, train, rho1=args.rho1, rho2=args.rho2, max_iter=args.sgd_epochs,
                                      eta0=args.sgd_eta0),
-            "sag-nus": lambda: sag(space, train, rho2=args.sag_rho2, nus=True, max_passes=args.sag_passes),
-            "sag": lambda: sag(space, train, rho2=args.sag_rho2, max_passes=args.sag_passes),
-            "perceptron": lambda: averaged_perceptron(space, train, max_epochs=args.perceptron_epochs),
-            "bcd": lambda: bcd(space, train, rho1=args.rho1, rho2=args.rho2, max_passes=args.bcd_passes),
+            "sag-nus": lambda: sag(space, train, rho2=args.sag_rho2, nus=True, max_iter=args.sag_passes),
+            "sag": lambda: sag(space, train, rho2=args.sag_rho2, max_iter=args.sag_passes),
+            "perceptron": lambda: averaged_perceptron(space, train, max_iter=args.perceptron_epochs),
+            "bcd": lambda: bcd(space, train, rho1=args.rho1, rho2=args.rho2, max_iter=args.bcd_passes),
             "fista-l2-tree": lambda: fista(objective.value_and_gradient, zeros, feature_forest(space, train),
                                            "l2-tree", kappa=args.fista_kappa, rho2=args.rho2,
-                                           max_iterations=args.fista_iterations, tol=1e-4),
+                                           max_iter=args.fista_iterations, tol=1e-4),
             "fista-linf-tree": lambda: fista(objective.value_and_gradient, zeros, feature_forest(space, train),
                                              "linf-tree", kappa=args.fista_kappa, rho2=args.rho2,
-                                             max_iterations=args.fista_iterations, tol=1e-4),
+                                             max_iter=args.fista_iterations, tol=1e-4),
         }
         for solver in args.solvers.split(","):
             t0 = time.perf_counter()
@@ -202,13 +202,13 @@ def main() -> None:
             guess = [[space.labels[k] for k in pred[off[i]:off[i + 1]]] for i in range(test.n_sequences)]
             sc = scores(yt, guess)
             row = {"set": fset, "solver": solver, "features": space.n_params,
-                   "active": int(np.count_nonzero(res.x)), "seconds": secs, "iterations": res.iterations,
+                   "active": int(np.count_nonzero(res.x)), "seconds": secs, "iterations": res.n_iter,
                    "peak_rss_gb_so_far": peak_gb,
                    "stop": res.reason, **sc}
             rows.append(row)
             print(f"  {solver:<16} letter err {sc['letter_error']:5.2f}%  PER {sc['per']:5.2f}%  "
                   f"word err {sc['word_error']:5.2f}%  active {row['active']:>9}  {secs:7.1f}s  "
-                  f"({res.iterations} it, {res.reason})", flush=True)
+                  f"({res.n_iter} it, {res.reason})", flush=True)
         del objective
 
     table = ["| features | solver | letter error | PER | word error | active / all features | train wall | iterations |",

@@ -96,12 +96,12 @@ class Recorder:
         elif self.exact:
             v, _ = self.objective.value_and_gradient(w)
             f = float(v + self.rho1 * np.abs(w).sum() + 0.5 * self.rho2 * (w @ w))
-        point = {"iteration": info.iteration, "passes": float(self.passes_of(info)), "seconds": seconds,
+        point = {"iteration": info.n_iter, "passes": float(self.passes_of(info)), "seconds": seconds,
                  "objective": f, "active": int(np.count_nonzero(w)),
                  "dev_f1": self.f1(w, self.dev), "test_f1": self.f1(w, self.test)}
         self.points.append(point)
         obj = f"{f:.4f}" if f is not None else "-"
-        print(f"  {self.name:<16} it {info.iteration:4d} passes {point['passes']:7.2f} t {seconds:7.1f}s "
+        print(f"  {self.name:<16} it {info.n_iter:4d} passes {point['passes']:7.2f} t {seconds:7.1f}s "
               f"obj {obj} dev {point['dev_f1']:.2f} test {point['test_f1']:.2f}", flush=True)
         self.outside += time.perf_counter() - t_in
         return False
@@ -179,33 +179,33 @@ def main() -> None:
     r2 = args.rho2
     run("L-BFGS", "l2", 0.0, r2,
         lambda cb: lbfgs(objective.value_and_gradient_parts, np.zeros(space.n_params), rho2=r2,
-                         max_iterations=args.qn_iterations, gtol=1e-9, callback=cb),
-        lambda info: info.evaluations, exact="info")
-    run("SAG", "l2", 0.0, r2, lambda cb: sag(space, train, rho2=r2, max_passes=args.sag_passes, tol=1e-9, callback=cb),
-        lambda info: info.evaluations / n)
+                         max_iter=args.qn_iterations, gtol=1e-9, callback=cb),
+        lambda info: info.n_evals, exact="info")
+    run("SAG", "l2", 0.0, r2, lambda cb: sag(space, train, rho2=r2, max_iter=args.sag_passes, tol=1e-9, callback=cb),
+        lambda info: info.n_evals / n)
     run("SAG-NUS*", "l2", 0.0, r2,
-        lambda cb: sag(space, train, rho2=r2, nus=True, max_passes=args.sag_passes, tol=1e-9, callback=cb),
-        lambda info: info.evaluations / n)
+        lambda cb: sag(space, train, rho2=r2, nus=True, max_iter=args.sag_passes, tol=1e-9, callback=cb),
+        lambda info: info.n_evals / n)
     run("SGD (inverse)", "l2", 0.0, r2,
-        lambda cb: sgd_l1(space, train, rho1=0.0, rho2=r2, max_epochs=args.passes, eta0=args.eta0,
+        lambda cb: sgd_l1(space, train, rho1=0.0, rho2=r2, max_iter=args.passes, eta0=args.eta0,
                           schedule="inverse", tau=1.0, callback=cb),
-        lambda info: info.iteration)
+        lambda info: info.n_iter)
     r1, r12 = args.rho1, args.l1_rho2
     run("OWL-QN", "l1", r1, r12,
         lambda cb: owlqn(objective.value_and_gradient_parts, np.zeros(space.n_params), rho1=r1, rho2=r12,
-                         max_iterations=args.qn_iterations, gtol=1e-9, callback=cb),
-        lambda info: info.evaluations, exact="info")
+                         max_iter=args.qn_iterations, gtol=1e-9, callback=cb),
+        lambda info: info.n_evals, exact="info")
     run("SGD-l1", "l1", r1, r12,
-        lambda cb: sgd_l1(space, train, rho1=r1, rho2=r12, max_epochs=args.passes, eta0=args.eta0,
+        lambda cb: sgd_l1(space, train, rho1=r1, rho2=r12, max_iter=args.passes, eta0=args.eta0,
                           schedule="exponential", decay=0.85, callback=cb),
-        lambda info: info.iteration)
+        lambda info: info.n_iter)
     if args.bcd:
         run("BCD", "l1", r1, r12,
-            lambda cb: bcd(space, train, rho1=r1, rho2=r12, max_passes=args.bcd_passes, callback=cb),
-            lambda info: info.evaluations / n, exact="info")
+            lambda cb: bcd(space, train, rho1=r1, rho2=r12, max_iter=args.bcd_passes, callback=cb),
+            lambda info: info.n_evals / n, exact="info")
     run("perceptron", "none", 0.0, 0.0,
-        lambda cb: averaged_perceptron(space, train, max_epochs=args.perceptron_epochs, callback=cb),
-        lambda info: info.iteration, exact=False)
+        lambda cb: averaged_perceptron(space, train, max_iter=args.perceptron_epochs, callback=cb),
+        lambda info: info.n_iter, exact=False)
 
     payload = {"corpus": "CoNLL-2000 (train 90 % / dev 10 % of train.txt, test.txt)",
                "n_train_sequences": n, "n_features": space.n_params, "n_labels": space.n_labels,

@@ -45,7 +45,7 @@ def main() -> None:
     test = Corpus.from_text(shared("corpora", "ptb", "ptb.test.20k.txt"), train.vocab)
     runs = []
     for alpha in [float(a) for a in args.alphas.split(",")]:
-        lm = LogLinearLM(order=args.order, penalty=args.penalty, alpha=alpha, epochs=args.iters, tol=args.tol,
+        lm = LogLinearLM(order=args.order, penalty=args.penalty, alpha=alpha, max_iter=args.iters, tol=args.tol,
                          warm_start=True)
         for lam in [float(x) for x in args.grid.split(",")]:
             lm.lam = lam

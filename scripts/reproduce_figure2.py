@@ -83,7 +83,7 @@ def run_job(job):
     from suffixlm.model import LogLinearLM
 
     train, test, valid = _load()
-    lm = LogLinearLM(order=order, penalty=penalty, alpha=alpha, epochs=iters, tol=1e-6, warm_start=True)
+    lm = LogLinearLM(order=order, penalty=penalty, alpha=alpha, max_iter=iters, tol=1e-6, warm_start=True)
     path = []
     best = None
     rises = 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._suffixtree_kernels import find_sorted, grow
+from ._tree_kernels import find_sorted, grow
 
 
 @njit(cache=True)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._suffixtree_kernels import find_sorted
+from ._tree_kernels import find_sorted
 
 
 @njit(cache=True)
@@ -189,40 +189,6 @@ def score_positions(
                     s = S[q]
                 break
         out[p] = s - np.log(z)
-
-
-@njit(cache=True)
-def topological_order(node_parent):
-    """Nodes parents-first (breadth-first by depth in the tree), int64[n_nodes]."""
-    n = node_parent.shape[0]
-    n_children = np.zeros(n + 1, dtype=np.int64)
-    root = -1
-    for j in range(n):
-        p = node_parent[j]
-        if p >= 0:
-            n_children[p + 1] += 1
-        else:
-            root = j
-    for j in range(n):
-        n_children[j + 1] += n_children[j]
-    fill = n_children[:-1].copy()
-    kids = np.empty(max(n - 1, 0), dtype=np.int64)
-    for j in range(n):
-        p = node_parent[j]
-        if p >= 0:
-            kids[fill[p]] = j
-            fill[p] += 1
-    order = np.empty(n, dtype=np.int64)
-    order[0] = root
-    head = 0
-    tail = 1
-    while head < tail:
-        j = order[head]
-        head += 1
-        for k in range(n_children[j], n_children[j + 1]):
-            order[tail] = kids[k]
-            tail += 1
-    return order
 
 
 @njit(cache=True)

@@ -15,6 +15,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._tree_kernels import children_csr as forest_children
+from ._tree_kernels import find_sorted, grow, sort_prefix
+
 
 @njit(cache=True)
 def context_lengths(offsets, max_depth):
@@ -220,90 +223,18 @@ def position_nodes(n_tok, offsets, sorted_pos, leaf_start, leaf_node):
 
 
 @njit(cache=True)
-def csr_from_parent(parent):
-    """Children lists of a rooted tree given by ``parent`` (int64[n], root 0 with
-    parent -1, every other node j with 0 <= parent[j]), each list in increasing node
-    order. Returns child_offsets int64[n+1], children int64[n-1]."""
-    n = parent.shape[0]
-    child_offsets = np.zeros(n + 1, np.int64)
-    for j in range(1, n):
-        child_offsets[parent[j] + 1] += 1
-    for j in range(n):
-        child_offsets[j + 1] += child_offsets[j]
-    fill = child_offsets[:-1].copy()
-    children = np.empty(max(n - 1, 0), np.int64)
-    for j in range(1, n):
-        children[fill[parent[j]]] = j
-        fill[parent[j]] += 1
-    return child_offsets, children
-
-
-@njit(cache=True)
 def children_csr(parent, depth, context_position, tokens):
     """Children of every node in CSR form, in node order (which is increasing order
     of the first symbol of the edge when nodes are in lexicographic preorder).
 
     Returns child_offsets int64[n+1], children int64[n-1], child_first_word int32[n-1].
     """
-    child_offsets, children = csr_from_parent(parent)
+    child_offsets, children, _ = forest_children(parent)
     first_word = np.empty(children.shape[0], np.int32)
     for e in range(children.shape[0]):
         j = children[e]
         first_word[e] = tokens[context_position[j] - depth[parent[j]] - 1]
     return child_offsets, children, first_word
-
-
-@njit(cache=True)
-def grow(a, need):
-    """``a`` if it holds ``need`` items, else a copy at least twice as long (the head
-    copied, the tail uninitialised). A loop, not ``b[:n] = a``: numba's array-to-array
-    slice assignment compiles its shape-mismatch error path, about 2.5 s on a fresh
-    cache for every signature."""
-    if need <= a.shape[0]:
-        return a
-    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
-    for i in range(a.shape[0]):
-        b[i] = a[i]
-    return b
-
-
-@njit(cache=True)
-def sort_prefix(a, n):
-    """Sort a[:n] in place, ascending: insertion sort below 16 items, heapsort above.
-    Not ``a[:n].sort()``: numba's quicksort takes about 2 s to compile on a fresh cache
-    (every signature), this about 0.2 s, and the arrays sorted here are short."""
-    if n <= 16:
-        for i in range(1, n):
-            v = a[i]
-            k = i - 1
-            while k >= 0 and a[k] > v:
-                a[k + 1] = a[k]
-                k -= 1
-            a[k + 1] = v
-        return
-    for start in range(n // 2 - 1, -1, -1):
-        _sift_down(a, start, n)
-    for end in range(n - 1, 0, -1):
-        v = a[0]
-        a[0] = a[end]
-        a[end] = v
-        _sift_down(a, 0, end)
-
-
-@njit(cache=True)
-def _sift_down(a, root, n):
-    v = a[root]
-    while True:
-        child = 2 * root + 1
-        if child >= n:
-            break
-        if child + 1 < n and a[child + 1] > a[child]:
-            child += 1
-        if a[child] <= v:
-            break
-        a[root] = a[child]
-        root = child
-    a[root] = v
 
 
 @njit(cache=True)
@@ -462,21 +393,6 @@ def expand_to_trie(parent, depth, collapsed, count, context_position, child_offs
 
 
 @njit(cache=True)
-def find_sorted(words, lo, hi, w):
-    """Index of ``w`` in the sorted slice words[lo:hi], or -1."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        x = words[mid]
-        if x < w:
-            lo = mid + 1
-        elif x > w:
-            hi = mid
-        else:
-            return mid
-    return -1
-
-
-@njit(cache=True)
 def param_parent(parent, succ_offsets, succ_words):
     """Parameter (parent(j), v) of every parameter (j, v); -1 at the root.
 
@@ -520,3 +436,11 @@ def param_node(succ_offsets):
         for e in range(succ_offsets[j], succ_offsets[j + 1]):
             out[e] = j
     return out
+
+
+@njit(cache=True)
+def csr_from_parent(parent):
+    """Children lists of a rooted tree (root 0, parent -1), in increasing node order:
+    child_offsets int64[n+1], children int64[n-1] (``_tree_kernels.children_csr``)."""
+    child_offsets, children, _ = forest_children(parent)
+    return child_offsets, children

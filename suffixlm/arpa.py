@@ -20,21 +20,20 @@ single-precision sums, so scoring an SRILM ARPA file reproduces ``ngram -ppl``.
 
 from __future__ import annotations
 
-import gzip
 import io
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
+from .io import InputError, atomic_write, input_name, open_error_message, open_input
+from .ngrams import count_ngrams
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
 
 
-class ArpaError(ValueError):
+class ArpaError(InputError):
     """Malformed ARPA file; the message names the file and line."""
 
 
@@ -57,6 +56,9 @@ class BackoffLM:
     vocab : Vocabulary        the model's words (ids index the rows below)
     ngrams : list of (rows int32[m_n, n], logprob float32[m_n], bow float32[m_n],
              has_bow bool[m_n]) for n = 1..order
+
+    ``sources``: the files the model was read or estimated from; ``write_arpa``
+    refuses to overwrite them.
     """
 
     def __init__(self, vocab: Vocabulary, ngrams: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
@@ -69,6 +71,7 @@ class BackoffLM:
         ]
         self._index = None
         self.restricted = False
+        self.sources: tuple[str, ...] = ()
 
     # ------------------------------------------------------------ summary
     @property
@@ -144,21 +147,10 @@ class BackoffLM:
     # ------------------------------------------------------------ output
     def write_arpa(self, path: str | Path) -> None:
         """Write the model as an ARPA file (SRILM layout, ``%.7g`` numbers, -99 for
-        log 0); ``.gz`` compresses. Written to a temporary file, then renamed."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as raw:
-                if path.suffix == ".gz":
-                    with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as fh:
-                        self._write(fh)
-                else:
-                    self._write(raw)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        log 0); a name ending in ``.gz`` compresses. Written atomically
+        (``io.atomic_write``); ``SameFileError`` if ``path`` is one of ``sources``."""
+        with atomic_write(path, inputs=self.sources) as fh:
+            self._write(fh)
 
     def arpa_bytes(self) -> bytes:
         """The ARPA file as bytes."""
@@ -211,19 +203,14 @@ class BackoffLM:
         walk can touch when scoring them, so their scores are unchanged while memory
         and indexing time shrink to the size of that text. Such a model is marked
         ``restricted`` and cannot be written out."""
-        path = Path(path)
-        name = str(path)
         try:
-            with open(path, "rb") as fh:
+            with open_input(path, error=ArpaError) as fh:
                 data = fh.read()
         except OSError as e:
-            raise ArpaError(f"{name}: cannot read: {e.strerror}") from None
-        if data[:2] == b"\x1f\x8b":
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError) as e:
-                raise ArpaError(f"{name}: corrupt gzip data ({e})") from None
-        return cls.from_arpa_bytes(data, name, only_for)
+            raise ArpaError(open_error_message(path, e)) from None
+        lm = cls.from_arpa_bytes(data, input_name(path), only_for)
+        lm.sources = (str(path),)
+        return lm
 
     @classmethod
     def from_arpa_bytes(cls, data: bytes, name: str = "<arpa>", only_for=None) -> "BackoffLM":
@@ -377,8 +364,6 @@ class BackoffLM:
 def _occurring_in(sentences, vocab: Vocabulary, order: int):
     """Function rows int32[m, n] -> bool[m]: which n-grams occur in ``sentences``
     (encoded with ``vocab``, <s> and </s> added)."""
-    from .kn import count_ngrams
-
     corpus = Corpus.from_sentences(sentences, vocab)
     c = count_ngrams(corpus, order)
     V = len(vocab)
@@ -448,18 +433,18 @@ def read_arpa(path: str | Path, only_for=None) -> BackoffLM:
 
 
 def is_arpa_file(path: str | Path) -> bool:
-    """True when the file (plain or gzip) starts, after blank lines, with ``\\data\\``."""
+    """True when the file (plain or gzip) starts, after blank lines, with ``\\data\\``.
+    False for ``-``: looking would consume stdin."""
+    if str(path) == "-":
+        return False
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-        opener = gzip.open if head == b"\x1f\x8b" else open
-        with opener(path, "rb") as fh:
+        with open_input(path) as fh:
             for _ in range(100):
-                line = fh.readline()
+                line = fh.readline(1 << 12)  # bounded: a binary file may hold no line end
                 if not line:
                     return False
                 if line.strip():
                     return line.strip() == b"\\data\\"
-    except OSError:
+    except (OSError, InputError):
         return False
     return False

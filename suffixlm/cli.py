@@ -20,13 +20,45 @@ import click
 from . import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+ENTRY_POINT_GROUP = "suffixlm.commands"
+
+
+class _Group(click.Group):
+    """The built-in sub-commands, plus the entry-point groups of other packages, which are
+    looked up only when a name is not built in or the command list is shown (reading
+    every installed distribution's metadata costs a noticeable fraction of a second)."""
+
+    _plugins_loaded = False
+
+    def _load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if ep.name in self.commands:
+                continue  # a built-in command keeps its name
+            try:
+                cmd = ep.load()
+            except Exception as e:  # a broken plug-in must not take the whole CLI down
+                click.echo(f"suffixlm: command {ep.name!r} from {ep.value} is unavailable: {e}", err=True)
+                continue
+            if isinstance(cmd, click.Command):
+                self.add_command(cmd, ep.name)
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands:
+            self._load_plugins()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx):
+        self._load_plugins()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="suffixlm")
 def main() -> None:
     """Log-linear language models on suffix trees, Kneser-Ney baselines and CRFs."""
-
-
-ENTRY_POINT_GROUP = "suffixlm.commands"
 
 
 def _register() -> None:
@@ -39,16 +71,6 @@ def _register() -> None:
         cmd = getattr(mod, "command", None)
         if isinstance(cmd, click.Command):
             main.add_command(cmd)
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        if ep.name in main.commands:
-            continue  # a built-in command keeps its name
-        try:
-            cmd = ep.load()
-        except Exception as e:  # a broken plug-in must not take the whole CLI down
-            click.echo(f"suffixlm: command {ep.name!r} from {ep.value} is unavailable: {e}", err=True)
-            continue
-        if isinstance(cmd, click.Command):
-            main.add_command(cmd, ep.name)
 
 
 _register()

@@ -20,14 +20,15 @@ sentence offsets: sentence ``s`` is ``tokens[offsets[s]:offsets[s+1]]``.
 from __future__ import annotations
 
 import io
-import sys
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
+
+from .io import InputError, atomic_write, input_name, open_error_message, open_input
 
 BOS = "<s>"
 EOS = "</s>"
@@ -38,49 +39,30 @@ UNK_ID = 2
 _SPECIALS = (BOS, EOS, UNK)
 
 
-class CorpusError(ValueError):
+class CorpusError(InputError):
     """Bad corpus or vocabulary input; the message names the file and line."""
 
 
-def _open_text(path: str | Path) -> tuple[IO[bytes], str, bool]:
-    if str(path) == "-":
-        return sys.stdin.buffer, "<stdin>", False
-    p = Path(path)
-    if not p.exists():
-        raise CorpusError(f"{p}: no such file")
-    if p.is_dir():
-        raise CorpusError(f"{p}: is a directory, expected a text file")
-    if p.suffix == ".gz":
-        import gzip
-
-        return gzip.open(p, "rb"), str(p), True
-    return open(p, "rb"), str(p), True
-
-
 def read_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line_number, tokens)`` for each non-blank line of a UTF-8 text file.
+    """Yield ``(line_number, tokens)`` for each non-blank line of a UTF-8 text file
+    (``-``: stdin; gzip content is decompressed, see ``io.open_input``).
 
     Raises ``CorpusError`` naming the file and line on invalid UTF-8, and when the file
-    holds no sentence at all (empty, or only blank lines).
+    cannot be read or holds no sentence at all (empty, or only blank lines).
     """
-    fh, name, close = _open_text(path)
+    name = input_name(path)
+    try:
+        fh = open_input(path, text=True, error=CorpusError)
+    except OSError as e:
+        raise CorpusError(open_error_message(path, e)) from None
     n_sent = 0
     lineno = 0
-    try:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CorpusError(
-                    f"{name}:{lineno}: invalid UTF-8 at byte {e.start} of the line"
-                ) from None
+    with fh:
+        for lineno, line in enumerate(fh, 1):
             toks = line.split()
             if toks:
                 n_sent += 1
                 yield lineno, toks
-    finally:
-        if close:
-            fh.close()
     if n_sent == 0:
         what = "is empty" if lineno == 0 else f"has only blank lines ({lineno} lines)"
         raise CorpusError(f"{name}: {what}; expected one sentence per line")
@@ -173,8 +155,9 @@ class Vocabulary:
         return cls(list(_SPECIALS) + words, has_unk=has_unk)
 
     def save(self, path: str | Path) -> None:
-        """Write one word per line (specials included; ``<unk>`` only if it is a word)."""
-        with open(path, "w", encoding="utf-8") as fh:
+        """Write one word per line (specials included; ``<unk>`` only if it is a word),
+        atomically (``io.atomic_write``; a name ending in ``.gz`` compresses)."""
+        with atomic_write(path, binary=False) as fh:
             for i, w in enumerate(self.words):
                 if i == UNK_ID and not self.has_unk:
                     continue

@@ -18,21 +18,20 @@ break that equality and run on the suffix trie.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
 import time
-import zipfile
-from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from . import _lm_kernels as K
+from ._tree_kernels import bfs_order
+from .objective import LMObjective
 from .corpus import BOS_ID, UNK_ID, Corpus, CorpusError, Vocabulary, load_training_corpus
+from .io import load_container, save_container
 
-PENALTIES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
+from .options import LM_PENALTIES as PENALTIES
 FORMAT = "suffixlm-loglinear"
 FORMAT_VERSION = 1
 LN10 = math.log(10.0)
@@ -59,88 +58,15 @@ def _as_corpus(data, vocab: Vocabulary | None) -> Corpus:
     return Corpus.from_strings(lines, vocab=vocab)
 
 
-class _LMProblem:
-    """The mean log-loss of a training corpus as a ``SmoothProblem`` (see solvers).
-
-    The metric is ``collapsed * word_scale``: a collapsed node counts for its trie
-    coordinates, and every coordinate of the tree of word v is scaled by
-    ``word_scale[v]`` (a diagonal preconditioner, constant on each word's tree; see
-    ``LogLinearLM``). ``value_grad`` returns the gradient in that metric, i.e. the
-    partial derivatives divided by the metric.
-    """
-
-    def __init__(self, tree, end_node, target_param, n_unseen, word_scale=None):
-        self.tree = tree
-        keep = end_node >= 0
-        self.end_node = np.ascontiguousarray(end_node[keep])
-        self.target_param = np.ascontiguousarray(target_param[keep])
-        self.n_samples = int(self.end_node.shape[0])
-        self.n_unseen = float(n_unseen)
-        t = tree
-        self.topo = K.topological_order(t.parent)
-        self.param_node = t.param_node()
-        self.param_parent = t.param_parent()
-        self.collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
-        self.metric = self.collapsed[self.param_node].astype(np.float64)
-        self.scale = None
-        if word_scale is not None:
-            self.scale = np.ascontiguousarray(word_scale[t.succ_words], dtype=np.float64)
-            self.metric *= self.scale
-        n_params, n_nodes = t.n_params, t.n_nodes
-        self.S = np.empty(n_params)
-        self.expS = np.empty(n_params)
-        self.Z = np.empty(n_nodes)
-        self.A = np.empty(n_nodes)
-        self.grad = np.empty(n_params)
-        # statistics of the whole corpus, and scratch for mini-batches
-        self.n_end_all = np.zeros(n_nodes)
-        self.emp_all = np.zeros(n_params)
-        K.accumulate_batch(np.arange(self.n_samples), self.end_node, self.target_param,
-                           self.param_parent, self.n_end_all, self.emp_all, 1.0)
-        self.n_end_b = np.zeros(n_nodes)
-        self.emp_b = np.zeros(n_params)
-        self.seconds_gradient = 0.0
-
-    def _forward(self, w):
-        t = self.tree
-        K.forward_pass(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
-                       self.n_unseen, self.S, self.expS, self.Z)
-
-    def _stats(self, batch):
-        if batch is None:
-            return self.n_end_all, self.emp_all, self.n_samples
-        K.accumulate_batch(batch, self.end_node, self.target_param, self.param_parent, self.n_end_b, self.emp_b, 1.0)
-        return self.n_end_b, self.emp_b, len(batch)
-
-    def _unstats(self, batch):
-        if batch is not None:
-            K.accumulate_batch(batch, self.end_node, self.target_param, self.param_parent,
-                               self.n_end_b, self.emp_b, -1.0)
-
-    def value_grad(self, w, batch=None):
-        t0 = time.perf_counter()
-        self._forward(w)
-        n_end, emp, n = self._stats(batch)
-        t = self.tree
-        loss = K.loss_and_gradient(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
-                                   self.param_node, self.S, self.expS, self.Z, n_end, emp, self.A, self.grad)
-        self._unstats(batch)
-        self.seconds_gradient += time.perf_counter() - t0
-        g = self.grad / n
-        if self.scale is not None:
-            g /= self.scale
-        return loss / n, g
-
-    def value(self, w, batch=None):
-        self._forward(w)
-        n_end, emp, n = self._stats(batch)
-        loss = K.loss_value(w, self.collapsed, self.param_node, self.Z, n_end, emp)
-        self._unstats(batch)
-        return loss / n
-
-
 _TREE_FIELDS = ("parent", "depth", "collapsed", "count", "context_position", "child_offsets", "children",
                 "child_first_word", "succ_offsets", "succ_words", "succ_counts", "tokens", "offsets")
+# members of a model file and their (dtypes, ndim); the values are checked by _tree_from_arrays and load
+_CONTAINER_SPEC = {
+    "weights": (np.float64, 1),
+    "vocab_utf8": (np.uint8, 1),
+    **{"tree." + k: ((np.int32, np.int64), 1) for k in _TREE_FIELDS},
+    "tree.max_depth": ((np.int32, np.int64), 0),
+}
 
 
 def _tree_to_arrays(tree) -> dict:
@@ -186,6 +112,10 @@ def _tree_from_arrays(d: dict, vocab_size: int):
              f"bad tree.{off}")
     need(np.all((a["children"] > 0) & (a["children"] < n)) and a["child_first_word"].shape[0] == n - 1,
          "bad tree.children")
+    # each node but the root is listed exactly once, among the children of its parent
+    owner = np.repeat(idx, np.diff(a["child_offsets"]))
+    need(np.all(a["parent"][a["children"]] == owner) and np.all(np.bincount(a["children"], minlength=n)[1:] == 1),
+         "tree.children do not match tree.parent")
     need(a["succ_counts"].shape[0] == P, "bad tree.succ_counts")
     for k in ("succ_words", "child_first_word", "tokens"):
         need(np.all((a[k] >= 0) & (a[k] < vocab_size)), f"tree.{k} refers to words outside the vocabulary")
@@ -216,7 +146,7 @@ class LogLinearLM:
     alpha : float | None  depth weighting alpha**depth of the groups (weighted variants)
     solver : str          ``"fista"`` (full batch, the default: measured fastest, see
                           benchmarks/lm_solvers.json) or ``"sage"`` (Algorithm 1, mini-batches)
-    epochs : int          maximum epochs (sage) / iterations (fista); the default is a cap
+    max_iter : int        maximum iterations (fista) / epochs (sage); the default is a cap
                           only: on full PTB (order 5) FISTA stops by ``tol`` after 1,438
     batch_size : int|None initial mini-batch size (sage); None = n_tokens / 32
     batch_growth : float  factor by which the batch grows each epoch (sage)
@@ -237,7 +167,8 @@ class LogLinearLM:
                           so the prox stays the paper's operator with rescaled kappa)
 
     Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
-    ``objective_``, ``history_``, ``n_params_``, ``n_nonzero_``.
+    ``objective_``, ``n_iter_``, ``converged_``, ``history_`` (one
+    :class:`suffixlm.solvers.IterationInfo` per iteration), ``n_params_``, ``n_nonzero_``.
     """
 
     def __init__(
@@ -247,7 +178,7 @@ class LogLinearLM:
         lam: float | None = None,
         alpha: float | None = None,
         solver: str = "fista",
-        epochs: int = 2000,
+        max_iter: int = 2000,
         batch_size: int | None = None,
         batch_growth: float = 2.0,
         tol: float = 1e-6,
@@ -262,7 +193,7 @@ class LogLinearLM:
         self.lam = lam
         self.alpha = alpha
         self.solver = solver
-        self.epochs = epochs
+        self.max_iter = max_iter
         self.batch_size = batch_size
         self.batch_growth = batch_growth
         self.tol = tol
@@ -314,12 +245,13 @@ class LogLinearLM:
         n_root = int(tree.succ_offsets[root + 1] - tree.succ_offsets[root])
         return float(vocab.n_predicted - n_root)
 
-    def _penalty_fns(self, tree, scale=None):
-        """prox(v, kappa) in the problem's metric and the penalty value Omega(w).
+    def _penalty(self, tree, scale=None):
+        """The penalty object ``lam_ * Omega`` on the parameter forest (w >= 0), its prox in
+        the problem's metric.
 
         With a per-word scale s (constant on each word's tree, and every group lies in
         one tree), argmin 1/2 sum c s (w - v)^2 + kappa Omega_eta(w) is the plain
-        operator with group weights eta / s, so the prox runs on its own structure."""
+        operator with group weights eta / s (:meth:`Penalty.in_metric`)."""
         from . import penalties as P
 
         node = tree.param_node()
@@ -330,32 +262,17 @@ class LogLinearLM:
             weights = counts.astype(np.float64)
         if not self.penalize_root:
             weights[tree.parent[node] < 0] = 0.0
-        parent = tree.param_parent()
-        structure = P.ForestStructure.from_parent(parent, counts=counts, weights=weights)
-        prox_structure = structure
-        if scale is not None:
-            prox_structure = P.ForestStructure.from_parent(parent, counts=counts, weights=weights / scale)
-        name = self.penalty
-        stats = {"seconds": 0.0, "calls": 0}
+        structure = P.ForestStructure.from_parent(tree.param_parent(), counts=counts, weights=weights)
+        penalty = P.make_penalty(self.penalty, structure, self.lam_, nonneg=True)
+        return penalty if scale is None else penalty.in_metric(scale)
 
-        def prox(v, kappa):
-            t0 = time.perf_counter()
-            P.prox_inplace(name, v, prox_structure, kappa, nonneg=True)
-            stats["seconds"] += time.perf_counter() - t0
-            stats["calls"] += 1
-            return v
-
-        def omega(w):
-            return P.penalty_value_fast(name, w, structure)
-
-        return prox, omega, stats
-
-    def fit(self, corpus, valid=None, callback: Callable[[dict], None] | None = None):
+    def fit(self, corpus, valid=None, callback=None):
         """Train on ``corpus`` (a Corpus, a path, or a list of sentence strings).
 
         ``valid`` (same kinds, encoded with the training vocabulary) adds the
-        validation perplexity to each epoch's record. ``callback(info)`` sees each
-        epoch's record (objective, seconds, ...).
+        validation perplexity to each iteration's record (``info.extra["valid_ppl"]``).
+        ``callback(info, w)`` sees each iteration's record (the solvers' protocol,
+        :mod:`suffixlm.solvers.result`); returning True stops.
         """
         from .solvers import fista, sage
 
@@ -367,41 +284,37 @@ class LogLinearLM:
         self.tree_ = tree
         self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
         word_scale = self._word_scale(tree, corpus.vocab) if self.precondition else None
-        problem = _LMProblem(tree, end_node, target_param, self.n_unseen_, word_scale)
+        problem = LMObjective(tree, end_node, target_param, self.n_unseen_, word_scale)
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
-        prox, omega, prox_stats = self._penalty_fns(tree, problem.scale)
+        penalty = self._penalty(tree, problem.scale)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
         w0 = self._initial_weights(problem, previous)
         self.weights_ = w0.copy()
 
-        def cb(info):
+        def cb(info, w):
             if valid_corpus is not None:
-                self.weights_ = self._last_w(info)
-                info["valid_ppl"] = self.perplexity(valid_corpus)
-            info["prox_seconds"] = prox_stats["seconds"]
-            info["gradient_seconds"] = problem.seconds_gradient
-            if callback is not None:
-                return callback(info)
-            return None
+                self.weights_ = w
+                info.extra["valid_ppl"] = self.perplexity(valid_corpus)
+            info.extra["prox_seconds"] = penalty.prox_seconds
+            info.extra["gradient_seconds"] = problem.seconds_gradient
+            return callback(info, w) if callback is not None else None
 
-        self._current = None
         t0 = time.perf_counter()
         if self.solver == "fista":
-            res = fista(problem, self._tracking(prox), omega, self.lam_, w0=w0, L0=L_bound / 16, max_iter=self.epochs,
-                        tol=self.tol, callback=cb)
+            res = fista(problem.value_grad, penalty, w0, value=problem.value, metric=problem.metric,
+                        L0=L_bound / 16, max_iter=self.max_iter, tol=self.tol, callback=cb)
         else:
             B = self.batch_size if self.batch_size is not None else max(400, problem.n_samples // 32)
-            res = sage(problem, self._tracking(prox), omega, self.lam_, w0=w0, batch_size=B,
-                       batch_growth=self.batch_growth, epochs=self.epochs, L0=L_bound / 16, tol=self.tol,
-                       seed=self.seed, callback=cb)
+            res = sage(problem, penalty, w0, batch_size=B, batch_growth=self.batch_growth, max_iter=self.max_iter,
+                       L0=L_bound / 16, tol=self.tol, seed=self.seed, callback=cb)
         self.seconds_train_ = time.perf_counter() - t0
-        self.weights_ = res.w
+        self.weights_ = res.x
         self.objective_ = res.objective
         self.converged_ = res.converged
         self.n_iter_ = res.n_iter
         self.history_ = res.history
-        self.prox_seconds_ = prox_stats["seconds"]
+        self.prox_seconds_ = penalty.prox_seconds
         self.gradient_seconds_ = problem.seconds_gradient
         self._prepare_scoring()
         return self
@@ -429,22 +342,10 @@ class LogLinearLM:
                                        problem.Z)
         return w
 
-    def _tracking(self, prox):
-        # remember the latest iterate so the per-epoch callback can score it
-        def f(v, kappa):
-            out = prox(v, kappa)
-            self._current = out
-            return out
-
-        return f
-
-    def _last_w(self, info):
-        return self._current if self._current is not None else self.weights_
-
     # ------------------------------------------------------------------ scoring
     def _prepare_scoring(self):
         t = self.tree_
-        self._topo = K.topological_order(t.parent)
+        self._topo = bfs_order(t.parent)
         self._param_parent = t.param_parent()
         self._collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
         self._S = np.empty(t.n_params)
@@ -543,10 +444,12 @@ class LogLinearLM:
         return int(np.count_nonzero(self.weights_))
 
     # ------------------------------------------------------------------ files
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the model to exactly ``path``: an npz container (no pickle) holding the
-        weights, the vocabulary, the suffix tree's arrays and a JSON header. Written
-        to a temporary file and renamed, so an interrupted save leaves no broken file."""
+    def save(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
+        """Write the model to exactly ``path``: an npz container (``io.save_container``,
+        no pickle) holding the weights, the vocabulary, the suffix tree's arrays and a
+        JSON header. Written atomically, so an interrupted save leaves no broken file.
+        ``inputs``: files the model was made from (training text...); ``path`` must not
+        be one of them (``io.SameFileError``)."""
         self._check_fitted()
         arrays = {"weights": np.asarray(self.weights_, dtype=np.float64)}
         for k, v in _tree_to_arrays(self.tree_).items():
@@ -554,8 +457,6 @@ class LogLinearLM:
         blob = "\n".join(self.vocab_.words).encode("utf-8")
         arrays["vocab_utf8"] = np.frombuffer(blob, dtype=np.uint8)
         meta = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
             "order": int(self.order),
             "penalty": self.penalty,
             "lam": float(self.lam_),
@@ -566,44 +467,13 @@ class LogLinearLM:
             "n_params": int(self.tree_.n_params),
             "objective": float(getattr(self, "objective_", float("nan"))),
         }
-        arrays["meta_json"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent or "."))
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        save_container(path, arrays, meta, FORMAT, FORMAT_VERSION, inputs=inputs)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "LogLinearLM":
         """Read a model written by ``save``. Never unpickles; a truncated, tampered or
         foreign file raises ``ModelFormatError``."""
-        path = Path(path)
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
-        except FileNotFoundError:
-            raise ModelFormatError(f"{path}: no such file") from None
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
-            raise ModelFormatError(f"{path}: not a readable suffixlm model file ({e})") from None
-        try:
-            meta = json.loads(bytes(data["meta_json"]).decode("utf-8"))
-        except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ModelFormatError(f"{path}: missing or corrupt model header ({e})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ModelFormatError(f"{path}: not a suffixlm log-linear model")
-        if meta.get("version") != FORMAT_VERSION:
-            raise ModelFormatError(f"{path}: model format version {meta.get('version')} is not supported "
-                                   f"(this suffixlm reads version {FORMAT_VERSION})")
+        data, meta = load_container(path, FORMAT, (FORMAT_VERSION,), _CONTAINER_SPEC, error=ModelFormatError)
         try:
             words = bytes(data["vocab_utf8"]).decode("utf-8").split("\n")
             vocab = Vocabulary(words, has_unk=bool(meta["has_unk"]))
@@ -613,7 +483,9 @@ class LogLinearLM:
             m = cls(order=int(meta["order"]), penalty=str(meta["penalty"]), lam=float(meta["lam"]),
                     alpha=meta["alpha"])
             m._check_params()
-        except (KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
+            n_unseen = float(meta["n_unseen"])
+            objective = float(meta.get("objective", float("nan")))
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as e:
             raise ModelFormatError(f"{path}: corrupt model file ({e})") from None
         if w.shape != (tree.n_params,) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ModelFormatError(f"{path}: weights do not match the suffix tree (corrupt file)")
@@ -624,7 +496,8 @@ class LogLinearLM:
         m.vocab_ = vocab
         m.tree_ = tree
         m.weights_ = w
-        m.n_unseen_ = float(meta["n_unseen"])
-        m.objective_ = float(meta.get("objective", float("nan")))
+        m.lam_ = m.lam  # the value the model was trained with (save writes lam_)
+        m.n_unseen_ = n_unseen
+        m.objective_ = objective
         m._prepare_scoring()
         return m

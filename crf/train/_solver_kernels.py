@@ -455,37 +455,6 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
 
 # --------------------------------------------------------------------------- perceptron
 @njit(cache=True)
-def _viterbi(w, ubase, bbase, s, e, L, U, delta, back, W, out):
-    """Best labels of sequence [s, e) into out[0:T] (the core's Viterbi, one sequence)."""
-    T = e - s
-    L2 = L * L
-    K.unary_scores(w, ubase, s, e, L, U)
-    for y in range(L):
-        delta[0, y] = U[0, y]
-    for t in range(1, T):
-        if t == 1 or not K._same_bigram_row(bbase, s + t, s + t - 1):
-            K.transition_scores(w, bbase, s + t, L2, W)
-        for y in range(L):
-            bv = -np.inf
-            ba = 0
-            for yp in range(L):
-                v = delta[t - 1, yp] + W[yp * L + y]
-                if v > bv:
-                    bv = v
-                    ba = yp
-            delta[t, y] = bv + U[t, y]
-            back[t, y] = ba
-    ba = 0
-    for y in range(1, L):
-        if delta[T - 1, y] > delta[T - 1, ba]:
-            ba = y
-    out[T - 1] = ba
-    for t in range(T - 1, 0, -1):
-        ba = back[t, ba]
-        out[t - 1] = ba
-
-
-@njit(cache=True)
 def _perceptron_add(w, wa, c, ubase, bbase, s, t, L, y, yprev, v):
     for j in range(ubase.shape[1]):
         b = ubase[s + t, j]
@@ -526,7 +495,7 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
         c += 1.0
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        _viterbi(w, ubase, bbase, s, e, L, U, delta, back, W, pred)
+        K.viterbi_sequence(w, ubase, bbase, s, e, L, U, delta, back, W, pred, 0)
         wrong = False
         for t in range(e - s):
             if pred[t] != labels[s + t]:

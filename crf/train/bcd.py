@@ -19,24 +19,23 @@ the weights).
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from . import _solver_kernels as SK
-from .owlqn import IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 __all__ = ["bcd"]
 
 
 def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None = None,
-        max_passes: int = 20, kappa: float = 1.5, tol: float = 1e-9, seed: int = 0,
+        max_iter: int = 20, kappa: float = 1.5, tol: float = 1e-9, seed: int = 0,
         callback=None) -> OptimizeResult:
     """Train by BCD; blocks are visited in a new random order every pass.
 
     Stops after a pass that moved no block, when the objective (computed once per
-    pass) decreased by less than tol * |f|, or after max_passes.  callback(info, w)
-    after every pass; True stops.  ``result.evaluations`` counts per-sequence
+    pass) decreased by less than tol * |f|, or after max_iter.  callback(info, w)
+    after every pass; True stops.  ``result.n_evals`` counts per-sequence
     forward-backwards; ``result.passes`` that count / n.
     """
     if rho1 < 0 or rho2 < 0:
@@ -58,23 +57,22 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     counts = np.zeros(2, dtype=np.int64)
     rng = np.random.default_rng(seed)
     infos: list[IterationInfo] = []
-    t0 = time.perf_counter()
-    reason = "max_passes"
+    clock = Clock()
+    reason = "max_iter"
 
     def objective():
         loss = SK.total_loss(w, data.seq_offsets, data.unigram_base, data.bigram_base, data.labels, np.int64(L))
         return loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
 
     f = objective()
-    for it in range(1, max_passes + 1):
+    for it in range(1, max_iter + 1):
         order = rng.permutation(n_obs).astype(np.int64)
         changed = SK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
                               data.bigram_base, data.labels, np.int64(L), float(rho1), float(rho2),
                               float(kappa), counts)
         f_prev, f = f, objective()
-        t1 = time.perf_counter()
-        info = IterationInfo(it, float(f), int(np.count_nonzero(w)), float(changed), int(counts[0]), t1 - t0)
-        t0 = t1
+        lap, elapsed = clock.tick()
+        info = IterationInfo(it, float(f), lap, elapsed, step=float(changed), n_evals=int(counts[0]), active=int(np.count_nonzero(w)))
         infos.append(info)
         if changed == 0:
             reason = "converged"
@@ -85,7 +83,7 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         if callback is not None and callback(info, w):
             reason = "stopping criterion"
             break
-    res = OptimizeResult(w, float(f), len(infos), int(counts[0]), reason, infos)
+    res = OptimizeResult(w, float(f), len(infos), int(counts[0]), reason in ('converged', 'no progress'), reason, infos)
     res.passes = counts[0] / n
     res.safeguard_retries = int(counts[1])
     return res

@@ -10,38 +10,16 @@ f(x') <= f(x) + gamma * pg . (x' - x).  With rho1 = 0 this is plain L-BFGS.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
+
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 from . import _vector_kernels as V
 from .lbfgs import LbfgsHistory
 
 __all__ = ["owlqn", "lbfgs", "IterationInfo", "OptimizeResult"]
-
-
-@dataclass
-class IterationInfo:
-    """What the solver reports after every iteration (to the callback)."""
-
-    iteration: int
-    objective: float
-    active: int
-    step: float
-    evaluations: int
-    seconds: float
-
-
-@dataclass
-class OptimizeResult:
-    x: np.ndarray
-    objective: float
-    iterations: int
-    evaluations: int
-    reason: str
-    history: list[IterationInfo] = field(default_factory=list)
 
 
 def owlqn(
@@ -50,7 +28,7 @@ def owlqn(
     rho1: float = 0.5,
     rho2: float = 1e-4,
     history: int = 5,
-    max_iterations: int | None = None,
+    max_iter: int | None = None,
     gtol: float = 1e-5,
     ftol: float = 1e-12,
     max_linesearch: int = 40,
@@ -64,7 +42,7 @@ def owlqn(
     True stops the run.  Stops also when ||pg|| / max(||x||, 1) <= gtol (Wapiti's
     test), when an iteration decreases the objective by less than
     ftol * max(|f|, 1) (no progress left at machine precision), after
-    ``max_iterations`` iterations, or when the line search fails.
+    ``max_iter`` iterations, or when the line search fails.
     """
     if rho1 < 0 or rho2 < 0:
         raise ValueError("rho1 and rho2 must be >= 0")
@@ -93,13 +71,13 @@ def owlqn(
 
     pair = [0.0, 0.0]
 
-    t0 = time.perf_counter()
+    clock = Clock()
     f, nnz, pg2, x2 = evaluate(x, sg, pg, x, sg)  # no previous point: the slot gets zeros, unused
     evals = 1
     infos: list[IterationInfo] = []
     it = 0
-    reason = "max_iterations"
-    while max_iterations is None or it < max_iterations:
+    reason = "max_iter"
+    while max_iter is None or it < max_iter:
         gd = mem.direction(pg, d, constrain=project)
         if not gd < 0:  # not a descent direction: restart from steepest descent
             mem.count = 0
@@ -130,9 +108,8 @@ def owlqn(
         pg, pg_new = pg_new, pg
         f, nnz, pg2, x2 = f_new, nnz_new, pg2_new, x2_new
         it += 1
-        t1 = time.perf_counter()
-        info = IterationInfo(it, f, int(nnz), step, evals, t1 - t0)
-        t0 = t1
+        lap, elapsed = clock.tick()
+        info = IterationInfo(it, f, lap, elapsed, step=step, n_evals=evals, active=int(nnz))
         infos.append(info)
         if callback is not None and callback(info, x):
             reason = "stopping criterion"
@@ -143,7 +120,7 @@ def owlqn(
         if progress <= ftol * max(abs(f), 1.0):
             reason = "no progress"
             break
-    return OptimizeResult(x, f, it, evals, reason, infos)
+    return OptimizeResult(x, f, it, evals, reason in ('zero gradient', 'gradient tolerance', 'no progress'), reason, infos)
 
 
 def lbfgs(fun, x0, rho2: float = 1e-4, **options) -> OptimizeResult:

@@ -10,17 +10,16 @@ examples is ((N + 1) w - wa) / N.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from . import _solver_kernels as SK
-from .owlqn import IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 __all__ = ["averaged_perceptron"]
 
 
-def averaged_perceptron(space, data, max_epochs: int = 10, x0: np.ndarray | None = None,
+def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None = None,
                         average: bool = True, shuffle: bool = True, seed: int = 0,
                         callback=None) -> OptimizeResult:
     """Train by the (averaged) perceptron; result.x are the averaged weights (or the last
@@ -36,8 +35,8 @@ def averaged_perceptron(space, data, max_epochs: int = 10, x0: np.ndarray | None
     rng = np.random.default_rng(seed)
     seen = 0
     infos: list[IterationInfo] = []
-    t0 = time.perf_counter()
-    reason = "max_epochs"
+    clock = Clock()
+    reason = "max_iter"
 
     def averaged():
         if not average or seen == 0:
@@ -45,14 +44,13 @@ def averaged_perceptron(space, data, max_epochs: int = 10, x0: np.ndarray | None
         # the updates are averaged; the starting point x0 is in every iterate
         return ((seen + 1) * (w - w0) - wa) / seen + w0
 
-    for epoch in range(1, max_epochs + 1):
+    for epoch in range(1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
         mistakes = SK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.bigram_base,
                                        data.labels, np.int64(space.n_labels), float(seen))
         seen += n
-        t1 = time.perf_counter()
-        info = IterationInfo(epoch, float(mistakes), int(np.count_nonzero(w)), 1.0, epoch, t1 - t0)
-        t0 = t1
+        lap, elapsed = clock.tick()
+        info = IterationInfo(epoch, float(mistakes), lap, elapsed, step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
         infos.append(info)
         if mistakes == 0:
             reason = "no mistake"
@@ -61,4 +59,4 @@ def averaged_perceptron(space, data, max_epochs: int = 10, x0: np.ndarray | None
             reason = "stopping criterion"
             break
     x = averaged()
-    return OptimizeResult(x, float(infos[-1].objective), len(infos), len(infos), reason, infos)
+    return OptimizeResult(x, float(infos[-1].objective), len(infos), len(infos), reason in ('no mistake',), reason, infos)

@@ -31,17 +31,17 @@ in the forest above) is active in the previous round's model.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .owlqn import IterationInfo, OptimizeResult
+from suffixlm.options import CRF_PENALTIES
+from suffixlm.solvers.result import OptimizeResult
 
 __all__ = ["pattern_parents", "rounds_by_depth", "feature_forest", "fista", "grow", "GrowthRound", "TREE_PENALTIES"]
 
-TREE_PENALTIES = ("l2-tree", "linf-tree", "l1")
+TREE_PENALTIES = CRF_PENALTIES
 
 
 def pattern_parents(patterns) -> list[int]:
@@ -109,92 +109,37 @@ def feature_forest(space, data) -> np.ndarray:
 
 
 def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree", kappa: float = 1.0,
-          rho2: float = 0.0, max_iterations: int = 500, tol: float = 1e-9, callback=None) -> OptimizeResult:
-    """Minimise objective(w)[0] + rho2/2 ||w||^2 + kappa * Omega(w) by FISTA.
+          rho2: float = 0.0, max_iter: int = 500, tol: float = 1e-9, callback=None) -> OptimizeResult:
+    """Minimise objective(w)[0] + rho2/2 ||w||^2 + kappa * Omega(w) by the FISTA of
+    :func:`suffixlm.solvers.fista` (backtracking, adaptive restart).
 
     objective(w) -> (loss, gradient float64 (n,)) e.g. ``Objective.value_and_gradient``;
     parent: the forest (:func:`feature_forest`); penalty: ``"l2-tree"``,
-    ``"linf-tree"`` or ``"l1"``.  Step 1/L_k found by backtracking
-    (f(z) <= f(y) + g.(z - y) + L/2 |z - y|^2), L_k may decrease by 0.9 per iteration;
-    momentum restarts when the objective goes up.  Stops when the relative
-    decrease of the objective stays below ``tol`` for 5 iterations, or after
-    ``max_iterations``.  callback(info, w) after every iteration; True stops.
+    ``"linf-tree"`` or ``"l1"`` (sign-symmetric: CRF weights may be negative).  The
+    first step comes from a gradient difference; L may decrease by 0.9 per iteration.
+    Stops when the relative decrease of the objective (relative to max(|F|, 1)) stays
+    below ``tol`` for 5 iterations, when a plain step from the last iterate no longer
+    decreases it, or after ``max_iter``.  callback(info, w) after every iteration;
+    True stops (reason ``"stopping criterion"``).
     """
-    from suffixlm.penalties import ForestStructure, penalty_value_fast, prox_inplace
+    from suffixlm.penalties import ForestStructure, make_penalty
+    from suffixlm.solvers import fista as solve
 
     if penalty not in TREE_PENALTIES:
         raise ValueError(f"penalty must be one of {', '.join(TREE_PENALTIES)}, not {penalty!r}")
     if kappa < 0 or rho2 < 0:
         raise ValueError("kappa and rho2 must be >= 0")
-    structure = ForestStructure.from_parent(parent)
-    x = np.array(x0, dtype=np.float64)
+    omega = make_penalty(penalty, ForestStructure.from_parent(parent), kappa) if kappa else None
 
     def smooth(w):
         v, g = objective(w)
         return v + 0.5 * rho2 * (w @ w), g + rho2 * w
 
-    def omega(w):
-        return kappa * penalty_value_fast(penalty, w, structure) if kappa else 0.0
-
-    fx, _ = smooth(x)
-    Fx = fx + omega(x)
-    y = x.copy()
-    fy, gy = smooth(y)
-    t = 1.0
-    # first Lipschitz estimate from a gradient difference along -g (then backtracking)
-    gn = math.sqrt(gy @ gy)
-    evals = 2
-    Lk = 1.0
-    if gn > 0:
-        eps = 1e-4 / gn
-        _, g2 = smooth(y - eps * gy)
-        evals += 1
-        Lk = max(math.sqrt(((g2 - gy) @ (g2 - gy))) / (eps * gn), 1e-8)
-    infos: list[IterationInfo] = []
-    t0 = time.perf_counter()
-    small = 0
-    reason = "max_iterations"
-    for it in range(1, max_iterations + 1):
-        while True:
-            z = y - gy / Lk
-            if kappa:
-                prox_inplace(penalty, z, structure, kappa / Lk, nonneg=False)
-            fz, gz = smooth(z)
-            evals += 1
-            d = z - y
-            if fz <= fy + gy @ d + 0.5 * Lk * (d @ d) + 1e-12 * abs(fy):
-                break
-            Lk *= 2.0
-        Fz = fz + omega(z)
-        if Fz > Fx:  # restart the momentum from x (monotone FISTA)
-            if t == 1.0:  # already a plain proximal step from x: nothing left to gain
-                reason = "no progress"
-                break
-            t = 1.0
-            y = x.copy()
-            fy, gy = smooth(y)
-            evals += 1
-            continue
-        t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-        y = z + ((t - 1.0) / t_new) * (z - x)
-        t = t_new
-        rel = (Fx - Fz) / max(abs(Fz), 1.0)
-        x, Fx = z, Fz
-        fy, gy = smooth(y)
-        evals += 1
-        Lk *= 0.9
-        t1 = time.perf_counter()
-        info = IterationInfo(it, float(Fx), int(np.count_nonzero(x)), 1.0 / Lk, evals, t1 - t0)
-        t0 = t1
-        infos.append(info)
-        small = small + 1 if rel < tol else 0
-        if small >= 5:
-            reason = "no progress"
-            break
-        if callback is not None and callback(info, x):
-            reason = "stopping criterion"
-            break
-    return OptimizeResult(x, float(Fx), len(infos), evals, reason, infos)
+    res = solve(smooth, omega, x0, L0=None, L_decrease=0.9, max_iter=max_iter, tol=tol, patience=5,
+                tol_floor=1.0, stop_on_stall=True, callback=callback)
+    if res.reason == "callback":
+        res.reason = "stopping criterion"
+    return res
 
 
 # --------------------------------------------------------------------------- incremental growth

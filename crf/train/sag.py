@@ -28,12 +28,11 @@ gradient of f), checked after every n iterations once every sequence was visited
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from . import _solver_kernels as SK
-from .owlqn import IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 __all__ = ["sag", "sag_memory"]
 
@@ -57,13 +56,13 @@ def sag_memory(space, data) -> dict[str, int]:
 
 
 def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool = False,
-        max_passes: int = 50, tol: float = 1e-6, seed: int = 0, callback=None) -> OptimizeResult:
+        max_iter: int = 50, tol: float = 1e-6, seed: int = 0, callback=None) -> OptimizeResult:
     """Train by SAG (``nus=False``) or SAG-NUS* (``nus=True``); see the module doc.
 
     One call of callback(info, w) per n iterations ("pass"); info.objective is the
     sum of the stored per-sequence losses (each at the weights of its last visit)
     plus the penalty at w — no extra forward-backward; returning True stops.
-    ``result.evaluations`` counts sequence forward-backwards (gradients and
+    ``result.n_evals`` counts sequence forward-backwards (gradients and
     line-search trials); ``result.passes`` their number / n; ``result.memory``
     the bytes of the state (:func:`sag_memory`); ``result.gradient_inf`` the
     final ||d/n + lam w||_inf.
@@ -106,19 +105,18 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     counts = np.zeros(2, dtype=np.int64)
     SK.seed(seed)
     infos: list[IterationInfo] = []
-    t0 = time.perf_counter()
-    reason = "max_passes"
+    clock = Clock()
+    reason = "max_iter"
     f = np.inf
     ginf = np.inf
-    for it in range(1, max_passes + 1):
+    for it in range(1, max_iter + 1):
         SK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.bigram_base,
                     data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start), lam, mu,
                     pair_first, pair, pscratch, f_store, visited, tsum, np.int64(size),
                     bool(nus), state, counts)
         f = float(f_store.sum() + 0.5 * rho2 * (w @ w))
-        t1 = time.perf_counter()
-        info = IterationInfo(it, f, int(np.count_nonzero(w)), float(state[1]), int(counts.sum()), t1 - t0)
-        t0 = t1
+        lap, elapsed = clock.tick()
+        info = IterationInfo(it, f, lap, elapsed, step=float(state[1]), n_evals=int(counts.sum()), active=int(np.count_nonzero(w)))
         infos.append(info)
         if not np.isfinite(f):
             reason = "diverged"
@@ -131,7 +129,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
         if callback is not None and callback(info, w):
             reason = "stopping criterion"
             break
-    res = OptimizeResult(w, f, len(infos), int(counts.sum()), reason, infos)
+    res = OptimizeResult(w, f, len(infos), int(counts.sum()), reason in ('gradient tolerance',), reason, infos)
     res.passes = counts.sum() / n
     res.gradient_evaluations = int(counts[0])
     res.linesearch_evaluations = int(counts[1])

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from . import _solver_kernels as SK
-from .owlqn import IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 __all__ = ["sgd_l1", "learning_rates"]
 
@@ -44,7 +44,7 @@ def learning_rates(schedule: str, eta0: float, start: int, count: int, n: int, d
 
 
 def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None = None,
-           max_epochs: int = 50, eta0: float = 0.8, schedule: str = "exponential", decay: float = 0.85,
+           max_iter: int = 50, eta0: float = 0.8, schedule: str = "exponential", decay: float = 0.85,
            tau: float = 1.0, seed: int = 0, callback=None) -> OptimizeResult:
     """Train by SGD-l1 on ``data`` (an EncodedCorpus of ``space``); see the module doc.
 
@@ -70,19 +70,18 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
     state = np.zeros(2)
     rng = np.random.default_rng(seed)
     infos: list[IterationInfo] = []
-    t0 = time.perf_counter()
-    reason = "max_epochs"
+    clock = Clock()
+    reason = "max_iter"
     f = np.inf
-    for epoch in range(1, max_epochs + 1):
+    for epoch in range(1, max_iter + 1):
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
         loss = SK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
                                data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                                np.int64(space.bigram_start), rho1 / n, rho2 / n, state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
-        t1 = time.perf_counter()
-        info = IterationInfo(epoch, float(f), int(np.count_nonzero(w)), float(etas[-1]), epoch, t1 - t0)
-        t0 = t1
+        lap, elapsed = clock.tick()
+        info = IterationInfo(epoch, float(f), lap, elapsed, step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
         infos.append(info)
         if not np.isfinite(f):
             reason = "diverged (lower eta0)"
@@ -90,4 +89,4 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         if callback is not None and callback(info, w):
             reason = "stopping criterion"
             break
-    return OptimizeResult(w, float(f), len(infos), len(infos), reason, infos)
+    return OptimizeResult(w, float(f), len(infos), len(infos), False, reason, infos)

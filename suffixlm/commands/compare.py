@@ -8,7 +8,7 @@ import warnings
 
 import click
 
-from .train import PENALTY_CHOICES
+from ..options import LM_PENALTIES
 
 
 def parse_orders(text: str) -> list[int]:
@@ -33,7 +33,7 @@ def parse_orders(text: str) -> list[int]:
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.argument("test_file", metavar="TEST.txt")
 @click.option("--orders", default="2-5", show_default=True, help="Orders to compare, e.g. 2-8 or 2,3,5.")
-@click.option("--penalty", "penalties", multiple=True, type=click.Choice(PENALTY_CHOICES),
+@click.option("--penalty", "penalties", multiple=True, type=click.Choice(LM_PENALTIES),
               help="Log-linear penalty (repeat for several). Default: linf-tree.")
 @click.option("--lam", default=None, type=float,
               help="lambda of the log-linear models (default: 1 / training tokens).")
@@ -107,7 +107,7 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
             add("kn-modified", order, kn, kn.model_.n_parameters, time.perf_counter() - t0)
         for pen in penalties:
             t0 = time.perf_counter()
-            lm = LogLinearLM(order=order, penalty=pen, lam=lam, alpha=alpha, epochs=epochs).fit(train)
+            lm = LogLinearLM(order=order, penalty=pen, lam=lam, alpha=alpha, max_iter=epochs).fit(train)
             name = pen if alpha is None else f"{pen} (alpha={alpha:g})"
             add(name, order, lm, lm.n_nonzero_, time.perf_counter() - t0)
     for path, rep, m in arpa_reports:

@@ -6,11 +6,13 @@ import time
 
 import click
 
+from ..options import LM_PENALTIES
+
 
 @click.command("demo")
 @click.option("--order", default=4, show_default=True, type=click.IntRange(1, 16))
 @click.option("--penalty", default="linf-tree", show_default=True,
-              type=click.Choice(["l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot"]))
+              type=click.Choice(LM_PENALTIES))
 @click.option("--lam", default=None, type=float, help="Default: 1 / training tokens.")
 def command(order, penalty, lam):
     """Train a log-linear LM on the sample corpus tiny_lm.train.txt (suffixlm.corpora) and print its test perplexity."""
@@ -26,7 +28,7 @@ def command(order, penalty, lam):
     click.echo(f"train: {train_path.name}: {train.n_sentences} sentences, {train.n_words} words, "
                f"vocabulary {len(train.vocab)}")
     t0 = time.perf_counter()
-    lm = LogLinearLM(order=order, penalty=penalty, lam=lam, epochs=200).fit(train)
+    lm = LogLinearLM(order=order, penalty=penalty, lam=lam, max_iter=200).fit(train)
     click.echo(f"trained order-{order} {penalty} model (lam={lm.lam_:.3g}) in {time.perf_counter() - t0:.1f} s: "
                f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters")
     click.echo(f"test:  {test_path.name}: {test.n_sentences} sentences, {test.n_words} words: "

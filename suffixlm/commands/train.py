@@ -9,10 +9,8 @@ import time
 
 import click
 
-PENALTY_CHOICES = ["l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot"]
-# --lam auto: multiples of 1 / (training tokens), the scale at which the best lambda
-# was found on PTB-100k and full PTB
-AUTO_GRID = (10.0, 3.0, 1.0, 0.3, 0.1)
+from ..model_selection import LAM_MULTIPLES
+from ..options import LM_INITS, LM_PENALTIES, LM_SOLVERS
 
 
 def _lam(value: str):
@@ -33,12 +31,12 @@ def _lam(value: str):
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (exactly this path).")
 @click.option("--order", default=5, show_default=True, type=click.IntRange(1, 64), help="n-gram order (contexts of order-1 words).")
-@click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(PENALTY_CHOICES))
+@click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(LM_PENALTIES))
 @click.option("--lam", "lam_text", default="default", show_default=True,
               help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
-                   f"'auto' chooses it on --valid from {', '.join(map(str, AUTO_GRID))} times that.")
+                   f"'auto' chooses it on --valid from {', '.join(map(str, LAM_MULTIPLES))} times that.")
 @click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
-@click.option("--solver", default="fista", show_default=True, type=click.Choice(["fista", "sage"]),
+@click.option("--solver", default="fista", show_default=True, type=click.Choice(LM_SOLVERS),
               help="fista: full-batch accelerated proximal gradient (fastest, measured); "
                    "sage: Algorithm 1 (accelerated stochastic proximal gradient over mini-batches).")
 @click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1),
@@ -46,7 +44,7 @@ def _lam(value: str):
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Initial mini-batch size (sage). Default: tokens/32.")
 @click.option("--batch-growth", default=2.0, show_default=True, type=click.FloatRange(1.0), help="Batch growth per epoch (sage).")
 @click.option("--tol", default=1e-6, show_default=True, type=float, help="Stop when the objective's relative decrease stays below this.")
-@click.option("--init", default="smoothed", show_default=True, type=click.Choice(["smoothed", "zeros"]))
+@click.option("--init", default="smoothed", show_default=True, type=click.Choice(LM_INITS))
 @click.option("--valid", "valid_file", default=None, metavar="VALID.txt", help="Validation text: its perplexity is shown each epoch.")
 @click.option("--vocab", "vocab_file", default=None, help="Vocabulary file (one word per line).")
 @click.option("--min-count", default=1, show_default=True, type=click.IntRange(1), help="Words seen fewer times become <unk>.")
@@ -74,7 +72,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
                    err=True)
 
     def train_one(lam_value, label=""):
-        lm = LogLinearLM(order=order, penalty=penalty, lam=lam_value, alpha=alpha, solver=solver, epochs=epochs,
+        lm = LogLinearLM(order=order, penalty=penalty, lam=lam_value, alpha=alpha, solver=solver, max_iter=epochs,
                          batch_size=batch_size, batch_growth=batch_growth, tol=tol, seed=seed, init=init)
         t0 = time.perf_counter()
         if quiet:
@@ -82,13 +80,12 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
             return lm
         with click.progressbar(length=epochs, label=f"training{label}", file=sys.stderr,
                                item_show_func=lambda s: s, show_pos=True) as bar:
-            def cb(info):
-                e = info.get("epoch", info.get("iter", 0))
-                if e == 0:
+            def cb(info, w):
+                if info.n_iter == 0:
                     return
-                text = f"objective {info['objective']:.6f}"
-                if "valid_ppl" in info:
-                    text += f"  valid ppl {info['valid_ppl']:.2f}"
+                text = f"objective {info.objective:.6f}"
+                if "valid_ppl" in info.extra:
+                    text += f"  valid ppl {info.extra['valid_ppl']:.2f}"
                 bar.update(1, text)
 
             lm.fit(corpus, valid=valid, callback=cb)
@@ -97,24 +94,18 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
                    f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters", err=True)
         return lm
 
-    chosen = None
     grid_results = []
     try:
         if lam == "auto":
-            best = None
-            n_tokens = corpus.n_tokens - corpus.n_sentences
-            for mult in AUTO_GRID:
-                x = mult / n_tokens
-                lm = train_one(x, f" lam={x:.3g}")
-                ppl = lm.perplexity(valid)
-                grid_results.append({"lam": x, "valid_ppl": ppl})
+            from ..model_selection import select_lam
+
+            def report(x, ppl):
                 if not quiet:
                     click.echo(f"  lam={x:.3g}: valid ppl {ppl:.3f}", err=True)
-                if best is None or ppl < best[0]:
-                    best = (ppl, x, lm)
-            _, chosen, model = best
+
+            model, grid_results = select_lam(lambda x: train_one(x, f" lam={x:.3g}"), corpus, valid, report=report)
             if not quiet:
-                click.echo(f"chose lam={chosen:.3g}", err=True)
+                click.echo(f"chose lam={model.lam_:.3g}", err=True)
         else:
             model = train_one(lam)
     except ValueError as e:

@@ -40,9 +40,11 @@ monotone in |w|) this equals the solution of the constrained problem; the tests
 check it against a generic solver. With nonneg=False the operators are
 sign-symmetric: they act on |v| and keep the signs.
 
-Two layers: ``prox`` / ``penalty_value`` take plain arrays; ``ForestStructure``,
-``prox_inplace`` and ``penalty_value_fast`` are for solvers that call the operator
-many times on the same forest (no allocation per call, numba kernels). Kernels
+Two layers: ``prox`` / ``penalty_value`` take plain arrays; the penalty objects
+(:class:`Penalty`: ``L1``, ``L2Sq``, ``L2Tree``, ``LinfTree``, ``LinfTreePivot``, by
+name through :func:`make_penalty`) on a ``ForestStructure`` are what the solvers of both
+packages use: they call the operator many times on the same forest (no allocation per
+call, numba kernels). Kernels
 work in depth-first post-order; numbering the nodes in that order
 (``ForestStructure.order``) makes their gathers and scatters sequential.
 """
@@ -50,6 +52,7 @@ work in depth-first post-order; numbering the nodes in that order
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -63,24 +66,25 @@ from ._value import value_tree
 
 __all__ = [
     "NAMES",
+    "PENALTIES",
     "ForestStructure",
+    "L1",
+    "L2Sq",
+    "L2Tree",
+    "LinfTree",
+    "LinfTreePivot",
+    "Penalty",
     "PenaltyError",
     "depth_weights",
+    "make_penalty",
     "penalty_value",
     "penalty_value_fast",
     "prox",
     "prox_inplace",
 ]
 
-NAMES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
-
 #: Seed of the random pivots of ``linf-tree-pivot`` (the result does not depend on it).
 PIVOT_SEED = 20130601
-
-
-def _check_name(name: str) -> None:
-    if name not in NAMES:
-        raise PenaltyError(f"unknown penalty {name!r}: expected one of {', '.join(NAMES)}")
 
 
 def _check_values(values, structure: ForestStructure) -> None:
@@ -92,62 +96,166 @@ def _check_values(values, structure: ForestStructure) -> None:
         raise PenaltyError("values must be C-contiguous")
 
 
-def _check_l2_tree(structure: ForestStructure) -> None:
-    if not structure.counts_all_one:
-        raise PenaltyError(
-            "l2-tree needs counts all 1: its prox does not keep collapsed values equal "
-            "(paper §5), run it on the trie"
-        )
+def _check_kappa(kappa) -> float:
+    kappa = float(kappa)
+    if not (math.isfinite(kappa) and kappa >= 0.0):
+        raise PenaltyError(f"kappa = {kappa}: expected a finite number >= 0")
+    return kappa
+
+
+class Penalty:
+    """``strength * Omega(w)`` on a forest, as the solvers see a penalty (copt's shape).
+
+    ``value(w)``: strength * Omega(w). ``prox(v, step)``: in place on ``v`` (float64[n],
+    node order) and returned, argmin_w 1/2 sum_x c_x (w_x - v_x)^2 + step * strength *
+    Omega(w), subject to w >= 0 when ``nonneg`` (Algorithm 1, step 2: the projection,
+    then the operator). ``structure``: the forest (:class:`ForestStructure`), which
+    also gives the counts c and the group weights eta of ``Omega``. Each call of
+    ``prox`` adds to ``prox_seconds`` and ``prox_calls``.
+
+    Subclasses implement ``_omega(w, structure)`` and ``_prox(v, kappa)``; one class per
+    operator, registered by name in :data:`PENALTIES`.
+    """
+
+    name = ""
+
+    def __init__(self, structure: ForestStructure, strength: float = 1.0, nonneg: bool = False):
+        self.structure = structure
+        self.value_structure = structure  # the prox's may be rescaled: see in_metric
+        self.strength = _check_kappa(strength)
+        self.nonneg = bool(nonneg)
+        self.prox_seconds = 0.0
+        self.prox_calls = 0
+        self._check_structure(structure)
+
+    def _check_structure(self, structure: ForestStructure) -> None:
+        pass
+
+    def value(self, w: np.ndarray) -> float:
+        _check_values(w, self.value_structure)
+        return self.strength * float(self._omega(w, self.value_structure)) if self.strength else 0.0
+
+    def prox(self, v: np.ndarray, step: float) -> np.ndarray:
+        _check_values(v, self.structure)
+        kappa = _check_kappa(step) * self.strength
+        t0 = time.perf_counter()
+        self._prox(v, kappa)
+        self.prox_seconds += time.perf_counter() - t0
+        self.prox_calls += 1
+        return v
+
+    def in_metric(self, scale: np.ndarray) -> "Penalty":
+        """The same penalty whose ``prox`` works in the metric scaled by ``scale`` (float64[n],
+        > 0, constant on every group): argmin 1/2 sum c s (w - v)^2 + kappa Omega_eta(w)
+        is the operator with group weights eta / s. ``value`` is unchanged."""
+        s = self.structure
+        scaled = ForestStructure.from_parent(s.parent, counts=s.counts, weights=s.weights / scale)
+        other = type(self)(scaled, self.strength, self.nonneg)
+        other.value_structure = self.value_structure  # Omega keeps the true weights
+        return other
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n={self.structure.n}, strength={self.strength:g}, nonneg={self.nonneg})"
+
+
+class L1(Penalty):
+    """Omega(w) = sum_x eta_x |w_x|: soft-thresholding (eq. 7)."""
+
+    name = "l1"
+
+    def _omega(self, w, s):
+        return value_l1(w, s.weights)
+
+    def _prox(self, v, kappa):
+        prox_l1(v, self.structure.weight_per_count, kappa, self.nonneg)
+
+
+class L2Sq(Penalty):
+    """Omega(w) = 1/2 sum_x eta_x w_x^2: rescaling (eq. 6)."""
+
+    name = "l2sq"
+
+    def _omega(self, w, s):
+        return value_l2sq(w, s.weights)
+
+    def _prox(self, v, kappa):
+        prox_l2sq(v, self.structure.weight_per_count, kappa, self.nonneg)
+
+
+class _TreeNorm(Penalty):
+    _linf = True
+
+    def _omega(self, w, s):
+        return value_tree(w, s.order, s.parent_post, s.weights_post, self._linf, s.scratch("a"))
+
+
+class L2Tree(_TreeNorm):
+    """Omega(w) = sum_x eta_x ||w_subtree(x)||_2: Algorithm 2 (needs counts all 1)."""
+
+    name = "l2-tree"
+    _linf = False
+
+    def _check_structure(self, structure):
+        if not structure.counts_all_one:
+            raise PenaltyError(
+                "l2-tree needs counts all 1: its prox does not keep collapsed values equal "
+                "(paper §5), run it on the trie"
+            )
+
+    def _prox(self, v, kappa):
+        s = self.structure
+        prox_l2_tree(v, s.order, s.parent_post, s.weights_post, kappa, self.nonneg,
+                     s.scratch("a"), s.scratch("gamma"), s.scratch("shrink"))
+
+
+class LinfTree(_TreeNorm):
+    """Omega(w) = sum_x eta_x ||w_subtree(x)||_inf: Algorithm 4 (k-best pairing heaps)."""
+
+    name = "linf-tree"
+
+    def _prox(self, v, kappa):
+        s = self.structure
+        prox_linf_tree(v, s.order, s.parent_post, s.counts_post, s.weights_post, kappa,
+                       self.nonneg, s.scratch("a"), s.scratch("hval"), s.scratch("hcnt"),
+                       s.scratch("hchild", np.int64), s.scratch("hsib", np.int64),
+                       s.scratch("hroot", np.int64), s.scratch("tau"))
+
+
+class LinfTreePivot(_TreeNorm):
+    """The linf-tree operator by Algorithm 3 (Bruckner's random pivots)."""
+
+    name = "linf-tree-pivot"
+
+    def _prox(self, v, kappa):
+        s = self.structure
+        prox_linf_tree_pivot(v, s.order, s.subtree_size, s.counts_post, s.weights_post,
+                             kappa, self.nonneg, PIVOT_SEED, s.scratch("a"), s.scratch("pv"),
+                             s.scratch("pc"))
+
+
+#: Every penalty by its name (the one list of names: the CLIs and estimators read it).
+PENALTIES: dict[str, type[Penalty]] = {c.name: c for c in (L1, L2Sq, L2Tree, LinfTree, LinfTreePivot)}
+NAMES = tuple(PENALTIES)
+
+
+def make_penalty(name: str, structure: ForestStructure, strength: float = 1.0, nonneg: bool = False) -> Penalty:
+    """The penalty object of ``name`` (one of :data:`NAMES`) on ``structure``."""
+    cls = PENALTIES.get(name)
+    if cls is None:
+        raise PenaltyError(f"unknown penalty {name!r}: expected one of {', '.join(NAMES)}")
+    return cls(structure, strength, nonneg)
 
 
 def prox_inplace(name: str, values: np.ndarray, structure: ForestStructure, kappa: float,
                  nonneg: bool = True) -> None:
-    """Proximal step of ``kappa * Omega`` applied in place to ``values``.
-
-    name: one of ``NAMES``. values: float64[n] in node order (overwritten).
-    structure: the forest (``ForestStructure.from_parent``). kappa: >= 0.
-    nonneg: project on w >= 0 first (Algorithm 1, step 2). Scratch arrays are kept
-    in ``structure``; nothing of size n is allocated after the first call.
-    """
-    _check_name(name)
-    _check_values(values, structure)
-    kappa = float(kappa)
-    if not (math.isfinite(kappa) and kappa >= 0.0):
-        raise PenaltyError(f"kappa = {kappa}: expected a finite number >= 0")
-    nonneg = bool(nonneg)
-    s = structure
-    if name == "l1":
-        prox_l1(values, s.weight_per_count, kappa, nonneg)
-    elif name == "l2sq":
-        prox_l2sq(values, s.weight_per_count, kappa, nonneg)
-    elif name == "l2-tree":
-        _check_l2_tree(s)
-        prox_l2_tree(values, s.order, s.parent_post, s.weights_post, kappa, nonneg,
-                     s.scratch("a"), s.scratch("gamma"), s.scratch("shrink"))
-    elif name == "linf-tree":
-        prox_linf_tree(values, s.order, s.parent_post, s.counts_post, s.weights_post, kappa,
-                       nonneg, s.scratch("a"), s.scratch("hval"), s.scratch("hcnt"),
-                       s.scratch("hchild", np.int64), s.scratch("hsib", np.int64),
-                       s.scratch("hroot", np.int64), s.scratch("tau"))
-    else:
-        prox_linf_tree_pivot(values, s.order, s.subtree_size, s.counts_post, s.weights_post,
-                             kappa, nonneg, PIVOT_SEED, s.scratch("a"), s.scratch("pv"),
-                             s.scratch("pc"))
+    """Proximal step of ``kappa * Omega`` applied in place to ``values`` (float64[n],
+    node order); see :class:`Penalty`. Scratch arrays are kept in ``structure``."""
+    make_penalty(name, structure, 1.0, nonneg).prox(values, kappa)
 
 
 def penalty_value_fast(name: str, values: np.ndarray, structure: ForestStructure) -> float:
     """Omega(values) for penalty ``name`` (see the module docstring), float64[n] values."""
-    _check_name(name)
-    _check_values(values, structure)
-    s = structure
-    if name == "l1":
-        return float(value_l1(values, s.weights))
-    if name == "l2sq":
-        return float(value_l2sq(values, s.weights))
-    if name == "l2-tree":
-        _check_l2_tree(s)
-    return float(value_tree(values, s.order, s.parent_post, s.weights_post, name != "l2-tree",
-                            s.scratch("a")))
+    return make_penalty(name, structure).value(values)
 
 
 def _values_copy(values) -> np.ndarray:
@@ -170,7 +278,8 @@ def prox(name: str, values, parent, kappa: float, counts=None, weights=None,
     ``counts``: weight 1 per trie group). Solves
     argmin_w 1/2 sum c (w - v)^2 + kappa Omega(w) s.t. w >= 0 if nonneg.
     """
-    _check_name(name)
+    if name not in PENALTIES:
+        raise PenaltyError(f"unknown penalty {name!r}: expected one of {', '.join(NAMES)}")
     structure = ForestStructure.from_parent(parent, counts, weights)
     v = _values_copy(values)
     prox_inplace(name, v, structure, kappa, nonneg)
@@ -179,7 +288,8 @@ def prox(name: str, values, parent, kappa: float, counts=None, weights=None,
 
 def penalty_value(name: str, values, parent, counts=None, weights=None) -> float:
     """Omega(values) for penalty ``name`` on the forest ``parent`` (see ``prox``)."""
-    _check_name(name)
+    if name not in PENALTIES:
+        raise PenaltyError(f"unknown penalty {name!r}: expected one of {', '.join(NAMES)}")
     structure = ForestStructure.from_parent(parent, counts, weights)
     return penalty_value_fast(name, _values_copy(values), structure)
 

@@ -14,42 +14,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._tree_kernels import children_csr
+
 
 class PenaltyError(ValueError):
     """Bad input to a penalty or proximal operator (one-line message)."""
-
-
-@njit(cache=True)
-def _children_csr(parent):
-    """Children of every node in CSR form (children listed by increasing id).
-
-    parent: int64[n] with values in [-1, n). Returns (child_offsets int64[n+1],
-    children int64[n - n_roots], roots int64[n_roots]).
-    """
-    n = parent.shape[0]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    n_roots = 0
-    for x in range(n):
-        p = parent[x]
-        if p < 0:
-            n_roots += 1
-        else:
-            offsets[p + 1] += 1
-    for x in range(n):
-        offsets[x + 1] += offsets[x]
-    fill = offsets[:-1].copy()
-    children = np.empty(n - n_roots, dtype=np.int64)
-    roots = np.empty(n_roots, dtype=np.int64)
-    r = 0
-    for x in range(n):
-        p = parent[x]
-        if p < 0:
-            roots[r] = x
-            r += 1
-        else:
-            children[fill[p]] = x
-            fill[p] += 1
-    return offsets, children, roots
 
 
 @njit(cache=True)
@@ -223,7 +192,7 @@ class ForestStructure:
             if n and not (np.all(np.isfinite(weights)) and weights.min() >= 0):
                 bad = int(np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))[0])
                 raise PenaltyError(f"weights[{bad}] = {weights[bad]}: expected finite and >= 0")
-        child_offsets, children, roots = _children_csr(parent)
+        child_offsets, children, roots = children_csr(parent)
         order = _post_order(child_offsets, children, roots, n)
         if order.shape[0] != n:
             reached = np.zeros(n, dtype=bool)

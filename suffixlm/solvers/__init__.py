@@ -1,18 +1,27 @@
-"""Solvers for  min_w f(w) + lam * Omega(w)  subject to w >= 0.
+"""The optimisation layer of both packages.
 
-``f`` is smooth (a mean log-loss), ``Omega`` a penalty with a cheap proximal operator.
-Both solvers work in a weighted metric ``<a, b> = sum_i metric[i] a[i] b[i]`` so that
-a coordinate standing for ``metric[i]`` identical trie coordinates (a collapsed
-suffix-tree node) behaves exactly like those coordinates in the expanded trie:
-gradients are given per trie coordinate and the prox acts on trie values.
+Problems are  min_w f(w) + Omega(w)  with f smooth and Omega a penalty object of
+:mod:`suffixlm.penalties` (value and ``prox(x, step)``; its ``nonneg`` flag adds the
+constraint w >= 0). Every solver, here and in :mod:`crf.train`, returns an
+:class:`OptimizeResult`, reports one :class:`IterationInfo` per iteration and calls
+``callback(info, x)`` (:mod:`suffixlm.solvers.result`); the stopping rules live in
+:mod:`suffixlm.solvers.stopping`.
 
-* ``fista``: full-batch FISTA with backtracking (Beck & Teboulle 2009), the reference.
+* ``fista``: full-batch FISTA with backtracking and adaptive restart (Beck & Teboulle
+  2009), in a metric per coordinate: the LM's default solver and the CRF's proximal one.
 * ``sage``: Algorithm 1 of Nelakanti et al. 2013 (accelerated stochastic proximal
   gradient of Hu, Kwok & Pan 2009) over mini-batches.
+
+The metric ``<a, b> = sum_i metric[i] a[i] b[i]`` lets a coordinate standing for
+``metric[i]`` identical trie coordinates (a collapsed suffix-tree node) behave exactly
+like those coordinates in the expanded trie.
 """
 
-from ._problem import SmoothProblem, SolverResult
+from ._problem import SmoothProblem
 from .fista import fista
+from .result import Callback, IterationInfo, OptimizeResult
 from .sage import sage
+from .stopping import RelativeDecrease, WindowRule
 
-__all__ = ["SmoothProblem", "SolverResult", "fista", "sage"]
+__all__ = ["Callback", "IterationInfo", "OptimizeResult", "RelativeDecrease", "SmoothProblem", "WindowRule",
+           "fista", "sage"]

@@ -1,15 +1,18 @@
-"""The interface between a model and the solvers."""
+"""The interface between a model and the solvers, and the proximal-gradient step both
+solvers take."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Protocol
+import math
+from typing import Protocol
 
 import numpy as np
 
+from ._kernels import weighted_dot
+
 
 class SmoothProblem(Protocol):
-    """A smooth mean loss over ``n_samples`` samples.
+    """A smooth mean loss over ``n_samples`` samples (what the mini-batch solver needs).
 
     metric : float64[n]   weight of each coordinate in inner products and norms
     value_grad(w, batch)  -> (f, g): mean loss over ``batch`` (int64 sample indices;
@@ -25,32 +28,33 @@ class SmoothProblem(Protocol):
     def value(self, w: np.ndarray, batch: np.ndarray | None = None) -> float: ...
 
 
-ProxFn = Callable[[np.ndarray, float], np.ndarray]
-"""prox(v, kappa) -> argmin_w 1/2 ||w - v||^2_metric + kappa * Omega(w) s.t. w >= 0 (may work in place on v)."""
-
-PenaltyFn = Callable[[np.ndarray], float]
-
-
-@dataclass
-class SolverResult:
-    w: np.ndarray
-    objective: float
-    n_iter: int
-    converged: bool
-    history: list[dict] = field(default_factory=list)
-
-
 def quadratic_upper_bound_holds(f_new, f_old, g, d, metric, L) -> bool:
-    """f(y + d) <= f(y) + <g, d> + L/2 ||d||^2 in the metric (with a tiny relative slack
-    for rounding)."""
-    from ._kernels import weighted_dot
-
-    rhs = f_old + weighted_dot(g, d, metric) + 0.5 * L * weighted_dot(d, d, metric)
+    """f(y + d) <= f(y) + <g, d> + L/2 ||d||^2 in the metric (None: plain), with a tiny
+    relative slack for rounding."""
+    if metric is None:
+        rhs = f_old + float(g @ d) + 0.5 * L * float(d @ d)
+    else:
+        rhs = f_old + weighted_dot(g, d, metric) + 0.5 * L * weighted_dot(d, d, metric)
     return f_new <= rhs + 1e-12 * max(1.0, abs(f_old))
 
 
-def prox_gradient_step(y, g, L, lam, prox):
-    """[y - g/L]_+ then prox with lam/L (Algorithm 1, ParamUpdate)."""
+def prox_gradient_step(y, g, L, penalty):
+    """prox_{Omega / L}(y - g / L), projected on w >= 0 first when the penalty is
+    non-negative (Algorithm 1 of Nelakanti et al., ParamUpdate)."""
     v = y - g / L
-    np.maximum(v, 0.0, out=v)
-    return prox(v, lam / L)
+    if penalty is None:
+        return v
+    if penalty.nonneg:
+        np.maximum(v, 0.0, out=v)
+    return penalty.prox(v, 1.0 / L)
+
+
+def estimate_lipschitz(value_grad, y, g) -> tuple[float, int]:
+    """A first local Lipschitz estimate ||g(y - e g) - g(y)|| / (e ||g||) from one gradient
+    difference along -g (then backtracking corrects it). Returns (L, evaluations)."""
+    gn = math.sqrt(float(g @ g))
+    if gn == 0:
+        return 1.0, 0
+    eps = 1e-4 / gn
+    _, g2 = value_grad(y - eps * g)
+    return max(math.sqrt(float((g2 - g) @ (g2 - g))) / (eps * gn), 1e-8), 1

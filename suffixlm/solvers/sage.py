@@ -31,70 +31,66 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
 
 import numpy as np
 
-from ._problem import (
-    PenaltyFn,
-    ProxFn,
-    SmoothProblem,
-    SolverResult,
-    prox_gradient_step,
-    quadratic_upper_bound_holds,
-)
+from ._problem import SmoothProblem, prox_gradient_step, quadratic_upper_bound_holds
+from .result import Callback, Clock, IterationInfo, OptimizeResult
+from .stopping import RelativeDecrease
 
 
 def sage(
     problem: SmoothProblem,
-    prox: ProxFn,
-    penalty: PenaltyFn,
-    lam: float,
-    w0: np.ndarray | None = None,
+    penalty,
+    x0: np.ndarray | None = None,
+    *,
     batch_size: int = 400,
     batch_growth: float = 2.0,
-    epochs: int = 100,
+    max_iter: int = 100,
     L0: float = 1.0,
     mu: float = 0.0,
     tol: float = 1e-7,
     patience: int = 3,
     seed: int = 0,
-    callback: Callable[[dict], bool | None] | None = None,
-) -> SolverResult:
-    """Minimise problem.value(w) + lam * penalty(w) over w >= 0 by Algorithm 1.
+    callback: Callback | None = None,
+) -> OptimizeResult:
+    """Minimise problem.value(w) + penalty.value(w) over w >= 0 by Algorithm 1.
 
-    An epoch is one pass over the samples in a fresh random order (``seed``); once
-    the batch is the whole corpus, an epoch is one full-batch step. Stops after
-    ``epochs`` epochs or when the full objective's relative decrease per epoch stays
-    below ``tol`` for ``patience`` epochs. ``callback(info)`` after every epoch;
-    returning True stops.
+    An epoch (one iteration here, up to ``max_iter``) is one pass over the samples in a
+    fresh random order (``seed``); once the batch is the whole corpus, an epoch is one
+    full-batch step. Stops after ``max_iter`` epochs or when the full objective's
+    relative decrease per epoch stays below ``tol`` for ``patience`` epochs.
+    ``callback(info, w)`` before the first epoch (n_iter 0) and after every epoch;
+    returning True stops. ``info.extra`` holds the batch size, the steps so far and rho.
     """
     rng = np.random.default_rng(seed)
     n = problem.n_samples
     metric = problem.metric
-    W = np.zeros(metric.shape[0]) if w0 is None else np.maximum(np.asarray(w0, dtype=np.float64), 0.0)
+    W = np.zeros(metric.shape[0]) if x0 is None else np.maximum(np.asarray(x0, dtype=np.float64), 0.0)
     Z = W.copy()
     tau = delta = 1.0
     rho = float(L0)
     B = max(1, min(int(batch_size), n))
-    F_old = problem.value(W) + lam * penalty(W)
-    history: list[dict] = [{"epoch": 0, "objective": F_old, "batch_size": B, "rho": rho, "seconds": 0.0}]
+    F_old = problem.value(W) + penalty.value(W)
+    history = [IterationInfo(0, F_old, extra={"batch_size": B, "rho": rho, "steps": 0})]
     if callback is not None:
-        callback(history[0])
-    t0 = time.perf_counter()
-    calm = 0
-    converged = False
-    steps = 0
+        callback(history[0], W)
+    clock = Clock()
+    rule = RelativeDecrease(tol, patience)
+    reason, converged = "max_iter", False
+    steps = n_evals = 0
     epoch = 0
     W_epoch_start = W.copy()
-    for epoch in range(1, epochs + 1):
+    for epoch in range(1, max_iter + 1):
         order = rng.permutation(n) if B < n else None
         for start in range(0, n, B):
             batch = None if order is None else np.sort(order[start : start + B])
             W_bar = (1.0 - tau) * W + tau * Z
             f_bar, g = problem.value_grad(W_bar, batch)
+            n_evals += 1
             while True:
-                W_new = prox_gradient_step(W_bar, g, rho, lam, prox)
+                W_new = prox_gradient_step(W_bar, g, rho, penalty)
+                n_evals += 1
                 if quadratic_upper_bound_holds(problem.value(W_new, batch), f_bar, g, W_new - W_bar, metric, rho):
                     break
                 rho *= 2.0
@@ -103,7 +99,7 @@ def sage(
             tau = (math.sqrt(delta * delta + 4.0 * delta) - delta) / 2.0
             delta = (1.0 - tau) * delta
             steps += 1
-        F_new = problem.value(W) + lam * penalty(W)
+        F_new = problem.value(W) + penalty.value(W)
         restart = F_new > F_old
         if restart:
             # keep the better point and drop the momentum
@@ -111,25 +107,18 @@ def sage(
             F_new = F_old
             Z = W.copy()
             tau = delta = 1.0
-        rel = (F_old - F_new) / max(abs(F_new), 1e-300)
+        stop = B >= n and not restart and rule.update(F_old, F_new)
         F_old = F_new
         W_epoch_start = W.copy()
-        info = {
-            "epoch": epoch,
-            "objective": F_new,
-            "batch_size": B,
-            "steps": steps,
-            "rho": rho,
-            "restart": restart,
-            "seconds": time.perf_counter() - t0,
-        }
+        lap, elapsed = clock.tick()
+        info = IterationInfo(epoch, F_new, lap, elapsed, step=1.0 / rho, n_evals=n_evals, restart=restart,
+                             extra={"batch_size": B, "rho": rho, "steps": steps})
         history.append(info)
-        if callback is not None and callback(info):
+        if callback is not None and callback(info, W):
+            reason = "callback"
             break
-        if B >= n and not restart:
-            calm = calm + 1 if rel < tol else 0
-            if calm >= patience:
-                converged = True
-                break
+        if stop:
+            reason, converged = "converged", True
+            break
         B = min(n, max(B + 1, int(B * batch_growth))) if batch_growth > 1.0 else B
-    return SolverResult(w=W, objective=F_old, n_iter=steps, converged=converged, history=history)
+    return OptimizeResult(W, F_old, steps, n_evals, converged, reason, history)

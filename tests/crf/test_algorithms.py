@@ -2,6 +2,8 @@
 gives exactly what the solver function gives, the penalties and growth options reach
 the right code, and bad combinations are clean errors."""
 
+import itertools
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -51,19 +53,56 @@ def reference(algorithm, space, data, rho1, rho2, iters):
     if algorithm in ("owlqn", "lbfgs", "fista"):
         obj = Objective(space, data, n_chunks=1)
     if algorithm == "owlqn":
-        return owlqn(obj.value_and_gradient_parts, x0, rho1=rho1, rho2=rho2, max_iterations=iters).x
+        return owlqn(obj.value_and_gradient_parts, x0, rho1=rho1, rho2=rho2, max_iter=iters).x
     if algorithm == "lbfgs":
-        return owlqn(obj.value_and_gradient_parts, x0, rho1=0.0, rho2=rho2, max_iterations=iters).x
+        return owlqn(obj.value_and_gradient_parts, x0, rho1=0.0, rho2=rho2, max_iter=iters).x
     if algorithm == "sgd-l1":
-        return sgd_l1(space, data, rho1=rho1, rho2=rho2, max_epochs=iters, eta0=0.1).x
+        return sgd_l1(space, data, rho1=rho1, rho2=rho2, max_iter=iters, eta0=0.1).x
     if algorithm == "bcd":
-        return bcd(space, data, rho1=rho1, rho2=rho2, max_passes=iters).x
+        return bcd(space, data, rho1=rho1, rho2=rho2, max_iter=iters).x
     if algorithm in ("sag", "sag-nus"):
-        return sag(space, data, rho2=rho2, nus=algorithm == "sag-nus", max_passes=iters).x
+        return sag(space, data, rho2=rho2, nus=algorithm == "sag-nus", max_iter=iters).x
     if algorithm == "perceptron":
-        return averaged_perceptron(space, data, max_epochs=iters).x
+        return averaged_perceptron(space, data, max_iter=iters).x
     return fista(obj.value_and_gradient, x0, feature_forest(space, data), "l1", kappa=rho1, rho2=rho2,
-                 max_iterations=iters).x
+                 max_iter=iters).x
+
+
+def check_predictions_by_enumeration(crf, X):
+    """crf.predict(X) scores as high as the best of all L^T labelings of each sequence,
+    scored from the fitted weights (space_.describe) and observation strings built by
+    hand for PATTERNS, and is one of the labelings reaching that score."""
+    space, labels = crf.space_, crf.space_.labels
+    L = len(labels)
+    w_uni, w_bi = {}, {}
+    for obs, prev, lab, v in space.describe(crf.theta_):
+        if prev is None:
+            w_uni[(obs, labels.index(lab))] = v
+        else:
+            w_bi[(obs, labels.index(prev), labels.index(lab))] = v
+    assert w_uni and w_bi  # a trained model, not an empty one
+    predicted = crf.predict(X)
+    assert len(predicted) == len(X)
+    for seq, pred in zip(X, predicted):
+        T = len(seq)
+
+        def word(i):
+            return f"_x-{-i}" if i < 0 else (f"_x+{i - T + 1}" if i >= T else seq[i][0])
+
+        U = np.zeros((T, L))
+        for t in range(T):
+            for o in (f"u:w0={word(t)}", f"u:p0={seq[t][1]}", f"u:w-1,w0={word(t - 1)}/{word(t)}",
+                      f"u:w-1,w0,w+1={word(t - 1)}/{word(t)}/{word(t + 1)}"):
+                U[t] += [w_uni.get((o, k), 0.0) for k in range(L)]
+        W = np.array([[w_bi.get(("B", a, b), 0.0) for b in range(L)] for a in range(L)])
+        paths = np.array(list(itertools.product(range(L), repeat=T)))
+        scores = U[np.arange(T), paths].sum(axis=1) + W[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+        best = scores.max()
+        p = [labels.index(lab) for lab in pred]
+        assert len(p) == T
+        got = U[np.arange(T), p].sum() + sum(W[p[t - 1], p[t]] for t in range(1, T))
+        assert got == pytest.approx(best, abs=1e-9)
+        assert any((paths[k] == p).all() for k in np.flatnonzero(scores >= best - 1e-9))
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -72,22 +111,25 @@ def test_estimator_runs_the_solver_it_names(problem, algorithm):
     l2_only = algorithm in ("lbfgs", "sag", "sag-nus", "perceptron")
     rho1 = 0.0 if l2_only else 0.3
     rho2 = 0.5
-    crf = CRF(patterns=PATTERNS, algorithm=algorithm, rho1=rho1, rho2=rho2, max_iterations=8, stopwin=0,
+    crf = CRF(patterns=PATTERNS, algorithm=algorithm, rho1=rho1, rho2=rho2, max_iter=8, stopwin=0,
               threads=1).fit(X, y)
     ref = reference(algorithm, space, data, rho1, rho2, 8)
     np.testing.assert_allclose(_full_theta(crf, space), ref, rtol=1e-9, atol=1e-9)
-    assert len(crf.predict(X)) == len(X)
-    assert len(crf.training_log_) == 8 or crf.stop_reason_ not in ("max_iterations", "max_epochs", "max_passes")
+    # Viterbi of the fitted model against the best labeling found by listing them all,
+    # on the training sequences and on text with unseen words
+    extra = [[["w0", "p1"], ["zz", "p0"], ["w2", "p1"]], [["yy", "p0"]], [["w1", "p0"], ["w1", "p1"]]]
+    check_predictions_by_enumeration(crf, X + extra)
+    assert len(crf.training_log_) == 8 or crf.stop_reason_ not in ("max_iter", "max_iter", "max_iter")
 
 
 @pytest.mark.parametrize("penalty", ["l2-tree", "linf-tree"])
 def test_tree_penalty_is_fista_on_the_feature_forest(problem, penalty):
     X, y, space, data = problem
-    crf = CRF(patterns=PATTERNS, algorithm="fista", penalty=penalty, rho1=0.2, rho2=0.1, max_iterations=10,
+    crf = CRF(patterns=PATTERNS, algorithm="fista", penalty=penalty, rho1=0.2, rho2=0.1, max_iter=10,
               stopwin=0, threads=1).fit(X, y)
     obj = Objective(space, data, n_chunks=1)
     ref = fista(obj.value_and_gradient, np.zeros(space.n_params), feature_forest(space, data), penalty,
-                kappa=0.2, rho2=0.1, max_iterations=10).x
+                kappa=0.2, rho2=0.1, max_iter=10).x
     np.testing.assert_allclose(_full_theta(crf, space), ref, rtol=1e-9, atol=1e-9)
 
 
@@ -113,7 +155,7 @@ def test_rounds_by_depth_follow_the_pattern_forest():
 
 def test_grow_by_depth_then_grow_a_loaded_model(problem, tmp_path):
     X, y, _, _ = problem
-    crf = CRF(patterns=PATTERNS[:4] + ["B"], rho1=0.5, max_iterations=30, threads=1).grow(X, y)
+    crf = CRF(patterns=PATTERNS[:4] + ["B"], rho1=0.5, max_iter=30, threads=1).grow(X, y)
     log = crf.growth_log_
     assert [g.round for g in log] == [0, 1, 2]
     assert [g.n_patterns for g in log] == [3, 4, 5]
@@ -124,7 +166,7 @@ def test_grow_by_depth_then_grow_a_loaded_model(problem, tmp_path):
     loaded = CRF.load(path)
     assert loaded.predict(X) == crf.predict(X)
     # a loaded model grows with a new pattern and keeps its own
-    loaded.set_params(max_iterations=5)
+    loaded.set_params(max_iter=5)
     loaded.grow(X, y, [["u:p-1,p0=%x[-1,1]/%x[0,1]"]])
     texts = [p.text for p in loaded.space_.patterns]
     assert "u:p-1,p0=%x[-1,1]/%x[0,1]" in texts and "u:w0=%x[0,0]" in texts

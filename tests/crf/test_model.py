@@ -23,7 +23,7 @@ def tiny(tiny_file):
 
 def fitted(X, y, **kw):
     kw.setdefault("rho1", 0.01)
-    return CRF(patterns=PATTERNS, max_iterations=60, **kw).fit(X, y)
+    return CRF(patterns=PATTERNS, max_iter=60, **kw).fit(X, y)
 
 
 def test_fit_predict_marginals_nbest(tiny):
@@ -44,7 +44,7 @@ def test_fit_predict_marginals_nbest(tiny):
 
 def test_lbfgs_is_l2_only(tiny):
     X, y = tiny
-    crf = CRF(patterns=PATTERNS, algorithm="lbfgs", rho2=0.1, max_iterations=40).fit(X, y)
+    crf = CRF(patterns=PATTERNS, algorithm="lbfgs", rho2=0.1, max_iter=40).fit(X, y)
     # l2: only features that never fire (bigram observations seen at t = 0 only) stay at 0
     assert crf.n_active_features_ > 0.9 * crf.n_features_
     with pytest.raises(ValueError, match="l2"):
@@ -53,7 +53,7 @@ def test_lbfgs_is_l2_only(tiny):
 
 def test_l1_gives_sparse_model_and_devel(tiny):
     X, y = tiny
-    crf = CRF(patterns=PATTERNS, rho1=1.0, max_iterations=50).fit(X, y, X, y)
+    crf = CRF(patterns=PATTERNS, rho1=1.0, max_iter=50).fit(X, y, X, y)
     assert crf.n_active_features_ < crf.n_features_
     assert crf.training_log_ and "token_error" in crf.training_log_[-1]
 

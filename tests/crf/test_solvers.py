@@ -58,8 +58,8 @@ def test_per_sequence_gradients_sum_to_the_objective_gradient():
 def test_sag_reaches_the_lbfgs_optimum(nus):
     space, data, obj = small_problem(0)
     rho2 = 1.0
-    ref = lbfgs(obj.value_and_gradient, np.zeros(space.n_params), rho2=rho2, max_iterations=2000, gtol=1e-10)
-    res = sag(space, data, rho2=rho2, nus=nus, max_passes=300, tol=1e-8)
+    ref = lbfgs(obj.value_and_gradient, np.zeros(space.n_params), rho2=rho2, max_iter=2000, gtol=1e-10)
+    res = sag(space, data, rho2=rho2, nus=nus, max_iter=300, tol=1e-8)
     assert res.reason == "gradient tolerance"
     f = objective(obj, res.x, 0.0, rho2)
     assert f == pytest.approx(ref.objective, rel=1e-8)
@@ -67,8 +67,8 @@ def test_sag_reaches_the_lbfgs_optimum(nus):
     # the stored-loss estimate is the objective at the optimum too
     assert res.objective == pytest.approx(f, rel=1e-6)
     # one forward-backward per iteration + the line-search trials
-    assert res.gradient_evaluations == res.iterations * data.n_sequences
-    assert res.evaluations == res.gradient_evaluations + res.linesearch_evaluations
+    assert res.gradient_evaluations == res.n_iter * data.n_sequences
+    assert res.n_evals == res.gradient_evaluations + res.linesearch_evaluations
 
 
 def test_sag_memory_is_the_marginals_not_the_gradients():
@@ -91,10 +91,10 @@ def test_sag_rejects_no_l2():
 def test_sgd_l1_with_a_decaying_rate_reaches_the_owlqn_optimum(rho1, rho2):
     space, data, obj = small_problem(0)
     ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=rho1, rho2=rho2,
-                max_iterations=2000, gtol=1e-10)
+                max_iter=2000, gtol=1e-10)
     # Robbins-Monro schedule eta0 / (1 + k / (5 n)): converges to the optimum; 500
     # passes of 30 sequences bring it within 1e-4 (measured: 1e-5 for rho1 = 0.5)
-    res = sgd_l1(space, data, rho1=rho1, rho2=rho2, max_epochs=500, eta0=0.5, schedule="inverse", tau=5)
+    res = sgd_l1(space, data, rho1=rho1, rho2=rho2, max_iter=500, eta0=0.5, schedule="inverse", tau=5)
     f = objective(obj, res.x, rho1, rho2)
     assert f >= ref.objective * (1 - 1e-9)
     assert f == pytest.approx(ref.objective, rel=1e-4)
@@ -109,15 +109,15 @@ def test_sgd_l1_exponential_schedule_stops_near_the_optimum():
     space, data, obj = small_problem(0)
     rho1, rho2 = 0.5, 0.1
     ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=rho1, rho2=rho2,
-                max_iterations=2000, gtol=1e-10)
-    res = sgd_l1(space, data, rho1=rho1, rho2=rho2, max_epochs=60, eta0=0.5)
+                max_iter=2000, gtol=1e-10)
+    res = sgd_l1(space, data, rho1=rho1, rho2=rho2, max_iter=60, eta0=0.5)
     f = objective(obj, res.x, rho1, rho2)
     # sum of the steps is finite (eta0 / (1 - 0.85^(1/n)) per sequence): near, not at
     assert 0 <= (f - ref.objective) / ref.objective < 1e-2
-    assert [i.iteration for i in res.history] == list(range(1, 61))
-    stopped = sgd_l1(space, data, rho1=rho1, rho2=rho2, max_epochs=60, eta0=0.5,
-                     callback=lambda info, w: info.iteration == 3)
-    assert stopped.iterations == 3 and stopped.reason == "stopping criterion"
+    assert [i.n_iter for i in res.history] == list(range(1, 61))
+    stopped = sgd_l1(space, data, rho1=rho1, rho2=rho2, max_iter=60, eta0=0.5,
+                     callback=lambda info, w: info.n_iter == 3)
+    assert stopped.n_iter == 3 and stopped.reason == "stopping criterion"
 
 
 def test_learning_rates():
@@ -165,10 +165,10 @@ def reference_perceptron(space, data, epochs):
 
 def test_averaged_perceptron_matches_the_plain_reference():
     space, data, _ = small_problem(3, n_seq=12, max_len=5)
-    res = averaged_perceptron(space, data, max_epochs=3, shuffle=False)
+    res = averaged_perceptron(space, data, max_iter=3, shuffle=False)
     avg, last = reference_perceptron(space, data, 3)
     np.testing.assert_allclose(res.x, avg, atol=1e-12)
-    plain = averaged_perceptron(space, data, max_epochs=3, shuffle=False, average=False)
+    plain = averaged_perceptron(space, data, max_iter=3, shuffle=False, average=False)
     np.testing.assert_array_equal(plain.x, last)
 
 
@@ -182,7 +182,7 @@ def test_perceptron_learns_a_separable_problem_exactly():
         X.append([[wd] for wd in words])
         y.append(["A" if wd in ("w0", "w1") else ("B" if wd == "w2" else "C") for wd in words])
     space, data = FeatureSpace.build(parse_patterns("u:%x[0,0]\nu:%x[-1,0]/%x[0,0]\nB\n"), X, y)
-    res = averaged_perceptron(space, data, max_epochs=50)
+    res = averaged_perceptron(space, data, max_iter=50)
     assert res.reason == "no mistake"
     pred, _ = viterbi(res.x, space, data)
     np.testing.assert_array_equal(pred, data.labels)
@@ -191,7 +191,16 @@ def test_perceptron_learns_a_separable_problem_exactly():
 # --------------------------------------------------------------------------- BCD
 def test_block_sequences_lists_where_each_observation_occurs():
     space, data, _ = small_problem(4, n_seq=10)
-    from crf.train.bcd import bcd  # noqa: F401  (module import checks the layout assumptions)
+    # the layout block_sequences (and bcd) assume to map a block offset b to the rank of
+    # its observation, b // L (unigram) or n_uni + (b - bigram_start) // L^2 (bigram):
+    # blocks of consecutive observations, unigram blocks first, then bigram blocks
+    L = space.n_labels
+    uo, bo = space.unigram_offset, space.bigram_offset
+    n_uni, n_bi = int((uo >= 0).sum()), int((bo >= 0).sum())
+    assert n_uni > 0 and n_bi > 0 and space.bigram_start == n_uni * L
+    np.testing.assert_array_equal(uo[uo >= 0], np.arange(n_uni) * L)
+    np.testing.assert_array_equal(bo[bo >= 0], space.bigram_start + np.arange(n_bi) * L * L)
+    assert space.n_params == space.bigram_start + n_bi * L * L
 
     ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     ids = np.arange(len(space.kinds))
@@ -215,8 +224,8 @@ def test_bcd_reaches_the_owlqn_optimum(rho1, rho2):
 
     space, data, obj = small_problem(0)
     ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=rho1, rho2=rho2,
-                max_iterations=2000, gtol=1e-10)
-    res = bcd(space, data, rho1=rho1, rho2=rho2, max_passes=300)
+                max_iter=2000, gtol=1e-10)
+    res = bcd(space, data, rho1=rho1, rho2=rho2, max_iter=300)
     f = objective(obj, res.x, rho1, rho2)
     assert res.objective == pytest.approx(f, rel=1e-12)
     assert f == pytest.approx(ref.objective, rel=1e-6)
@@ -277,8 +286,8 @@ def test_fista_on_singleton_groups_is_the_l1_problem_of_owlqn(penalty):
     space, data, obj = nested_problem()
     roots = np.full(space.n_params, -1, dtype=np.int64)
     res = fista(obj.value_and_gradient, np.zeros(space.n_params), roots, penalty, kappa=0.5, rho2=0.1,
-                max_iterations=3000, tol=1e-12)
-    ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=0.5, rho2=0.1, max_iterations=2000,
+                max_iter=3000, tol=1e-12)
+    ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=0.5, rho2=0.1, max_iter=2000,
                 gtol=1e-10)
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
     np.testing.assert_allclose(res.x, ref.x, atol=1e-4)
@@ -294,7 +303,7 @@ def test_fista_tree_solution_is_a_fixed_point_and_a_minimum(penalty):
     parent = feature_forest(space, data)
     kappa, rho2 = 0.5, 0.1
     res = fista(obj.value_and_gradient, np.zeros(space.n_params), parent, penalty, kappa=kappa, rho2=rho2,
-                max_iterations=3000, tol=1e-12)
+                max_iter=3000, tol=1e-12)
 
     def F(w):
         v, _ = obj.value_and_gradient(w)
@@ -325,7 +334,7 @@ def test_grow_adds_a_refinement_only_where_its_parent_is_active():
 
     def train(space, data, x0):
         obj = Objective(space, data, n_chunks=1)
-        return owlqn(obj.value_and_gradient, x0, rho1=rho1, rho2=rho2, max_iterations=1000, gtol=1e-10)
+        return owlqn(obj.value_and_gradient, x0, rho1=rho1, rho2=rho2, max_iter=1000, gtol=1e-10)
 
     rounds = [parse_patterns("u:a=%x[0,0]\nB\n"), parse_patterns("u:b=%x[-1,0]/%x[0,0]\n")]
     seen = []

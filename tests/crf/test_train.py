@@ -29,7 +29,7 @@ def test_lbfgs_matches_scipy_on_the_smooth_l2_problem():
     x0 = np.zeros(obj.space.n_params)
     ref = scipy_optimize.minimize(f, x0, jac=True, method="L-BFGS-B",
                                   options={"maxiter": 5000, "gtol": 1e-10, "ftol": 1e-15})
-    res = lbfgs(obj.value_and_gradient, x0, rho2=rho2, max_iterations=2000, gtol=1e-9)
+    res = lbfgs(obj.value_and_gradient, x0, rho2=rho2, max_iter=2000, gtol=1e-9)
     assert res.objective == pytest.approx(ref.fun, rel=1e-8)
     np.testing.assert_allclose(res.x, ref.x, atol=1e-4)
 
@@ -65,7 +65,7 @@ def test_owlqn_matches_proximal_gradient(rho1, rho2):
     obj = tiny_objective(1)
     n = obj.space.n_params
     x_ref, f_ref = proximal_gradient(obj, rho1, rho2, n, iterations=5000)
-    res = owlqn(obj.value_and_gradient, np.zeros(n), rho1=rho1, rho2=rho2, max_iterations=1000, gtol=1e-10)
+    res = owlqn(obj.value_and_gradient, np.zeros(n), rho1=rho1, rho2=rho2, max_iter=1000, gtol=1e-10)
     assert res.objective == pytest.approx(f_ref, rel=1e-9)
     np.testing.assert_allclose(res.x, x_ref, atol=1e-3)
     # the l1 term gives a sparse solution with the same support

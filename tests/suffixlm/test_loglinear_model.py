@@ -6,6 +6,7 @@ sums over the trie, softmax over the whole predicted vocabulary.
 
 import math
 import zipfile
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,8 +14,9 @@ import pytest
 from suffixlm.corpora import sample_path
 from suffixlm import _lm_kernels as K
 from suffixlm.contexts import extract_contexts
-from suffixlm.corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
-from suffixlm.model import LogLinearLM, ModelFormatError, _LMProblem
+from suffixlm.corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, Vocabulary
+from suffixlm.model import LogLinearLM, ModelFormatError
+from suffixlm.objective import LMObjective
 from suffixlm.suffixtree import SuffixTree
 
 TRAIN = ["a b a b c", "b a a", "c c a b", "a b c a b c", "b b"]
@@ -70,7 +72,7 @@ def problem_for(corpus, tree):
                                  tree.succ_offsets, tree.succ_words, end, tp)
     lm = LogLinearLM(order=tree.max_depth + 1)
     n_unseen = lm._n_unseen(tree, corpus.vocab)
-    return _LMProblem(tree, end, tp, n_unseen)
+    return LMObjective(tree, end, tp, n_unseen)
 
 
 @pytest.mark.parametrize("collapse", [True, False])
@@ -106,14 +108,14 @@ def test_minibatch_statistics_are_those_of_the_batch():
     assert not prob.n_end_b.any() and not prob.emp_b.any()
 
 
-def fitted(penalty="linf-tree", solver="fista", lam=1e-3, alpha=None, order=3, lines=TRAIN, epochs=300):
-    lm = LogLinearLM(order=order, penalty=penalty, lam=lam, alpha=alpha, solver=solver, epochs=epochs, tol=1e-10)
+def fitted(penalty="linf-tree", solver="fista", lam=1e-3, alpha=None, order=3, lines=TRAIN, max_iter=300):
+    lm = LogLinearLM(order=order, penalty=penalty, lam=lam, alpha=alpha, solver=solver, max_iter=max_iter, tol=1e-10)
     return lm.fit(lines)
 
 
 @pytest.mark.parametrize("penalty,alpha", [("linf-tree", None), ("l2-tree", None), ("l1", 0.7), ("l2sq", None)])
 def test_scores_on_unseen_text_match_dense_reference(penalty, alpha):
-    lm = fitted(penalty=penalty, alpha=alpha, epochs=30)
+    lm = fitted(penalty=penalty, alpha=alpha, max_iter=30)
     test = Corpus.from_strings(TEST, vocab=lm.vocab_)
     lp = lm.log10_probs(test) * math.log(10)
     ref = dense_log_probs(test, lm.tree_, lm.weights_, lm.vocab_, lm.order - 1)
@@ -122,28 +124,44 @@ def test_scores_on_unseen_text_match_dense_reference(penalty, alpha):
 
 
 def test_probabilities_sum_to_one_in_every_context():
-    lm = fitted(epochs=30)
+    lm = fitted(max_iter=30)
     v = lm.vocab_
     predicted = [i for i in range(len(v)) if i != BOS_ID and (i != UNK_ID or v.has_unk)]
     # every training context, plus contexts that stop inside edges and unseen ones
     contexts = [tuple(lm.tree_.context(j)) for j in range(lm.tree_.n_nodes)]
     contexts += [(2,), (3, 2), (4, 4, 4), ()]
+    kinds = Counter()
     for ctx in contexts:
-        sent = [BOS_ID] if (ctx and ctx[-1] == BOS_ID) else []
-        body = [t for t in ctx[::-1] if t != BOS_ID]
+        if ctx and ctx[-1] == BOS_ID:
+            # a sentence-start context: the token string <s> w1 .. wk, then y
+            prefix = list(ctx[::-1])
+            kinds["with <s>"] += 1
+        elif ctx:
+            # a context inside a sentence: a token string without <s>, whose first token
+            # is never predicted, so y sees exactly ctx (truncated to order - 1 words)
+            prefix = list(ctx[::-1])
+            kinds["without <s>"] += 1
+        else:
+            # </s> never occurs in a context: after it the path stops at the root
+            prefix = [EOS_ID]
+            kinds["empty"] += 1
         total = 0.0
         for y in predicted:
-            toks = np.array([BOS_ID] + body + [y], dtype=np.int32) if sent else np.array([BOS_ID] + body + [y], np.int32)
+            toks = np.array(prefix + [y], dtype=np.int32)
             c = Corpus(toks, np.array([0, len(toks)], np.int64), v, len(toks) - 1, 0)
-            total += 10 ** lm.log10_probs(c)[-1]
+            lp = lm.log10_probs(c)[-1]
+            ref = dense_log_probs(c, lm.tree_, lm.weights_, v, lm.order - 1)[-1]
+            assert lp * math.log(10) == pytest.approx(ref, rel=1e-10, abs=1e-12)
+            total += 10 ** lp
         assert total == pytest.approx(1.0, abs=1e-12)
+    assert kinds["with <s>"] >= 3 and kinds["without <s>"] >= 5 and kinds["empty"] >= 1
 
 
 @pytest.mark.parametrize("penalty,alpha", [("linf-tree", None), ("l2-tree", None), ("l1", None), ("linf-tree", 0.85)])
 def test_stochastic_solver_reaches_fista_objective(penalty, alpha):
     lines = sample_path("tiny_lm.train.txt").read_text().splitlines()[:300]
-    ref = fitted(penalty, "fista", lam=2e-3, alpha=alpha, order=4, lines=lines, epochs=2000)
-    sto = LogLinearLM(order=4, penalty=penalty, lam=2e-3, alpha=alpha, solver="sage", epochs=300,
+    ref = fitted(penalty, "fista", lam=2e-3, alpha=alpha, order=4, lines=lines, max_iter=2000)
+    sto = LogLinearLM(order=4, penalty=penalty, lam=2e-3, alpha=alpha, solver="sage", max_iter=300,
                       batch_size=64, tol=1e-10, seed=3).fit(lines)
     assert ref.converged_
     assert sto.objective_ == pytest.approx(ref.objective_, rel=1e-3)
@@ -151,7 +169,7 @@ def test_stochastic_solver_reaches_fista_objective(penalty, alpha):
 
 
 def test_training_is_deterministic_given_seed():
-    kw = dict(order=3, lam=1e-3, epochs=5, batch_size=8, batch_growth=1.0, solver="sage")
+    kw = dict(order=3, lam=1e-3, max_iter=5, batch_size=8, batch_growth=1.0, solver="sage")
     a = LogLinearLM(seed=7, **kw).fit(TRAIN)
     b = LogLinearLM(seed=7, **kw).fit(TRAIN)
     c = LogLinearLM(seed=8, **kw).fit(TRAIN)
@@ -160,17 +178,17 @@ def test_training_is_deterministic_given_seed():
 
 
 def test_warm_start_continues_from_previous_weights():
-    lm = LogLinearLM(order=3, lam=1e-3, epochs=200, tol=1e-12, warm_start=True).fit(TRAIN)
+    lm = LogLinearLM(order=3, lam=1e-3, max_iter=200, tol=1e-12, warm_start=True).fit(TRAIN)
     first = lm.objective_
-    lm.epochs = 1
+    lm.max_iter = 1
     lm.fit(TRAIN)  # one more step from the optimum stays there
     assert lm.objective_ <= first * (1 + 1e-9)
-    cold = LogLinearLM(order=3, lam=1e-3, epochs=1).fit(TRAIN)
+    cold = LogLinearLM(order=3, lam=1e-3, max_iter=1).fit(TRAIN)
     assert cold.objective_ > lm.objective_
 
 
 def test_save_load_identical_scores(tmp_path):
-    lm = fitted(epochs=20)
+    lm = fitted(max_iter=20)
     p = tmp_path / "m.lm"
     lm.save(p)
     assert p.exists() and not list(tmp_path.glob("*.tmp"))
@@ -182,7 +200,7 @@ def test_save_load_identical_scores(tmp_path):
 
 
 def test_truncated_and_tampered_files_give_clear_errors(tmp_path):
-    lm = fitted(epochs=5)
+    lm = fitted(max_iter=5)
     p = tmp_path / "m.lm"
     lm.save(p)
     data = p.read_bytes()
@@ -211,7 +229,7 @@ def test_truncated_and_tampered_files_give_clear_errors(tmp_path):
 
 
 def test_score_and_full_scores_agree_with_log10_probs():
-    lm = fitted(epochs=20)
+    lm = fitted(max_iter=20)
     fs = lm.full_scores("a b c")
     assert len(fs) == 4  # a b c </s>
     c = Corpus.from_strings(["a b c"], vocab=lm.vocab_)

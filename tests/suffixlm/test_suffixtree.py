@@ -232,6 +232,7 @@ def test_ukkonen_alternative_finds_the_same_nodes(sents, m):
 
 def test_cli_tree(tmp_path):
     import json
+    import time
 
     from click.testing import CliRunner
 
@@ -240,7 +241,9 @@ def test_cli_tree(tmp_path):
     p = tmp_path / "t.txt"
     p.write_text("a b a c\nb a b\n\nc\n", encoding="utf-8")
     runner = CliRunner()
+    t0 = time.perf_counter()
     r = runner.invoke(main, ["tree", str(p), "--order", "3", "--json"])
+    elapsed = time.perf_counter() - t0
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     corpus = load_training_corpus(p)
@@ -249,7 +252,14 @@ def test_cli_tree(tmp_path):
     assert out["trie_nodes"] == len(bt.count) and out["tree_nodes"] == len(bt.tree_nodes)
     assert out["trie_params"] == sum(len(bt.succ[u]) for u in bt.count)
     assert out["tree_params"] == sum(len(bt.succ[u]) for u in bt.tree_nodes)
-    assert out["build_seconds"] >= 0 and out["extract_seconds"] >= 0
+    # one path entry per tree node on the path of each predicted position's context
+    assert out["path_entries"] == sum(len({bt.tree_node_of(ctx[:d]) for d in range(len(ctx) + 1)})
+                                      for _, ctx, _ in brute_contexts(corpus, 2))
+    # the three phases are timed one after the other inside the command, in seconds
+    # rounded to 0.1 ms: together they fit in the wall time of the whole invocation
+    secs = [out[k] for k in ("read_seconds", "build_seconds", "extract_seconds")]
+    assert all(isinstance(v, float) and v >= 0 and round(v, 4) == v for v in secs)
+    assert sum(secs) <= elapsed + 2e-4
     r = runner.invoke(main, ["tree", str(p), "--order", "3"])
     assert r.exit_code == 0 and "suffix tree nodes |T|" in r.output
     r = runner.invoke(main, ["tree", str(p), "--order", "0"])
@@ -263,7 +273,7 @@ def test_cli_tree(tmp_path):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(-50, 50), max_size=80), st.integers(0, 80))
 def test_sort_prefix_against_sorted(values, n):
-    from suffixlm._suffixtree_kernels import sort_prefix
+    from suffixlm._tree_kernels import sort_prefix
 
     a = np.array(values, dtype=np.int32)
     n = min(n, a.shape[0])

@@ -1,0 +1,78 @@
+"""N-gram counts of a corpus (all orders 1..N) as a trie in flat arrays.
+
+Used by the Kneser-Ney estimator (``kn``) and by the ARPA reader (``arpa``), which
+keeps only the n-grams of a text; in a module of its own so that neither of those
+imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .corpus import Corpus
+
+
+@dataclass
+class NgramCounts:
+    """All n-grams of orders 1..N of a corpus, as a trie in flat arrays.
+
+    For order n (list index n-1), the m_n distinct n-grams are sorted by (prefix, word):
+    word   : int32[m_n]  last word
+    prefix : int32[m_n]  index of the (n-1)-gram prefix in order n-1 (0 for n = 1)
+    suffix : int32[m_n]  index of the (n-1)-gram suffix (first word dropped) in order n-1
+    first  : int32[m_n]  first word
+    count  : int32[m_n]  raw count
+    (int32 keeps memory low; corpora up to 2^31 tokens.)
+    Order 1 lists every vocabulary word (count 0 when unseen), indexed by word id.
+    """
+
+    order: int
+    vocab_size: int
+    word: list = field(default_factory=list)
+    prefix: list = field(default_factory=list)
+    suffix: list = field(default_factory=list)
+    first: list = field(default_factory=list)
+    count: list = field(default_factory=list)
+
+    def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
+        """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
+        idx = np.arange(len(self.word[n - 1])) if index is None else np.asarray(index)
+        out = np.empty((len(idx), n), dtype=np.int32)
+        g = idx
+        for j in range(n - 1, -1, -1):
+            out[:, j] = self.word[j][g]
+            g = self.prefix[j][g]
+        return out
+
+
+def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
+    """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
+
+    Order n is built from order n-1: the n-gram ending at position p is the pair
+    (id of the (n-1)-gram ending at p-1, token p); two counting sorts list the distinct
+    pairs in (prefix, word) order, i.e. as a trie level (``_kn_kernels.next_order``)."""
+    if order < 1:
+        raise ValueError("order must be >= 1")
+    from . import _kn_kernels as K
+
+    V = len(corpus.vocab)
+    tok = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
+    c = NgramCounts(order, V)
+    c.word.append(np.arange(V, dtype=np.int32))
+    c.prefix.append(np.zeros(V, dtype=np.int32))
+    c.suffix.append(np.zeros(V, dtype=np.int32))
+    c.first.append(np.arange(V, dtype=np.int32))
+    c.count.append(np.bincount(tok, minlength=V).astype(np.int32))
+    ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
+    sentence_start = np.zeros(len(tok), dtype=bool)
+    sentence_start[corpus.offsets[:-1]] = True
+    for n in range(2, order + 1):
+        ids, prefix, word, suffix, count = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
+        c.word.append(word)
+        c.prefix.append(prefix)
+        c.suffix.append(suffix)
+        c.first.append(c.first[n - 2][prefix])
+        c.count.append(count)
+    return c

@@ -1,0 +1,38 @@
+"""The names users choose among, in one place (no heavy imports: the CLIs read it at
+start-up for their option choices).
+
+Both estimators speak scikit-learn's words for what they share: ``max_iter`` (cap on
+iterations, epochs or passes), ``tol`` (convergence tolerance), ``n_iter_`` (iterations
+done), ``converged_``. Penalty strengths keep the names of the papers and of the tools
+users know: ``lam`` for the LM (Nelakanti et al.'s lambda), ``rho1`` / ``rho2`` for the
+CRF (Wapiti's). Command-line flags keep SRILM's and Wapiti's spellings where users know
+them; :data:`CLI_FLAGS` maps each such flag to the estimator parameter it sets.
+"""
+
+from __future__ import annotations
+
+#: Penalties of the log-linear LM (the classes are in :mod:`suffixlm.penalties`).
+LM_PENALTIES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
+#: Solvers of the log-linear LM (:mod:`suffixlm.solvers`).
+LM_SOLVERS = ("fista", "sage")
+#: Starting points of the log-linear LM.
+LM_INITS = ("smoothed", "zeros")
+
+#: CRF training algorithms (:mod:`crf.train`).
+CRF_ALGORITHMS = ("owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "sag-nus", "perceptron", "fista")
+#: CRF penalties: l1, or a tree penalty on the nested-window features (needs fista).
+CRF_PENALTIES = ("l1", "l2-tree", "linf-tree")
+#: CRF algorithms for the l2 penalty only.
+CRF_L2_ONLY = ("lbfgs", "sag", "sag-nus")
+
+#: Suffix-tree constructions (:meth:`suffixlm.suffixtree.SuffixTree.build`).
+TREE_METHODS = ("sort", "ukkonen")
+
+#: command-line flag -> estimator parameter, where the two names differ.
+CLI_FLAGS = {
+    ("suffixlm train", "--epochs"): ("LogLinearLM", "max_iter"),
+    ("suffixlm compare", "--epochs"): ("LogLinearLM", "max_iter"),
+    ("suffixlm crf train", "--maxiter"): ("CRF", "max_iter"),
+    ("suffixlm crf train", "--stopeps"): ("CRF", "stopeps"),
+    ("suffixlm crf train", "--stopwin"): ("CRF", "stopwin"),
+}

@@ -1,0 +1,75 @@
+"""What every solver of both packages returns and reports: one result type, one record
+per iteration, one callback protocol.
+
+``callback(info, x)`` is called after every iteration (epoch, pass) with the record and
+the current iterate (not a copy: read it, do not keep or change it); returning True
+stops the solver with reason ``"callback"``. The LM's and the CRF's estimators both use
+it for progress lines, validation scores and their stopping rules
+(:mod:`suffixlm.solvers.stopping`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+
+@dataclass
+class IterationInfo:
+    """One iteration's record.
+
+    n_iter    iterations (epochs, passes) done so far, 1-based
+    objective the objective after it (solver-specific for the stochastic solvers: their
+              docstrings say what)
+    seconds   wall seconds of this iteration; elapsed: since the solver started
+    step      step size (1/L, a learning rate) where the solver has one
+    n_evals   function / gradient evaluations (or effective passes) so far
+    active    non-zero weights, where the solver counts them
+    loss      the smooth part of the objective, where it differs
+    restart   the momentum was reset in this iteration (accelerated solvers)
+    extra     whatever the caller adds (validation perplexity, errors, timings)
+    """
+
+    n_iter: int
+    objective: float
+    seconds: float = 0.0
+    elapsed: float = 0.0
+    step: Optional[float] = None
+    n_evals: Optional[int] = None
+    active: Optional[int] = None
+    loss: Optional[float] = None
+    restart: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class OptimizeResult:
+    """x: the solution; objective its value; n_iter iterations done; n_evals evaluations;
+    converged: stopped by its convergence rule (not by the cap or a failure); reason: why
+    it stopped, in words; history: one :class:`IterationInfo` per iteration."""
+
+    x: np.ndarray
+    objective: float
+    n_iter: int
+    n_evals: int
+    converged: bool
+    reason: str
+    history: list[IterationInfo] = field(default_factory=list)
+
+
+Callback = Callable[[IterationInfo, np.ndarray], Optional[bool]]
+
+
+class Clock:
+    """Per-iteration and elapsed wall time for :class:`IterationInfo`."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+
+    def tick(self) -> tuple[float, float]:
+        now = time.perf_counter()
+        lap, self.last = now - self.last, now
+        return lap, now - self.start

@@ -1,0 +1,145 @@
+"""The import graph of the installed packages, read from their source: dependencies run
+one way (crf may import suffixlm, suffixlm never imports crf) and no file imports
+itself through others (no cycle), counting imports at any depth (inside functions too).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import crf
+import suffixlm
+
+PACKAGES = {"suffixlm": Path(suffixlm.__file__).parent, "crf": Path(crf.__file__).parent}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for name, root in PACKAGES.items():
+        for path in root.rglob("*.py"):
+            parts = (name,) + path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = path
+    # suffixlm.corpora is mapped from another folder (pyproject.toml)
+    import suffixlm.corpora
+
+    mods["suffixlm.corpora"] = Path(suffixlm.corpora.__file__)
+    return mods
+
+
+def _known(name: str, mods) -> str | None:
+    """The longest prefix of a dotted name that is one of our modules."""
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        cand = ".".join(parts[:k])
+        if cand in mods:
+            return cand
+    return None
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        package = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - node.level + 1]
+                    stem = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    stem = node.module or ""
+                targets = [f"{stem}.{a.name}" for a in node.names] + [stem]
+            elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+                  in ("import_module", "__import__") and node.args
+                  and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                targets = [node.args[0].value]
+            for t in targets:
+                k = _known(t, mods)
+                # a package's own __init__ re-exporting from inside is not a cycle of logic
+                if k is not None and k != mod and not (mod.startswith(k + ".") and mods[k].name == "__init__.py"):
+                    edges[mod].add(k)
+                    break
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out = []
+    counter = 0
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_the_graph_is_read():
+    edges = import_graph()
+    assert "crf.cli" in edges and "suffixlm.cli" in edges
+    assert "suffixlm.penalties" in edges["crf.train.proximal"] or any(
+        e.startswith("suffixlm.") for e in edges["crf.train.proximal"])
+
+
+def test_cycle_finder_on_known_graphs():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_files():
+    assert cycles(import_graph()) == []
+
+
+def test_suffixlm_never_imports_crf():
+    bad = {m: sorted(t for t in ts if t.split(".")[0] == "crf")
+           for m, ts in import_graph().items() if m.split(".")[0] == "suffixlm"}
+    assert {m: ts for m, ts in bad.items() if ts} == {}
+
+
+def test_crf_command_group_comes_from_an_entry_point():
+    from click.testing import CliRunner
+
+    from suffixlm.cli import main
+
+    r = CliRunner().invoke(main, ["crf", "--help"])
+    assert r.exit_code == 0 and "Linear-chain CRFs" in r.output
