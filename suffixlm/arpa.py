@@ -131,7 +131,7 @@ class BackoffLM:
     def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
         """(log10 p float64[n_pos], n-gram length used int64[n_pos]) at every predicted
         position of ``corpus`` (all tokens but ``<s>``, in order); -inf for probability 0."""
-        from . import _kn_kernels as K
+        from . import _backoff_kernels as K
 
         nodes, node_bow, probs, prob_lp = self._index or self._build_index()
         return K.backoff_query(
@@ -159,7 +159,7 @@ class BackoffLM:
         return out.getvalue()
 
     def _write(self, out, chunk: int = 1 << 16) -> None:
-        from . import _kn_kernels as K
+        from . import _arpa_write_kernels as K
 
         if self.restricted:
             raise ValueError("this model holds only the n-grams of one text (read with only_for); not writing it")
@@ -214,7 +214,7 @@ class BackoffLM:
 
     @classmethod
     def from_arpa_bytes(cls, data: bytes, name: str = "<arpa>", only_for=None) -> "BackoffLM":
-        from . import _kn_kernels as K
+        from . import _arpa_read_kernels as K
 
         def lineno(pos: int) -> int:
             return data.count(b"\n", 0, pos) + 1
@@ -335,8 +335,11 @@ class BackoffLM:
         keep = _occurring_in(only_for, vocab, order) if only_for is not None else None
         for n in range(2, order + 1):
             p, b, e = sections[n]
-            rows, lp, bow, hb, count, err, line = K.parse_ngram_section(
+            rows, lp, bow, hb, count, err, line, slow, slow_end = K.parse_ngram_section(
                 buf, b, e, n, expected[n], table, word_bytes, word_offsets)
+            # the rare numbers the kernel cannot round exactly: Python's float() does
+            for (entry, field, start), end in zip(slow.tolist(), slow_end.tolist()):
+                (bow if field else lp)[entry] = np.float32(float(data[start:end]))
             if err != K.ERR_NONE:
                 err_pos = b
                 for _ in range(line):
@@ -386,7 +389,7 @@ def _occurring_in(sentences, vocab: Vocabulary, order: int):
 
 
 class _Int64Map:
-    """Open-addressing hash map int64 key (>= 0) -> int32 value (see ``_kn_kernels.hash_insert``),
+    """Open-addressing hash map int64 key (>= 0) -> int32 value (see ``_hash_kernels.hash_insert``),
     grown so that it stays at most 5/8 full."""
 
     def __init__(self, capacity: int):
@@ -404,7 +407,7 @@ class _Int64Map:
 
     def insert(self, keys: np.ndarray, next_id: int, chunk: int = 1 << 18) -> tuple[np.ndarray, int]:
         """Values of ``keys``; new keys get ``next_id``, ``next_id + 1``, ... Returns (values, next id)."""
-        from . import _kn_kernels as K
+        from . import _hash_kernels as K
 
         keys = np.ascontiguousarray(keys, dtype=np.int64)
         out = np.empty(len(keys), dtype=np.int64)

@@ -272,7 +272,7 @@ def estimate_kneser_ney(
 
 def quantize_g7(x: np.ndarray) -> np.ndarray:
     """float32 values as read back from their ``%.7g`` text (what an ARPA file holds)."""
-    from . import _kn_kernels as K
+    from . import _arpa_write_kernels as K
 
     out, python = K.quantize_g7(np.ascontiguousarray(x, dtype=np.float32))
     for i in np.flatnonzero(python):

@@ -52,10 +52,10 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
 
     Order n is built from order n-1: the n-gram ending at position p is the pair
     (id of the (n-1)-gram ending at p-1, token p); two counting sorts list the distinct
-    pairs in (prefix, word) order, i.e. as a trie level (``_kn_kernels.next_order``)."""
+    pairs in (prefix, word) order, i.e. as a trie level (``_ngram_kernels.next_order``)."""
     if order < 1:
         raise ValueError("order must be >= 1")
-    from . import _kn_kernels as K
+    from . import _ngram_kernels as K
 
     V = len(corpus.vocab)
     tok = np.ascontiguousarray(corpus.tokens, dtype=np.int32)

@@ -1,0 +1,244 @@
+"""Numba kernels that read ARPA text: the word table (FNV-1a hashing of the 1-gram
+words), decimal numbers (``parse_float``) and whole ``\\n-grams:`` sections."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._arpa_write_kernels import POW10
+from ._tree_kernels import grow
+
+# error codes of parse_ngram_section
+ERR_NONE = 0
+ERR_FIELDS = 1      # wrong number of fields on the line
+ERR_PROB = 2        # probability is not a number
+ERR_BOW = 3         # back-off weight is not a number
+ERR_WORD = 4        # word not among the unigrams
+ERR_TOO_MANY = 5    # more entries than the header announced
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True)
+def _hash_bytes(buf, s, e):
+    h = _FNV_OFFSET
+    for i in range(s, e):
+        h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
+    return h
+
+
+@njit(cache=True)
+def build_word_table(word_bytes, word_offsets):
+    """Open-addressing hash table word bytes -> id. Returns table int64[size] holding
+    id + 1 (0 = empty); size is a power of two >= 2 V."""
+    v = word_offsets.shape[0] - 1
+    size = 1
+    while size < 2 * v + 2:
+        size *= 2
+    table = np.zeros(size, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for w in range(v):
+        h = _hash_bytes(word_bytes, word_offsets[w], word_offsets[w + 1]) & mask
+        while table[h] != 0:
+            h = (h + np.uint64(1)) & mask
+        table[h] = w + 1
+    return table
+
+
+@njit(cache=True)
+def _lookup_word(buf, s, e, table, word_bytes, word_offsets):
+    mask = np.uint64(table.shape[0] - 1)
+    h = _hash_bytes(buf, s, e) & mask
+    while table[h] != 0:
+        w = table[h] - 1
+        a = word_offsets[w]
+        b = word_offsets[w + 1]
+        if b - a == e - s:
+            same = True
+            for t in range(e - s):
+                if word_bytes[a + t] != buf[s + t]:
+                    same = False
+                    break
+            if same:
+                return w
+        h = (h + np.uint64(1)) & mask
+    return -1
+
+
+#: parse_float's status: not a number / exact / a number to parse in Python (``float()``)
+NOT_A_NUMBER = 0
+EXACT = 1
+INEXACT = 2
+
+_TWO53 = np.int64(1) << np.int64(53)
+
+
+@njit(cache=True)
+def parse_float(buf, s, e):
+    """Decimal number in buf[s:e] -> (value, status).
+
+    status EXACT: value is the correctly rounded double, computed with one rounding (the
+    significant digits fit in 2**53 and the decimal exponent is within +-22: strtod's
+    fast path, which covers every number SRILM and KenLM write). status INEXACT: a valid
+    number outside that path (more significant digits, or a larger exponent); value is
+    then only close, and the caller must parse the text with Python's ``float()``.
+    status NOT_A_NUMBER: not ``[+-]digits[.digits][(e|E)[+-]digits]``.
+    """
+    i = s
+    neg = False
+    if i < e and (buf[i] == 45 or buf[i] == 43):
+        neg = buf[i] == 45
+        i += 1
+    mant = np.int64(0)
+    nd = 0
+    exp10 = 0
+    seen = False
+    dropped = False  # a non-zero digit beyond the 18 kept
+    while i < e and 48 <= buf[i] <= 57:
+        seen = True
+        if nd < 18:
+            mant = mant * 10 + (buf[i] - 48)
+            if mant > 0:
+                nd += 1
+        else:
+            exp10 += 1
+            dropped = dropped or buf[i] != 48
+        i += 1
+    if i < e and buf[i] == 46:
+        i += 1
+        while i < e and 48 <= buf[i] <= 57:
+            seen = True
+            if nd < 18:
+                mant = mant * 10 + (buf[i] - 48)
+                exp10 -= 1
+                if mant > 0:
+                    nd += 1
+            else:
+                dropped = dropped or buf[i] != 48
+            i += 1
+    if not seen:
+        return 0.0, NOT_A_NUMBER
+    if i < e and (buf[i] == 101 or buf[i] == 69):
+        i += 1
+        eneg = False
+        if i < e and (buf[i] == 45 or buf[i] == 43):
+            eneg = buf[i] == 45
+            i += 1
+        ev = 0
+        eseen = False
+        while i < e and 48 <= buf[i] <= 57:
+            eseen = True
+            if ev < 100000:
+                ev = ev * 10 + (buf[i] - 48)
+            i += 1
+        if not eseen:
+            return 0.0, NOT_A_NUMBER
+        exp10 += -ev if eneg else ev
+    if i != e:
+        return 0.0, NOT_A_NUMBER
+    v = np.float64(mant)
+    status = EXACT
+    if mant == 0:
+        pass  # zero digits are never dropped: 0 is exact whatever the exponent
+    elif dropped or mant > _TWO53 or exp10 > 22 or exp10 < -22:
+        status = INEXACT
+        v = v * 10.0 ** max(min(exp10, 308), -308)
+    elif exp10 > 0:
+        v = v * POW10[exp10]
+    elif exp10 < 0:
+        v = v / POW10[-exp10]
+    return (-v if neg else v), status
+
+
+@njit(cache=True)
+def _note(slow, slow_end, k, entry, field, s, e):
+    """Append (entry, field, s) / e at row k of the growing slow-number list."""
+    if k == slow.shape[0]:
+        bigger = np.empty((2 * k, 3), dtype=np.int64)
+        for r in range(k):
+            for c in range(3):
+                bigger[r, c] = slow[r, c]
+        slow = bigger
+        slow_end = grow(slow_end, 2 * k)
+    slow[k, 0] = entry
+    slow[k, 1] = field
+    slow[k, 2] = s
+    slow_end[k] = e
+    return slow, slow_end
+
+
+@njit(cache=True)
+def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_offsets):
+    """Parse the lines of one ``\\n-grams:`` section, buf[start:end].
+
+    Each non-blank line is ``prob w1 .. wn [bow]`` (tabs or spaces). Returns rows
+    int32[count, n], lp float32[count], bow float32[count], has_bow bool[count],
+    count, error code (ERR_*), and the 0-based line index of the error within the
+    section. -99 (SRILM's log-zero) is kept as the number -99.
+
+    Also returns the numbers :func:`parse_float` cannot round exactly (rare: no tool
+    writes them), for the caller to parse in Python: ``slow`` int64[n_slow, 3] rows of
+    (entry, field 0 = probability / 1 = back-off weight, token start), with
+    ``slow_end`` int64[n_slow] the token ends.
+    """
+    rows = np.zeros((expected, n), dtype=np.int32)
+    lp = np.zeros(expected, dtype=np.float32)
+    bow = np.zeros(expected, dtype=np.float32)
+    has_bow = np.zeros(expected, dtype=np.bool_)
+    tok_s = np.empty(n + 3, dtype=np.int64)
+    tok_e = np.empty(n + 3, dtype=np.int64)
+    slow = np.empty((8, 3), dtype=np.int64)
+    slow_end = np.empty(8, dtype=np.int64)
+    n_slow = 0
+    count = 0
+    line = 0
+    pos = start
+    while pos < end:
+        le = pos
+        while le < end and buf[le] != 10:
+            le += 1
+        # tokenise on spaces, tabs and \r
+        nt = 0
+        i = pos
+        while i < le and nt < n + 3:
+            while i < le and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+                i += 1
+            if i >= le:
+                break
+            tok_s[nt] = i
+            while i < le and not (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+                i += 1
+            tok_e[nt] = i
+            nt += 1
+        if nt > 0:
+            if count >= expected:
+                return rows, lp, bow, has_bow, count, ERR_TOO_MANY, line, slow[:n_slow], slow_end[:n_slow]
+            if nt != n + 1 and nt != n + 2:
+                return rows, lp, bow, has_bow, count, ERR_FIELDS, line, slow[:n_slow], slow_end[:n_slow]
+            v, status = parse_float(buf, tok_s[0], tok_e[0])
+            if status == NOT_A_NUMBER:
+                return rows, lp, bow, has_bow, count, ERR_PROB, line, slow[:n_slow], slow_end[:n_slow]
+            if status == INEXACT:
+                slow, slow_end = _note(slow, slow_end, n_slow, count, 0, tok_s[0], tok_e[0])
+                n_slow += 1
+            lp[count] = np.float32(v)
+            for j in range(n):
+                w = _lookup_word(buf, tok_s[j + 1], tok_e[j + 1], table, word_bytes, word_offsets)
+                if w < 0:
+                    return rows, lp, bow, has_bow, count, ERR_WORD, line, slow[:n_slow], slow_end[:n_slow]
+                rows[count, j] = w
+            if nt == n + 2:
+                v, status = parse_float(buf, tok_s[n + 1], tok_e[n + 1])
+                if status == NOT_A_NUMBER:
+                    return rows, lp, bow, has_bow, count, ERR_BOW, line, slow[:n_slow], slow_end[:n_slow]
+                if status == INEXACT:
+                    slow, slow_end = _note(slow, slow_end, n_slow, count, 1, tok_s[n + 1], tok_e[n + 1])
+                    n_slow += 1
+                bow[count] = np.float32(v)
+                has_bow[count] = True
+            count += 1
+        line += 1
+        pos = le + 1
+    return rows, lp, bow, has_bow, count, ERR_NONE, line, slow[:n_slow], slow_end[:n_slow]

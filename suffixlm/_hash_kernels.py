@@ -1,0 +1,75 @@
+"""Open-addressing hash maps int64 key -> int64 value in numba (Fibonacci hashing,
+linear probing), as flat arrays: the back-off model's n-gram tables."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _slot(key, shift):
+    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
+
+
+@njit(cache=True)
+def hash_insert(table_keys, table_vals, shift, keys, next_id):
+    """Insert non-negative ``keys`` into an open-addressing map (empty slot = -1);
+    a new key gets value ``next_id``, ``next_id + 1``, ... in order of first appearance.
+    Returns (value of every key int64[n], next free id). The caller keeps the load
+    below one half."""
+    size = table_keys.shape[0]
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        h = _slot(k, shift)
+        while True:
+            t = table_keys[h]
+            if t == k:
+                out[i] = table_vals[h]
+                break
+            if t == -1:
+                table_keys[h] = k
+                table_vals[h] = next_id  # int32 storage: fewer than 2^31 entries
+                out[i] = next_id
+                next_id += 1
+                break
+            h += 1
+            if h == size:
+                h = 0
+    return out, next_id
+
+
+@njit(cache=True)
+def hash_rehash(table_keys, table_vals, new_size, new_shift):
+    nk = np.full(new_size, -1, dtype=np.int64)
+    nv = np.zeros(new_size, dtype=table_vals.dtype)
+    for h in range(table_keys.shape[0]):
+        k = table_keys[h]
+        if k != -1:
+            j = _slot(k, new_shift)
+            while nk[j] != -1:
+                j += 1
+                if j == new_size:
+                    j = 0
+            nk[j] = k
+            nv[j] = table_vals[h]
+    return nk, nv
+
+
+@njit(cache=True)
+def hash_find(table_keys, table_vals, shift, key):
+    """Value stored for ``key``, or -1."""
+    size = table_keys.shape[0]
+    h = _slot(key, shift)
+    while True:
+        t = table_keys[h]
+        if t == key:
+            return table_vals[h]
+        if t == -1:
+            return -1
+        h += 1
+        if h == size:
+            h = 0
