@@ -223,6 +223,19 @@ def _gold_score(theta, U, bbase, labels, s, e, L):
     return sc
 
 @njit(cache=True, fastmath=_FAST)
+def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp):
+    """pp[y'L + y] = p(y_{t-1} = y', y_t = y | x) at t >= 1 from the scaled recursions and
+    the dense transition matrix P (float64 (L*L,)) of token t; tmp: float64 (L,) work."""
+    for y in range(L):
+        tmp[y] = eU[t, y] * beta[t, y] / scale[t]
+    for yp in range(L):
+        a = alpha[t - 1, yp]
+        r = yp * L
+        for y in range(L):
+            pp[r + y] = a * P[r + y] * tmp[y]
+
+
+@njit(cache=True, fastmath=_FAST)
 def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr,
                          nz_idx, first, last, maxT, g, errs):
     """Sum over sequences first..last-1 of -log p(y|x); adds the gradient into g.
@@ -312,9 +325,9 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
                         g[b + labels[s + t - 1] * L + labels[s + t]] -= 1.0
             continue
         for t in range(1, T):
-            for y in range(L):
-                tmp[y] = eU[t, y] * beta[t, y] / scale[t]
             if sparse:
+                for y in range(L):
+                    tmp[y] = eU[t, y] * beta[t, y] / scale[t]
                 for yp in range(L):
                     a = alpha[t - 1, yp]
                     r = yp * L
@@ -324,12 +337,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
                     k = m_idx[q]
                     pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
             else:
-                P = psi[psi_of[t]]
-                for yp in range(L):
-                    a = alpha[t - 1, yp]
-                    r = yp * L
-                    for y in range(L):
-                        pp[r + y] = a * P[r + y] * tmp[y]
+                pair_marginals(t, L, eU, alpha, beta, scale, psi[psi_of[t]], tmp, pp)
             kg = labels[s + t - 1] * L + labels[s + t]
             for j in range(nb):
                 b = bbase[s + t, j]

@@ -302,9 +302,9 @@ class CRF:
     def _train(self, space, train, dev, x0, n_threads, log):
         """Run the solver of ``self.algorithm`` from x0; progress lines and the stopping rule
         (objective window, or development error window) are the same for every solver."""
-        from .inference import Objective, viterbi
-
         from suffixlm.solvers import WindowRule
+
+        from .inference import Objective, viterbi
 
         a = self.algorithm
         rho1 = self._rho1()

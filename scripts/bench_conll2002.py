@@ -39,9 +39,24 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_conll2000 import (  # noqa: E402
-    SUMMARY_KEYS, _scores, add_arguments, comparison_rows, crfsuite_setting, fit_crfsuite, fit_ours,
-    header_lines, print_run, provenance, resolve_shared, run_worker, summarise, timing_note, warm_up,
-    warm_up_process, worker_main)
+    SUMMARY_KEYS,
+    _scores,
+    add_arguments,
+    comparison_rows,
+    crfsuite_setting,
+    fit_crfsuite,
+    fit_ours,
+    header_lines,
+    print_run,
+    provenance,
+    resolve_shared,
+    run_worker,
+    summarise,
+    timing_note,
+    warm_up,
+    warm_up_process,
+    worker_main,
+)
 
 FILES = ("ned.train", "ned.testa", "ned.testb")
 TYPES = ("PER", "ORG", "LOC", "MISC")

@@ -273,7 +273,7 @@ def main() -> None:
     # markdown
     n_same = sum(r["same_printed_digits"] for r in rows)
     n_4 = sum(r["same_4_digits"] for r in rows)
-    md = [f"# Kneser-Ney vs SRILM / KenLM", "",
+    md = ["# Kneser-Ney vs SRILM / KenLM", "",
           f"{result['date']}, commit {result['commit']}, {platform.platform()}, {os.cpu_count()} CPUs.",
           f"Command: `{result['command']}`",
           f"Load average (1, 5, 15 min) before / after the timed runs: "

@@ -132,9 +132,9 @@ def main() -> None:
     args = ap.parse_args()
 
     import numba
-
     from _bench_common import BENCH_DIR, write_json
     from suffixlm.corpora import shared_path
+
     from crf.data import read_sequences, split_labels
     from crf.features import FeatureSpace
     from crf.inference import Objective, viterbi
@@ -234,8 +234,8 @@ def main() -> None:
 
 def grow_experiment(args, X, y, Xt, yt):
     import numba
-
     from _bench_common import BENCH_DIR, write_json
+
     from crf.features import FeatureSpace
     from crf.inference import Objective, viterbi
     from crf.patterns import parse_patterns

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from suffixlm.corpora import shared_path  # noqa: E402
+
 from suffixlm.penalties import ForestStructure, prox_inplace  # noqa: E402
 
 KAPPA = 0.05

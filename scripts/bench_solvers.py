@@ -132,8 +132,8 @@ def main() -> None:
         return
 
     import numba
-
     from _bench_common import BENCH_DIR, write_json  # noqa: F401
+
     from crf.inference import Objective
     from crf.train import lbfgs, owlqn
     from crf.train.bcd import bcd

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import ROOT, write_json  # noqa: E402
+from _bench_common import write_json  # noqa: E402
 
 
 def _run(cmd: list[str], env: dict) -> float:

@@ -21,7 +21,6 @@ results), benchmarks/figure2.md and benchmarks/figure2.png.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import re
 import sys

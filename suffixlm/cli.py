@@ -19,7 +19,6 @@ import click
 
 from . import __version__
 
-
 ENTRY_POINT_GROUP = "suffixlm.commands"
 
 

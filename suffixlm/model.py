@@ -21,17 +21,17 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Callable, Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
 from . import _lm_kernels as K
 from ._tree_kernels import bfs_order
-from .objective import LMObjective
-from .corpus import BOS_ID, UNK_ID, Corpus, CorpusError, Vocabulary, load_training_corpus
+from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, load_training_corpus
 from .io import load_container, save_container
-
+from .objective import LMObjective
 from .options import LM_PENALTIES as PENALTIES
+
 FORMAT = "suffixlm-loglinear"
 FORMAT_VERSION = 1
 LN10 = math.log(10.0)

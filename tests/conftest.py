@@ -1,5 +1,4 @@
 import pytest
-
 from suffixlm.corpora import shared_path
 
 

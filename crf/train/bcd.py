@@ -19,11 +19,12 @@ the weights).
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from . import _solver_kernels as SK
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+
+from . import _bcd_kernels as BK
+from . import _sequence_kernels as SQ
 
 __all__ = ["bcd"]
 
@@ -42,17 +43,17 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         raise ValueError("rho1 and rho2 must be >= 0")
     if kappa <= 0:
         raise ValueError("kappa must be > 0")
-    n = SK.check_training_data(data)
+    n = SQ.check_training_data(data)
     L = space.n_labels
     w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
-    blk_ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     n_obs = len(space.kinds)
     obs_ids = np.arange(n_obs, dtype=np.int64)
     uo = space.unigram_offset
     bo = space.bigram_offset
     # observation of every block rank (ranks follow observation order in features.py)
     obs_of_rank = np.concatenate([obs_ids[uo >= 0], obs_ids[bo >= 0]]).astype(np.int64)
-    obs_ptr, obs_seq = SK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(L),
+    obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(L),
                                           np.int64(space.bigram_start), np.int64(n_obs))
     counts = np.zeros(2, dtype=np.int64)
     rng = np.random.default_rng(seed)
@@ -61,13 +62,13 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     reason = "max_iter"
 
     def objective():
-        loss = SK.total_loss(w, data.seq_offsets, data.unigram_base, data.bigram_base, data.labels, np.int64(L))
+        loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.bigram_base, data.labels, np.int64(L))
         return loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
 
     f = objective()
     for it in range(1, max_iter + 1):
         order = rng.permutation(n_obs).astype(np.int64)
-        changed = SK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
+        changed = BK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
                               data.bigram_base, data.labels, np.int64(L), float(rho1), float(rho2),
                               float(kappa), counts)
         f_prev, f = f, objective()

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _vector_kernels as V
 
-__all__ = ["LbfgsHistory", "lbfgs"]
+__all__ = ["LbfgsHistory"]
 
 
 class LbfgsHistory:

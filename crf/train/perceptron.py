@@ -10,11 +10,12 @@ examples is ((N + 1) w - wa) / N.
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from . import _solver_kernels as SK
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+
+from . import _perceptron_kernels as PK
+from . import _sequence_kernels as SQ
 
 __all__ = ["averaged_perceptron"]
 
@@ -28,7 +29,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
     callback(info, w_avg) after every pass (info.objective: the number of sequences
     with a mistake during the pass — the perceptron has no objective); True stops.
     """
-    n = SK.check_training_data(data)
+    n = SQ.check_training_data(data)
     w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
     wa = np.zeros_like(w)
     w0 = w.copy()
@@ -46,7 +47,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
 
     for epoch in range(1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
-        mistakes = SK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.bigram_base,
+        mistakes = PK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.bigram_base,
                                        data.labels, np.int64(space.n_labels), float(seen))
         seen += n
         lap, elapsed = clock.tick()

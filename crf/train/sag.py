@@ -28,18 +28,19 @@ gradient of f), checked after every n iterations once every sequence was visited
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from . import _solver_kernels as SK
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+
+from . import _sag_kernels as AK
+from . import _sequence_kernels as SQ
 
 __all__ = ["sag", "sag_memory"]
 
 
 def sag_memory(space, data) -> dict[str, int]:
     """Bytes of the solver state for ``data``: what SAG stores instead of n gradients."""
-    blk_ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     n_pair = int((blocks >= space.bigram_start).sum())
     L = space.n_labels
     P = space.n_params
@@ -69,7 +70,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     """
     if rho2 <= 0:
         raise ValueError("SAG needs an l2 penalty rho2 > 0 (strong convexity)")
-    n = SK.check_training_data(data)
+    n = SQ.check_training_data(data)
     L = space.n_labels
     L2 = L * L
     P = space.n_params
@@ -80,7 +81,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     g = np.zeros(P)
     A = np.empty(n + 1)
     Sacc = np.empty(n + 1)
-    blk_ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     sizes = np.where(blocks >= space.bigram_start, L2, L)
     per_seq = np.add.reduceat(sizes, blk_ptr[:-1]) if len(blocks) else np.zeros(n, dtype=np.int64)
     per_seq[np.diff(blk_ptr) == 0] = 0
@@ -93,7 +94,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     mu = np.empty((data.n_tokens, L))
     pair = np.empty((max(n_pair, 1), L2))
     pscratch = np.empty((max(int(np.diff(pair_first).max()), 1), L2))
-    SK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
+    AK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                       np.int64(space.bigram_start), mu, pair_first, pair)
     f_store = np.zeros(n)
     visited = np.zeros(n, dtype=np.int8)
@@ -103,14 +104,14 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     tsum = np.zeros(2 * size)
     state = np.array([0.0, 1.0])
     counts = np.zeros(2, dtype=np.int64)
-    SK.seed(seed)
+    AK.seed(seed)
     infos: list[IterationInfo] = []
     clock = Clock()
     reason = "max_iter"
     f = np.inf
     ginf = np.inf
     for it in range(1, max_iter + 1):
-        SK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.bigram_base,
+        AK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.bigram_base,
                     data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start), lam, mu,
                     pair_first, pair, pscratch, f_store, visited, tsum, np.int64(size),
                     bool(nus), state, counts)

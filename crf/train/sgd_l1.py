@@ -22,12 +22,12 @@ The sequences are visited in a new random order every pass.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from . import _solver_kernels as SK
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+
+from . import _sequence_kernels as SQ
+from . import _sgd_kernels as GK
 
 __all__ = ["sgd_l1", "learning_rates"]
 
@@ -58,7 +58,7 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         raise ValueError("rho1 and rho2 must be >= 0")
     if eta0 <= 0:
         raise ValueError("eta0 must be > 0")
-    n = SK.check_training_data(data)
+    n = SQ.check_training_data(data)
     if rho2 * eta0 >= n:
         raise ValueError("eta0 * rho2 must be < the number of sequences (l2 shrink factor > 0)")
     L = space.n_labels
@@ -66,7 +66,7 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
     q = np.zeros_like(w)
     lastc = np.zeros_like(w) if rho2 > 0 else np.zeros(1)
     g = np.zeros_like(w)
-    blk_ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     state = np.zeros(2)
     rng = np.random.default_rng(seed)
     infos: list[IterationInfo] = []
@@ -76,7 +76,7 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
     for epoch in range(1, max_iter + 1):
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
-        loss = SK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
+        loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
                                data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                                np.int64(space.bigram_start), rho1 / n, rho2 / n, state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)

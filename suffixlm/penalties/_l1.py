@@ -6,7 +6,6 @@ i.e. soft-thresholding by kappa * eta_x / c_x: a collapsed node is c_x trie
 coordinates of weight eta_x / c_x each, sharing one value.
 """
 
-import numpy as np
 from numba import njit
 
 

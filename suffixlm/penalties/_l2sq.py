@@ -6,7 +6,6 @@ i.e. w = v / (1 + kappa * eta_x / c_x); with eta = c = 1 this is eq. 6,
 w = v / (1 + kappa).
 """
 
-import numpy as np
 from numba import njit
 
 

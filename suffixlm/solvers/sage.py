@@ -30,7 +30,6 @@ of an epoch went up (adaptive restart).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 

@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 
+
 def random_corpus(rng, n_seq, max_len, L, vocab=4):
     """Random 2-column sequences (word, tag) and labels among L."""
     X, y = [], []

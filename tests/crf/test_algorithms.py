@@ -13,14 +13,15 @@ from crf.features import FeatureSpace
 from crf.inference import Objective
 from crf.model import ALGORITHMS, ModelError
 from crf.patterns import parse_patterns
-from crf.train import lbfgs, owlqn
+from crf.train import owlqn
 from crf.train.bcd import bcd
 from crf.train.perceptron import averaged_perceptron
 from crf.train.proximal import feature_forest, fista, rounds_by_depth
 from crf.train.sag import sag
 from crf.train.sgd_l1 import sgd_l1
-from .crf_testutil import random_corpus
 from suffixlm.cli import main
+
+from .crf_testutil import random_corpus
 
 # nested windows: w0 < w-1/w0 < w-1/w0/w+1, plus POS and transitions
 PATTERNS = ["u:w0=%x[0,0]", "u:p0=%x[0,1]", "u:w-1,w0=%x[-1,0]/%x[0,0]",

@@ -2,10 +2,11 @@
 
 from itertools import islice
 
+from suffixlm.corpora import sample_path
+
 from crf import CRF
 from crf.data import iter_sequences, split_labels
 from crf.evaluate import chunk_scores
-from suffixlm.corpora import sample_path
 
 
 def test_small_conll2000_model_chunks_well(shared):

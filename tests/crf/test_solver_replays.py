@@ -14,9 +14,13 @@ import pytest
 
 from crf.features import FeatureSpace
 from crf.patterns import parse_patterns
-from crf.train import _solver_kernels as SK
+from crf.train import _bcd_kernels as BK
+from crf.train import _sag_kernels as AK
+from crf.train import _sequence_kernels as SQ
+from crf.train import _sgd_kernels as GK
 from crf.train.lbfgs import LbfgsHistory
 from crf.train.sgd_l1 import learning_rates
+
 from .crf_testutil import PATTERNS, enumerate_sequences, logsumexp, random_corpus
 
 
@@ -157,9 +161,9 @@ class SgdReference:
 
 
 def run_sgd_kernel(space, data, w, q, lastc, order, etas, rho1_n, rho2_n, state):
-    blk_ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     g = np.zeros(space.n_params)
-    total = SK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
+    total = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
                             data.bigram_base, data.labels, blk_ptr, blocks, np.int64(space.n_labels),
                             np.int64(space.bigram_start), rho1_n, rho2_n, state)
     assert not g.any()  # the scratch gradient is left zero
@@ -270,7 +274,7 @@ def reference_sag(ref, n, rho2, nus, passes, seed):
 
 
 class SagKernel:
-    """The state of crf.train.sag.sag around SK.sag_pass, set up as sag() sets it up."""
+    """The state of crf.train.sag.sag around AK.sag_pass, set up as sag() sets it up."""
 
     def __init__(self, space, data, rho2, nus, seed):
         n = data.n_sequences
@@ -281,7 +285,7 @@ class SagKernel:
         self.w, self.d, self.g = np.zeros(P), np.zeros(P), np.zeros(P)
         self.last = np.zeros(P, dtype=np.int64)
         self.A, self.Sacc = np.empty(n + 1), np.empty(n + 1)
-        self.blk_ptr, self.blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+        self.blk_ptr, self.blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
         self.wsave = np.empty(P)
         is_pair = (self.blocks >= space.bigram_start).astype(np.int64)
         self.pair_first = np.concatenate([[0], np.cumsum(is_pair)])[self.blk_ptr].astype(np.int64)
@@ -289,7 +293,7 @@ class SagKernel:
         self.mu = np.empty((data.n_tokens, L))
         self.pair = np.empty((max(n_pair, 1), L * L))
         self.pscratch = np.empty((max(int(np.diff(self.pair_first).max()), 1), L * L))
-        SK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, self.blk_ptr, self.blocks, np.int64(L),
+        AK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, self.blk_ptr, self.blocks, np.int64(L),
                           np.int64(space.bigram_start), self.mu, self.pair_first, self.pair)
         self.f_store = np.zeros(n)
         self.visited = np.zeros(n, dtype=np.int8)
@@ -299,11 +303,11 @@ class SagKernel:
         self.tsum = np.zeros(2 * self.size)
         self.state = np.array([0.0, 1.0])
         self.counts = np.zeros(2, dtype=np.int64)
-        SK.seed(seed)
+        AK.seed(seed)
 
     def one_pass(self):
         data, space = self.data, self.space
-        SK.sag_pass(self.w, self.d, self.last, self.A, self.Sacc, self.g, self.wsave, data.seq_offsets,
+        AK.sag_pass(self.w, self.d, self.last, self.A, self.Sacc, self.g, self.wsave, data.seq_offsets,
                     data.unigram_base, data.bigram_base, data.labels, self.blk_ptr, self.blocks,
                     np.int64(space.n_labels), np.int64(space.bigram_start), self.lam, self.mu, self.pair_first,
                     self.pair, self.pscratch, self.f_store, self.visited, self.tsum, np.int64(self.size),
@@ -408,9 +412,9 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
     ref = Enumerated(space, data)
     n_obs = len(space.kinds)
     uo, bo = space.unigram_offset, space.bigram_offset
-    blk_ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     obs_of_rank = np.concatenate([np.flatnonzero(uo >= 0), np.flatnonzero(bo >= 0)]).astype(np.int64)
-    obs_ptr, obs_seq = SK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(space.n_labels),
+    obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(space.n_labels),
                                           np.int64(space.bigram_start), np.int64(n_obs))
     w = np.zeros(space.n_params)
     w_ref = w.copy()
@@ -419,7 +423,7 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
     changed_total = 0
     for _pass in range(2):
         for o in rng.permutation(n_obs):
-            changed = SK.bcd_pass(w, np.array([o], dtype=np.int64), obs_ptr, obs_seq, uo, bo, data.seq_offsets,
+            changed = BK.bcd_pass(w, np.array([o], dtype=np.int64), obs_ptr, obs_seq, uo, bo, data.seq_offsets,
                                   data.unigram_base, data.bigram_base, data.labels, np.int64(space.n_labels),
                                   float(rho1), float(rho2), float(kappa), counts)
             want = reference_bcd_step(ref, space, data, w_ref, o, rho1, rho2, kappa, counts_ref)

@@ -7,11 +7,13 @@ import pytest
 from crf.features import FeatureSpace
 from crf.inference import Objective, viterbi
 from crf.patterns import parse_patterns
-from crf.train import _solver_kernels as SK
+from crf.train import _bcd_kernels as BK
+from crf.train import _sequence_kernels as SQ
 from crf.train import lbfgs, owlqn
 from crf.train.perceptron import averaged_perceptron
 from crf.train.sag import sag, sag_memory
 from crf.train.sgd_l1 import learning_rates, sgd_l1
+
 from .crf_testutil import PATTERNS, random_corpus
 
 
@@ -29,7 +31,7 @@ def objective(obj, x, rho1, rho2):
 
 def test_sequence_blocks_are_the_distinct_blocks_of_each_sequence():
     space, data, _ = small_problem(1, n_seq=8)
-    ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     for i in range(data.n_sequences):
         s, e = data.seq_offsets[i], data.seq_offsets[i + 1]
         ref = set(data.unigram_base[s:e].ravel()) | set(data.bigram_base[s + 1:e].ravel())
@@ -42,14 +44,14 @@ def test_per_sequence_gradients_sum_to_the_objective_gradient():
     theta = np.random.default_rng(0).normal(size=space.n_params)
     loss_ref, grad_ref = obj.value_and_gradient(theta)
     L = space.n_labels
-    ws = SK._workspace(data.max_length, L)
+    ws = SQ.workspace(data.max_length, L)
     pp = np.empty(L * L)
     g = np.zeros(space.n_params)
     loss = 0.0
     for i in range(data.n_sequences):
         s, e = data.seq_offsets[i], data.seq_offsets[i + 1]
-        loss += SK._loss(theta, data.unigram_base, data.bigram_base, data.labels, s, e, L, ws)
-        SK._add_gradient(data.unigram_base, data.bigram_base, data.labels, s, e, L, ws, pp, g)
+        loss += SQ.sequence_loss(theta, data.unigram_base, data.bigram_base, data.labels, s, e, L, ws)
+        SQ.add_gradient(data.unigram_base, data.bigram_base, data.labels, s, e, L, ws, pp, g)
     assert loss == pytest.approx(loss_ref, rel=1e-12)
     np.testing.assert_allclose(g, grad_ref, atol=1e-10)
 
@@ -202,10 +204,10 @@ def test_block_sequences_lists_where_each_observation_occurs():
     np.testing.assert_array_equal(bo[bo >= 0], space.bigram_start + np.arange(n_bi) * L * L)
     assert space.n_params == space.bigram_start + n_bi * L * L
 
-    ptr, blocks = SK.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     ids = np.arange(len(space.kinds))
     rank = np.concatenate([ids[space.unigram_offset >= 0], ids[space.bigram_offset >= 0]])
-    optr, oseq = SK.block_sequences(data.seq_offsets, ptr, blocks, rank, np.int64(space.n_labels),
+    optr, oseq = BK.block_sequences(data.seq_offsets, ptr, blocks, rank, np.int64(space.n_labels),
                                     np.int64(space.bigram_start), np.int64(len(space.kinds)))
     for o in range(len(space.kinds)):
         ref = set()
@@ -295,9 +297,8 @@ def test_fista_on_singleton_groups_is_the_l1_problem_of_owlqn(penalty):
 
 @pytest.mark.parametrize("penalty", ["l2-tree", "linf-tree"])
 def test_fista_tree_solution_is_a_fixed_point_and_a_minimum(penalty):
-    from suffixlm.penalties import penalty_value, prox
-
     from crf.train.proximal import feature_forest, fista
+    from suffixlm.penalties import penalty_value, prox
 
     space, data, obj = nested_problem()
     parent = feature_forest(space, data)

@@ -7,6 +7,7 @@ from crf.features import FeatureSpace
 from crf.inference import Objective
 from crf.patterns import parse_patterns
 from crf.train import lbfgs, owlqn
+
 from .crf_testutil import PATTERNS, random_corpus
 
 

@@ -2,12 +2,11 @@
 
 import json
 
-import pytest
-
 import numpy as np
+import pytest
 from click.testing import CliRunner
-
 from suffixlm.corpora import sample_path
+
 from suffixlm.cli import main
 from suffixlm.corpus import Corpus
 from suffixlm.model import LogLinearLM

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from suffixlm.corpora import sample_path
+
 from suffixlm.corpus import (
     BOS_ID,
     EOS_ID,

@@ -18,9 +18,9 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
+from suffixlm.corpora import sample_path
 
 from suffixlm import _lm_kernels as K
-from suffixlm.corpora import sample_path
 from suffixlm.corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
 from suffixlm.model import LogLinearLM
 from suffixlm.suffixtree import SuffixTree

@@ -5,16 +5,15 @@ sums over the trie, softmax over the whole predicted vocabulary.
 """
 
 import math
-import zipfile
 from collections import Counter
 
 import numpy as np
 import pytest
-
 from suffixlm.corpora import sample_path
+
 from suffixlm import _lm_kernels as K
 from suffixlm.contexts import extract_contexts
-from suffixlm.corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, Vocabulary
+from suffixlm.corpus import BOS_ID, EOS_ID, UNK_ID, Corpus
 from suffixlm.model import LogLinearLM, ModelFormatError
 from suffixlm.objective import LMObjective
 from suffixlm.suffixtree import SuffixTree

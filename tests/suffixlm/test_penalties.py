@@ -325,7 +325,6 @@ def test_generic_solver(name, nonneg):
                 min_size=1, max_size=40),
        st.floats(0.0, 3.0), st.booleans())
 def test_heap_equals_pivot_property(rows, kappa, nonneg):
-    n = len(rows)
     parent = np.array([p if p < x else -1 for x, (p, _, _) in enumerate(rows)])
     v = np.array([r[1] for r in rows])
     counts = np.array([r[2] for r in rows])

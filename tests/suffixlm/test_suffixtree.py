@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from suffixlm.corpus import Corpus, Vocabulary, load_training_corpus
+from suffixlm.corpus import Corpus, load_training_corpus
 from suffixlm.suffixtree import SuffixTree
 
 # ----------------------------------------------------------------- reference

@@ -1,0 +1,67 @@
+"""numba kernel of one epoch of the averaged structured perceptron (Collins 2002)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import _inference_kernels as K
+from ._sequence_kernels import longest_sequence
+
+
+@njit(cache=True)
+def _perceptron_add(w, wa, c, ubase, bbase, s, t, L, y, yprev, v):
+    for j in range(ubase.shape[1]):
+        b = ubase[s + t, j]
+        if b >= 0:
+            w[b + y] += v
+            wa[b + y] += c * v
+    if t > 0:
+        k = yprev * L + y
+        for j in range(bbase.shape[1]):
+            b = bbase[s + t, j]
+            if b >= 0:
+                w[b + k] += v
+                wa[b + k] += c * v
+
+
+@njit(cache=True)
+def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
+    """One pass of the structured perceptron (Collins 2002) over ``order``.
+
+    For sequence i (the c-th example seen, c = c0 + 1, c0 + 2, ...): Viterbi at w;
+    if it differs from the gold labels, w += phi(x, y_gold) - phi(x, y_pred) and
+    wa += c (phi_gold - phi_pred).  After N examples the averaged weights
+    (1/N) sum_{c=1..N} w_c are ((N + 1) w - wa) / N.  Returns the number of
+    sequences with an error.
+    """
+    maxT = longest_sequence(seq_offsets)
+    U = np.empty((maxT, L))
+    delta = np.empty((maxT, L))
+    back = np.zeros((maxT, L), dtype=np.int64)
+    W = np.empty(L * L)
+    pred = np.empty(maxT, dtype=np.int64)
+    mistakes = 0
+    c = float(c0)
+    for k in range(order.shape[0]):
+        i = order[k]
+        c += 1.0
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        K.viterbi_sequence(w, ubase, bbase, s, e, L, U, delta, back, W, pred, 0)
+        wrong = False
+        for t in range(e - s):
+            if pred[t] != labels[s + t]:
+                wrong = True
+        if not wrong:
+            continue
+        mistakes += 1
+        for t in range(e - s):
+            yg = labels[s + t]
+            yp = pred[t]
+            gp = labels[s + t - 1] if t > 0 else 0
+            pprev = pred[t - 1] if t > 0 else 0
+            if yg != yp or (t > 0 and gp != pprev):
+                _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yg, gp, 1.0)
+                _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yp, pprev, -1.0)
+    return mistakes

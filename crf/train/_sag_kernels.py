@@ -1,0 +1,217 @@
+"""numba kernels of SAG / SAG-NUS* (Schmidt et al.): the gradient store and one pass."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._sequence_kernels import block_size, find_block, longest_sequence, pairwise, sequence_loss, workspace
+
+
+@njit(cache=True)
+def sag_init_store(seq_offsets, bbase, labels, blk_ptr, blocks, L, bstart, mu, pair_first, pair):
+    """Stored marginals initialised to the gold one-hot labels (so that g_i = 0 before
+    sequence i is first visited: g_i = E_stored - gold counts).
+
+    mu: float64 (n_tokens, L) unary marginals; pair: float64 (n_pair_rows, L*L) pairwise
+    marginals summed over the positions of a sequence where the same bigram block is
+    active (what the gradient of that block needs); pair_first int64 (n_seq + 1,) first
+    row of each sequence (its bigram blocks in sorted order).
+    """
+    mu[:] = 0.0
+    pair[:] = 0.0
+    for i in range(len(seq_offsets) - 1):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        lo = blk_ptr[i + 1] - (pair_first[i + 1] - pair_first[i])
+        for t in range(s, e):
+            mu[t, labels[t]] = 1.0
+            if t > s:
+                kg = labels[t - 1] * L + labels[t]
+                for j in range(bbase.shape[1]):
+                    b = bbase[t, j]
+                    if b >= 0:
+                        r = pair_first[i] + find_block(blocks, lo, blk_ptr[i + 1], b) - lo
+                        pair[r, kg] += 1.0
+
+
+@njit(cache=True)
+def _tree_update(tsum, size, i, v):
+    """Set leaf i of the sum tree tsum (float64 (2 size,), root at 1) to v."""
+    p = size + i
+    tsum[p] = v
+    p //= 2
+    while p >= 1:
+        tsum[p] = tsum[2 * p] + tsum[2 * p + 1]
+        p //= 2
+
+
+@njit(cache=True)
+def _tree_sample(tsum, size, r):
+    """Leaf index i with prefix sums: P(i) = leaf_i / total (r uniform in [0, total))."""
+    p = 1
+    while p < size:
+        if r < tsum[2 * p]:
+            p = 2 * p
+        else:
+            r -= tsum[2 * p]
+            p = 2 * p + 1
+    return p - size
+
+
+@njit(cache=True)
+def seed(s):
+    np.random.seed(s)
+
+
+@njit(cache=True)
+def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, blk_ptr, blocks, L,
+             bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, tsum, size, nus, state,
+             counts):
+    """n iterations of SAG (Schmidt et al., Algorithm 1) with stored marginals.
+
+    Objective (Schmidt's scale): f(w) = 1/n sum_i -log p(y_i|x_i, w) + lam/2 ||w||^2.
+    d: float64 (n_params,) sum of the stored gradients g_i; the update
+    w <- (1 - a lam) w - (a / m) d is applied lazily: A, Sacc float64 (n + 1,) hold
+    prod_k (1 - a_k lam) and sum_k (a_k / m_k) / A_{k+1}; last int64 (n_params,) the
+    iteration at which w[j] was last brought up to date, so that
+    w_j(t) = A_t / A_l w_j(l) - d_j A_t (Sacc_t - Sacc_l).
+    g_i = E_{w_old}[features] - gold counts is never stored: only the marginals
+    (mu, pair) at w_old.  f_store (n_seq,) last loss of each sequence; visited int8.
+    Step size: nus = 0 — one L_g (state[1]) with the line search
+    f_i(w - g/L) <= f_i - |g|^2 / (2L) (L *= 2 until it holds), a = 1/(L_g + lam),
+    L_g *= 2^(-1/n); nus = 1 (NUS*) — one L_i per sequence, the leaves of the sum tree
+    tsum (``size`` leaves, 0 until visited), initialised to the mean of the visited
+    L_i on the first visit, the same line search, L_max = state[1] the running
+    maximum of the L_i (decayed by 2^(-1/n) per iteration, as L_g),
+    a = (1/(L_max + lam) + 1/(L_mean + lam)) / 2, L_i *= 0.9 after the step;
+    i drawn uniformly half the time, proportionally to L_i among the visited
+    sequences otherwise.
+    state: float64 [m, L_g or L_max]; counts int64 [gradient evaluations, line-search
+    evaluations].
+    On return every weight is up to date (w is the iterate) and A, Sacc restart.
+    """
+    n = len(seq_offsets) - 1
+    ws = workspace(longest_sequence(seq_offsets), L)
+    alpha, beta = ws.alpha, ws.beta
+    L2 = L * L
+    pp = np.empty(L2)
+    m = state[0]
+    Lg = state[1]
+    A[0] = 1.0
+    Sacc[0] = 0.0
+    for k in range(n):
+        if nus and m > 0 and np.random.random() >= 0.5:
+            i = _tree_sample(tsum, size, np.random.random() * tsum[1])
+            if i >= n or visited[i] == 0:  # rounding at the edge of the last leaf
+                i = np.random.randint(n)
+        else:
+            i = np.random.randint(n)
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        lo = blk_ptr[i]
+        hi = blk_ptr[i + 1]
+        Ak = A[k]
+        Sk = Sacc[k]
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + block_size(b, bstart, L)):
+                lj = last[j]
+                if lj != k:
+                    w[j] = (Ak / A[lj]) * w[j] - d[j] * Ak * (Sk - Sacc[lj])
+                    last[j] = k
+        fi = sequence_loss(w, ubase, bbase, labels, s, e, L, ws)
+        counts[0] += 1
+        f_store[i] = fi
+        if visited[i] == 0:
+            if nus:
+                _tree_update(tsum, size, i, tsum[1] / m if m > 0 else 1.0)
+            visited[i] = 1
+            m += 1.0
+        # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold
+        for t in range(e - s):
+            yg = labels[s + t]
+            for y in range(L):
+                p = alpha[t, y] * beta[t, y]
+                diff = p - mu[s + t, y]
+                mu[s + t, y] = p
+                for j in range(ubase.shape[1]):
+                    b = ubase[s + t, j]
+                    if b >= 0:
+                        d[b + y] += diff
+                        g[b + y] += p
+            for j in range(ubase.shape[1]):
+                b = ubase[s + t, j]
+                if b >= 0:
+                    g[b + yg] -= 1.0
+        pf = pair_first[i]
+        npair = pair_first[i + 1] - pf
+        plo = hi - npair
+        pscratch[:npair] = 0.0
+        for t in range(1, e - s):
+            pairwise(t, L, ws, pp)
+            kg = labels[s + t - 1] * L + labels[s + t]
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    r = find_block(blocks, plo, hi, b) - plo
+                    for kk in range(L2):
+                        pscratch[r, kk] += pp[kk]
+                        g[b + kk] += pp[kk]
+                    g[b + kg] -= 1.0
+        for r in range(npair):
+            b = blocks[plo + r]
+            for kk in range(L2):
+                d[b + kk] += pscratch[r, kk] - pair[pf + r, kk]
+                pair[pf + r, kk] = pscratch[r, kk]
+        # line search on the Lipschitz constant of this sequence's gradient
+        gg = 0.0
+        c = 0
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + block_size(b, bstart, L)):
+                gg += g[j] * g[j]
+                wsave[c] = w[j]
+                c += 1
+        Lcur = tsum[size + i] if nus else Lg
+        if gg > 1e-8:
+            for _ in range(60):
+                for r in range(lo, hi):
+                    b = blocks[r]
+                    for j in range(b, b + block_size(b, bstart, L)):
+                        w[j] -= g[j] / Lcur
+                f_new = sequence_loss(w, ubase, bbase, labels, s, e, L, ws)
+                counts[1] += 1
+                c = 0
+                for r in range(lo, hi):
+                    b = blocks[r]
+                    for j in range(b, b + block_size(b, bstart, L)):
+                        w[j] = wsave[c]
+                        c += 1
+                if f_new <= fi - gg / (2.0 * Lcur):
+                    break
+                Lcur *= 2.0
+        for r in range(lo, hi):
+            b = blocks[r]
+            for j in range(b, b + block_size(b, bstart, L)):
+                g[j] = 0.0
+        if nus:
+            Lg = max(Lg, Lcur)
+            _tree_update(tsum, size, i, Lcur)
+            a = 0.5 * (1.0 / (Lg + lam) + 1.0 / (tsum[1] / m + lam))
+            _tree_update(tsum, size, i, 0.9 * Lcur)
+            Lg *= 2.0 ** (-1.0 / n)
+        else:
+            a = 1.0 / (Lcur + lam)
+            Lg = Lcur * 2.0 ** (-1.0 / n)
+        A[k + 1] = A[k] * (1.0 - a * lam)
+        Sacc[k + 1] = Sacc[k] + (a / m) / A[k + 1]
+    An = A[n]
+    Sn = Sacc[n]
+    for j in range(w.shape[0]):
+        lj = last[j]
+        if lj != n:
+            w[j] = (An / A[lj]) * w[j] - d[j] * An * (Sn - Sacc[lj])
+        last[j] = 0
+    state[0] = m
+    state[1] = Lg

@@ -1,0 +1,177 @@
+"""numba kernels on one sequence shared by the per-sequence CRF solvers (SGD-l1, SAG /
+SAG-NUS*, BCD, perceptron): the blocks of weights a sequence touches, the work space,
+and the loss / marginals / gradient of one sequence through the forward-backward of
+:mod:`crf._inference_kernels` (dense recursion: the weights change at every step, so the
+sparse pattern of M would have to be rebuilt every time).
+
+Arrays, as in ``crf.features.EncodedCorpus``:
+
+    w            float64 (n_params,) weights, read by the kernels as theta
+    seq_offsets  int64 (n_seq + 1,)
+    ubase        int64 (n_tokens, n_unigram_patterns)   theta offset of (., x) or -1
+    bbase        int64 (n_tokens, n_bigram_patterns)    theta offset of (., ., x) or -1
+    labels       int64 (n_tokens,) gold label ids
+
+and the *blocks* of every sequence (:func:`sequence_blocks`): the sorted distinct
+block offsets it touches, CSR ``blk_ptr`` int64 (n_seq + 1,), ``blocks`` int64;
+a block at offset b < bstart is a unigram block (L weights), otherwise a bigram
+block (L*L weights).  Only these weights are read or written for the sequence.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .. import _inference_kernels as K
+
+
+def check_training_data(data) -> int:
+    """Number of sequences of an EncodedCorpus fit for training (ValueError otherwise)."""
+    n = data.n_sequences
+    if n == 0:
+        raise ValueError("no training sequence")
+    if (data.labels < 0).any():
+        raise ValueError("training data has tokens without a known label")
+    return n
+
+
+@njit(cache=True)
+def sequence_blocks(seq_offsets, ubase, bbase):
+    """(blk_ptr, blocks): sorted distinct block offsets of every sequence (see module doc).
+
+    Bigram blocks of a sequence's first token are ignored (no previous label there).
+    """
+    n_seq = len(seq_offsets) - 1
+    nu = ubase.shape[1]
+    nb = bbase.shape[1]
+    out = np.empty(seq_offsets[-1] * (nu + nb), dtype=np.int64)
+    ptr = np.zeros(n_seq + 1, dtype=np.int64)
+    n = 0
+    for i in range(n_seq):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        tmp = np.empty((e - s) * (nu + nb), dtype=np.int64)
+        c = 0
+        for t in range(s, e):
+            for j in range(nu):
+                if ubase[t, j] >= 0:
+                    tmp[c] = ubase[t, j]
+                    c += 1
+            if t > s:
+                for j in range(nb):
+                    if bbase[t, j] >= 0:
+                        tmp[c] = bbase[t, j]
+                        c += 1
+        srt = np.sort(tmp[:c])
+        for q in range(c):
+            if q == 0 or srt[q] != srt[q - 1]:
+                out[n] = srt[q]
+                n += 1
+        ptr[i + 1] = n
+    return ptr, out[:n].copy()
+
+
+@njit(cache=True)
+def block_size(b, bstart, L):
+    return L * L if b >= bstart else L
+
+
+@njit(cache=True)
+def find_block(blocks, lo, hi, b):
+    """Index of b in the sorted blocks[lo:hi] (b must be there)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if blocks[mid] < b:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+#: Work arrays of the per-sequence forward-backward, for sequences of up to maxT tokens:
+#: the unary scores U and exp(U), the scaled recursions alpha / beta and their scale,
+#: a row of L, the transition matrices psi (psi_of: which token each row was built
+#: for), and the (unused here) sparse-recursion arrays of the core kernel.
+Workspace = namedtuple("Workspace", "U eU alpha beta scale tmp psi psi_of S mark m_ptr m_idx m_val")
+
+
+@njit(cache=True)
+def longest_sequence(seq_offsets):
+    """The number of tokens of the longest sequence (at least 1)."""
+    maxT = 1
+    for i in range(len(seq_offsets) - 1):
+        maxT = max(maxT, seq_offsets[i + 1] - seq_offsets[i])
+    return maxT
+
+
+@njit(cache=True)
+def workspace(maxT, L):
+    L2 = L * L
+    return Workspace(np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)),
+                     np.empty(maxT), np.empty(L), np.empty((maxT, L2)), np.empty(maxT, dtype=np.int64),
+                     np.empty(1), np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64),
+                     np.empty(1, dtype=np.int64), np.empty(1))
+
+
+@njit(cache=True)
+def forward_backward(w, ubase, bbase, s, e, L, ws):
+    """The core's scaled forward-backward (dense recursion) on [s, e); returns log Z.
+
+    The solvers change w between sequences, so the transition matrix cached in
+    psi[0] from an earlier call is never reused (psi_of[0] = -1).
+    """
+    ws.psi_of[0] = -1
+    return K._forward_backward(w, ubase, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU, ws.alpha,
+                               ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr, ws.m_idx,
+                               ws.m_val)
+
+
+@njit(cache=True)
+def sequence_loss(w, ubase, bbase, labels, s, e, L, ws):
+    """-log p(y|x) of sequence [s, e)."""
+    logz = forward_backward(w, ubase, bbase, s, e, L, ws)
+    return logz - K._gold_score(w, ws.U, bbase, labels, s, e, L)
+
+
+@njit(cache=True)
+def pairwise(t, L, ws, pp):
+    """pp[y'L + y] = p(y_{t-1} = y', y_t = y | x) after forward_backward (t >= 1)."""
+    K.pair_marginals(t, L, ws.eU, ws.alpha, ws.beta, ws.scale, ws.psi[ws.psi_of[t]], ws.tmp, pp)
+
+
+@njit(cache=True)
+def add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g):
+    """g += gradient of -log p(y|x) (model expectations - gold counts), after _forward_backward."""
+    alpha = ws.alpha
+    beta = ws.beta
+    L2 = L * L
+    for t in range(e - s):
+        yg = labels[s + t]
+        for j in range(ubase.shape[1]):
+            b = ubase[s + t, j]
+            if b >= 0:
+                for y in range(L):
+                    g[b + y] += alpha[t, y] * beta[t, y]
+                g[b + yg] -= 1.0
+        if t > 0:
+            pairwise(t, L, ws, pp)
+            kg = labels[s + t - 1] * L + yg
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    for k in range(L2):
+                        g[b + k] += pp[k]
+                    g[b + kg] -= 1.0
+
+
+@njit(cache=True)
+def total_loss(w, seq_offsets, ubase, bbase, labels, L):
+    """sum_i -log p(y_i|x_i, w) over all sequences (sequential; for checks and benchmarks)."""
+    ws = workspace(longest_sequence(seq_offsets), L)
+    tot = 0.0
+    for i in range(len(seq_offsets) - 1):
+        tot += sequence_loss(w, ubase, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+    return tot
