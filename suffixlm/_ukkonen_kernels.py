@@ -1,18 +1,35 @@
-"""Ukkonen's online suffix tree construction, kept as a measured alternative.
-
-``SuffixTree.build`` does not use this module (see the ``suffixtree`` module docstring
-for why); ``scripts/bench_suffixtree.py`` times it against the sorting construction and
-the tests check that it finds the same capped context nodes and counts.
+"""Ukkonen's online suffix tree construction, and the suffix tree of contexts derived
+from it (``SuffixTree.build(..., method="ukkonen")``).
 
 The text is the reversed training stream: for each sentence ``<s> w1 .. wn </s>`` the
 reversed context symbols ``wn .. w1 <s>`` followed by a terminator unique to the
-sentence (symbol ``n_symbols + s``), so contexts never cross a sentence start. The
-generalized suffix tree of that text (Ukkonen 1995: active point, suffix links, open
-leaf edges) is then capped at depth ``m``: a node's effective depth is its string
-depth, limited by ``m`` and, on a leaf edge, by the sentence end; the nodes of the
-suffix tree of contexts are the root and every node whose effective depth exceeds its
-parent's. Children are kept in one open-addressing hash table keyed by
-``node * alphabet + symbol``.
+sentence (symbol ``n_symbols + s``), so contexts never cross a sentence start. Sentence
+``s`` occupies text indices ``offsets[s] .. offsets[s+1] - 1``, like its tokens, and the
+suffix starting at text index ``q`` (not a terminator) is the context of the prediction
+at token index ``offsets[s] + offsets[s+1] - 1 - q``.
+
+1. ``ukkonen``: the generalized suffix tree (GST) of that text (Ukkonen 1995: active
+   point, suffix links, open leaf edges), children in one open-addressing hash table
+   keyed by ``node * alphabet + symbol``. O(n) expected.
+2. ``gst_children``: child lists sorted by the first symbol of their edge, two
+   counting sorts, O(n + alphabet); a depth-first walk then meets the suffixes in
+   lexicographic order.
+3. ``capped_preorder``: capping at depth ``m``. A node's effective depth is its string
+   depth, limited by ``m`` and, on a leaf edge, by the sentence end; the nodes of the
+   suffix tree of contexts are the root and every GST node whose effective depth exceeds
+   its parent's (it stands for the context made of the first ``effective depth``
+   symbols of its string). The depth-first walk of step 2 numbers them in preorder,
+   children by first symbol, O(n). They are already the collapsed tree T: a chain of
+   trie nodes with one child each lies inside one GST edge. (The trie S, for
+   ``collapse=False``, is T expanded by the same ``expand_to_trie`` as the sorting
+   build's.)
+4. ``successor_lists``: predictions taken word by word in increasing order; each adds
+   itself to the path from its context's node to the root, stopping where the word is
+   already listed, so every list comes out sorted and the work is O(n + P) (P the
+   number of parameters); counts are then summed up the parameter tree.
+
+``cap_tree`` is the older node-set-and-counts-only capping, kept for the test that
+cross-checks it.
 """
 
 from __future__ import annotations
@@ -20,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._suffixtree_kernels import csr_from_parent
+from ._tree_kernels import children_csr
 
 _GOLDEN = np.uint64(11400714819323198485)
 
@@ -159,7 +176,7 @@ def cap_tree(text, sent_end, start, end, keys, vals, alphabet, max_depth):
     for h in range(keys.shape[0]):
         if keys[h] != -1:
             parent[vals[h]] = keys[h] // alphabet
-    off, kids = csr_from_parent(parent)  # then BFS order: parents before children
+    off, kids, _ = children_csr(parent)  # then BFS order: parents before children
     order = np.empty(n, np.int64)
     order[0] = 0
     head = 0
@@ -194,3 +211,248 @@ def cap_tree(text, sent_end, start, end, keys, vals, alphabet, max_depth):
         u = order[r]
         count[parent[u]] += count[u]
     return parent, eff, is_node, count, sstart
+
+
+@njit(cache=True)
+def text_tokens(offsets):
+    """Token index of the prediction whose context starts at each index of
+    ``reversed_text``'s text, -1 at a terminator: int64[n_tok].
+
+    offsets : int64[n_sent+1], ``offsets[0] == 0`` and every sentence >= 1 token.
+    """
+    n_sent = offsets.shape[0] - 1
+    out = np.empty(offsets[n_sent], np.int64)
+    for s in range(n_sent):
+        a = offsets[s]
+        b = offsets[s + 1]
+        for q in range(a, b - 1):
+            out[q] = a + b - 1 - q
+        out[b - 1] = -1
+    return out
+
+
+@njit(cache=True)
+def gst_children(text, start, keys, vals, alphabet):
+    """Parents and sorted child lists of the GST returned by ``ukkonen``.
+
+    text : int64[n_text]; start : int64[n] (edge of node u is text[start[u]:end[u]]);
+    keys, vals : its child hash table. Returns child_offsets int64[n+1] and children
+    int64[n-1], every list in increasing order of the first symbol of the edge (a
+    counting sort on that symbol, then a stable one on the parent).
+    """
+    n = start.shape[0]
+    parent = np.full(n, -1, np.int64)
+    for h in range(keys.shape[0]):
+        if keys[h] != -1:
+            parent[vals[h]] = keys[h] // alphabet
+    bucket = np.zeros(alphabet + 1, np.int64)
+    for u in range(1, n):
+        bucket[text[start[u]] + 1] += 1
+    for c in range(alphabet):
+        bucket[c + 1] += bucket[c]
+    by_symbol = np.empty(max(n - 1, 0), np.int64)
+    for u in range(1, n):
+        c = text[start[u]]
+        by_symbol[bucket[c]] = u
+        bucket[c] += 1
+    child_offsets = np.zeros(n + 1, np.int64)
+    for u in range(1, n):
+        child_offsets[parent[u] + 1] += 1
+    for u in range(n):
+        child_offsets[u + 1] += child_offsets[u]
+    fill = np.empty(n, np.int64)
+    for u in range(n):
+        fill[u] = child_offsets[u]
+    children = np.empty(max(n - 1, 0), np.int64)
+    for e in range(n - 1):
+        u = by_symbol[e]
+        children[fill[parent[u]]] = u
+        fill[parent[u]] += 1
+    return child_offsets, children
+
+
+@njit(cache=True)
+def capped_preorder(text, sent_end, text_token, tokens, start, end, child_offsets, children, max_depth):
+    """Cap the GST at depth m and number the nodes of the suffix tree of contexts in
+    depth-first preorder, children in increasing order of their first symbol.
+
+    text, sent_end : from ``reversed_text``; text_token : from ``text_tokens``; tokens :
+    int32[n_tok]; start, end : the GST's edges (``end == len(text)`` on leaves);
+    child_offsets, children : from ``gst_children``.
+
+    A depth-first walk of the GST with sorted children visits strings in lexicographic
+    order, a node before its descendants; restricted to the capped nodes (effective
+    depth above the parent's) that is the preorder of the tree of contexts. Each
+    prediction (a GST leaf not starting at a terminator) lands on the node of its full
+    context, a leaf of that tree. The walk's stack carries the parent's string depth,
+    effective depth and capped node, so nothing is looked up per GST node.
+
+    context_position follows the sorting build's rule (``suffixtree`` module docstring):
+    a leaf takes, of its predictions, the one with the smallest predicted word, ties by
+    the smallest token index; an inner node takes its first child's.
+
+    Returns parent, depth, context_position int64[n], first_word int32[n] (first
+    symbol of the edge into each node; 0 at the root) and at_token int64[n_tok] (node of
+    the full context of the prediction at each token index, -1 at sentence starts).
+    """
+    n_gst = start.shape[0]
+    total = text.shape[0]
+    t_parent = np.empty(n_gst, np.int64)
+    t_depth = np.empty(n_gst, np.int64)
+    t_word = np.empty(n_gst, np.int32)
+    rep = np.full(n_gst, -1, np.int64)
+    at_token = np.full(total, -1, np.int64)
+    # stack entries: GST node, then its parent's string depth, effective depth, capped node
+    stack = np.empty((max(n_gst, 1), 4), np.int64)
+    t_parent[0] = -1
+    t_depth[0] = 0
+    t_word[0] = 0
+    n = 1
+    top = 0
+    for e in range(child_offsets[1] - 1, child_offsets[0] - 1, -1):
+        stack[top, 0] = children[e]
+        stack[top, 1] = 0
+        stack[top, 2] = 0
+        stack[top, 3] = 0
+        top += 1
+    while top > 0:
+        top -= 1
+        u = stack[top, 0]
+        sp = stack[top, 1]
+        ep = stack[top, 2]
+        j = stack[top, 3]
+        ss = start[u] - sp  # text index where the string of u starts
+        if end[u] == total:  # a leaf: its context stops at the sentence's terminator
+            d = min(max_depth, sent_end[ss] - ss)
+            if d > ep:
+                t_parent[n] = j
+                t_depth[n] = d
+                t_word[n] = text[ss + ep]
+                j = n
+                n += 1
+            i = text_token[ss]
+            if i >= 0:
+                at_token[i] = j
+                r = rep[j]
+                if r < 0 or tokens[i] < tokens[r] or (tokens[i] == tokens[r] and i < r):
+                    rep[j] = i
+            continue
+        su = sp + end[u] - start[u]
+        d = min(max_depth, su)
+        if d > ep:
+            t_parent[n] = j
+            t_depth[n] = d
+            t_word[n] = text[ss + ep]
+            j = n
+            n += 1
+        for e in range(child_offsets[u + 1] - 1, child_offsets[u] - 1, -1):
+            stack[top, 0] = children[e]
+            stack[top, 1] = su
+            stack[top, 2] = d
+            stack[top, 3] = j
+            top += 1
+    context_position = np.empty(n, np.int64)
+    for j in range(n - 1, -1, -1):
+        if j + 1 < n and t_parent[j + 1] == j:  # preorder: j + 1 is j's first child
+            context_position[j] = context_position[j + 1]
+        else:
+            context_position[j] = rep[j]
+    return t_parent[:n].copy(), t_depth[:n].copy(), context_position, t_word[:n].copy(), at_token
+
+
+@njit(cache=True)
+def successor_lists(tokens, offsets, at_token, parent, n_symbols):
+    """Successor words and counts of every node of the tree of contexts.
+
+    Predictions are taken in increasing order of the predicted word (a counting sort);
+    each walks from its context's node towards the root, opening a parameter (node,
+    word) at every node not yet holding the word and stopping at the first that does,
+    so each node's words come out in increasing order. Every parameter remembers the
+    one it stopped at or opened next, its parent's parameter (stored before it, the
+    parent being numbered first); counts, entered at the leaves, are then summed up
+    that parameter tree in one backward pass. O(n_pos + n_symbols + P).
+
+    tokens : int32[n_tok]; offsets : int64[n_sent+1]; at_token : int64[n_tok] from
+    ``capped_preorder``; parent : int64[n] in preorder.
+    Returns count int64[n], succ_offsets int64[n+1], succ_words int32[P],
+    succ_counts int64[P].
+    """
+    n = parent.shape[0]
+    n_sent = offsets.shape[0] - 1
+    n_pos = offsets[n_sent] - offsets[0] - n_sent
+    bucket = np.zeros(n_symbols + 1, np.int64)
+    for s in range(n_sent):
+        for i in range(offsets[s] + 1, offsets[s + 1]):
+            bucket[tokens[i] + 1] += 1
+    for c in range(n_symbols):
+        bucket[c + 1] += bucket[c]
+    by_word = np.empty(n_pos, np.int64)
+    for s in range(n_sent):
+        for i in range(offsets[s] + 1, offsets[s + 1]):
+            w = tokens[i]
+            by_word[bucket[w]] = i
+            bucket[w] += 1
+    mark = np.full(n, -1, np.int64)
+    n_succ = np.zeros(n, np.int64)
+    for k in range(n_pos):
+        i = by_word[k]
+        w = tokens[i]
+        j = at_token[i]
+        while j >= 0 and mark[j] != w:
+            mark[j] = w
+            n_succ[j] += 1
+            j = parent[j]
+    succ_offsets = np.empty(n + 1, np.int64)
+    succ_offsets[0] = 0
+    for j in range(n):
+        succ_offsets[j + 1] = succ_offsets[j] + n_succ[j]
+        mark[j] = -1
+    n_params = succ_offsets[n]
+    succ_words = np.empty(n_params, np.int32)
+    succ_counts = np.zeros(n_params, np.int64)
+    up = np.empty(n_params, np.int64)
+    fill = np.empty(n, np.int64)
+    for j in range(n):
+        fill[j] = succ_offsets[j]
+    for k in range(n_pos):
+        i = by_word[k]
+        w = tokens[i]
+        j = at_token[i]
+        if mark[j] == w:
+            succ_counts[fill[j] - 1] += 1
+            continue
+        first = fill[j]
+        below = -1
+        while j >= 0 and mark[j] != w:
+            mark[j] = w
+            e = fill[j]
+            fill[j] += 1
+            succ_words[e] = w
+            if below >= 0:
+                up[below] = e
+            below = e
+            j = parent[j]
+        up[below] = fill[j] - 1 if j >= 0 else -1
+        succ_counts[first] += 1
+    for e in range(n_params - 1, -1, -1):
+        if up[e] >= 0:
+            succ_counts[up[e]] += succ_counts[e]
+    count = np.empty(n, np.int64)
+    for j in range(n):
+        total = 0
+        for e in range(succ_offsets[j], succ_offsets[j + 1]):
+            total += succ_counts[e]
+        count[j] = total
+    return count, succ_offsets, succ_words, succ_counts
+
+
+@njit(cache=True)
+def tree_children(parent, first_word):
+    """Children CSR of the tree of contexts from ``capped_preorder``'s parent (int64[n],
+    preorder) and first_word (int32[n]): child_offsets int64[n+1], children int64[n-1]
+    in increasing id (= increasing first symbol), child_first_word int32[n-1]."""
+    child_offsets, children, _ = children_csr(parent)
+    child_first_word = np.empty(children.shape[0], np.int32)
+    for e in range(children.shape[0]):
+        child_first_word[e] = first_word[children[e]]
+    return child_offsets, children, child_first_word

@@ -17,11 +17,16 @@ Definitions (the contract the LM code builds on)
   nodes at depths ``depth - c + 1 .. depth``; the sum of ``c`` over T is ``|S|``.
 * Parameters ("params") live at (node, successor word) pairs.
 
-Construction (not Ukkonen's algorithm — said plainly)
------------------------------------------------------
-The issue asked for Ukkonen's online construction over the reversed token stream. This
-module uses a simpler sorting-based construction that produces the same tree and is
-linear in the corpus length for a fixed depth cap ``m``:
+Construction: two builders, one tree
+------------------------------------
+``SuffixTree.build(..., method=...)`` (CLI: ``suffixlm tree --method``) has two
+constructions. They return identical arrays, dtypes included, numbering and
+``context_position`` too (tests/suffixlm/test_ukkonen.py: a hypothesis property test on
+random corpora, the shipped sample and PTB at m = 4; ``scripts/bench_suffixtree.py``
+checks it again on PTB at every m it times).
+
+``method="sort"`` (the default) sorts the contexts; linear in the corpus length for a
+fixed depth cap ``m``:
 
 1. Every predicted position's context (at most ``m`` symbols, stopping after
    ``<s>``) is sorted lexicographically, ties by the predicted word, with an LSD
@@ -34,16 +39,38 @@ linear in the corpus length for a fixed depth cap ``m``:
 4. Successor lists: runs of targets inside each leaf, merged bottom-up into
    the inner nodes, O(P log) with P the number of tree parameters.
 
-Why not Ukkonen: the depth cap and the sentence resets make every context at most
-``m`` symbols long, so sorting the contexts directly is linear for fixed ``m`` and
-hands over, in one pass each, everything the LM needs (counts, successor lists,
-depth-first order, sorted children). Ukkonen's algorithm instead builds the uncapped
-generalized suffix tree of the reversed text (unique terminator per sentence), which
-must then be capped at ``m``, re-ordered and aggregated. ``_ukkonen_kernels.py`` keeps
-such an implementation (numba, children in a hash table); the tests check that capped
-at ``m`` it finds the same nodes and counts, and ``scripts/bench_suffixtree.py`` times
-both on PTB (see ``benchmarks/suffixtree.md``): Ukkonen plus capping alone, without
-successor lists or ordering, takes about as long as the whole sorting build.
+``method="ukkonen"`` (``_ukkonen_kernels.py``) is the construction the mission names:
+
+1. Ukkonen's online algorithm (active point, suffix links, open leaf edges; children
+   in a hash table) builds the generalized suffix tree of the reversed text, every
+   sentence's reversed context symbols ended by a terminator unique to it, O(n)
+   expected. It knows nothing of ``m``: up to 2n nodes (1.2M on PTB) whatever the cap.
+2. Children sorted by their edge's first symbol (two counting sorts), then one
+   depth-first walk caps the tree at ``m`` (a node's effective depth is its string
+   depth limited by ``m`` and by its sentence's end; the nodes kept are those deeper
+   than their parent) and numbers the kept nodes in preorder, O(n + V). They are T's
+   nodes already (a chain of one-child trie nodes lies inside one suffix tree edge);
+   for ``collapse=False`` both builders expand T into S with the same
+   ``expand_to_trie``.
+3. Successor lists: predictions in increasing order of their word each open the
+   missing (node, word) parameters on the path to the root, so every list comes out
+   sorted; counts are summed up the parameter tree, O(n + P).
+
+Measured side by side on PTB train (887k words; ``benchmarks/suffixtree.md``, CPU
+seconds, medians of 3, 2 CPUs shared with other jobs): at m = 2 / 4 / 12 the sorting
+build takes 0.23 / 0.40 / 0.77 s and the Ukkonen build 1.20 / 1.34 / 1.36 s (5.3x /
+3.3x / 1.8x), of which 0.4-0.8 s is Ukkonen's construction itself. The sorting build
+grows with m (m + 1 radix passes), the Ukkonen build hardly does: its suffix tree is
+the same for every m. One build raises the peak resident memory by 93 / 180 / 193 MB
+(sorting) and by 142 MB at every m (Ukkonen: the 1.2M-node suffix tree and its child
+hash table). So ``sort`` stays the default; ``ukkonen`` is the named algorithm, and an
+independent check of the sorting build.
+
+``context_position`` (which of a context's predictions labels it) is canonical, and
+both builders produce it: for node ``j``, of the predictions whose context (at most
+``m`` symbols) begins with ``j``'s, the one with the smallest (context, predicted word,
+token index), contexts compared symbol by symbol from depth 1 — i.e. the first
+prediction, by (word, token index), of the leftmost leaf below ``j``.
 
 Layout
 ------
@@ -53,9 +80,9 @@ first symbol of their edge: node 0 is the root, ``parent[j] < j``, and the subtr
 forward loop over nodes and an upward pass is a backward loop.
 
 Edge labels: ``context_position[j]`` is the token index of one prediction made in
-context ``j``; the context symbol at depth ``d`` (1 <= d <= depth[j]) of node ``j`` is
-``tokens[context_position[j] - d]``, and the edge into ``j`` is labelled with depths
-``depth[parent[j]] + 1 .. depth[j]``.
+context ``j`` (the canonical one above); the context symbol at depth ``d``
+(1 <= d <= depth[j]) of node ``j`` is ``tokens[context_position[j] - d]``, and the edge
+into ``j`` is labelled with depths ``depth[parent[j]] + 1 .. depth[j]``.
 """
 
 from __future__ import annotations
@@ -80,6 +107,7 @@ class SuffixTree:
                                  the shallowest of them is at depth - c + 1
     count            int64[n]    predictions made in this context
     context_position int64[n]    token index of one prediction made in this context
+                                 (the canonical one, see the module docstring)
     child_offsets    int64[n+1]  children of j are children[child_offsets[j]:child_offsets[j+1]]
     children         int64[n-1]  child node ids, sorted by the first symbol of their edge
     child_first_word int32[n-1]  that first symbol (context symbol at depth depth[j] + 1)
@@ -119,48 +147,37 @@ class SuffixTree:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, corpus: Corpus, max_depth: int, collapse: bool = True) -> "SuffixTree":
+    def build(cls, corpus: Corpus, max_depth: int, collapse: bool = True, method: str = "sort") -> "SuffixTree":
         """Suffix tree of the contexts of ``corpus`` up to ``max_depth`` symbols
         (the model order minus one). ``collapse=False`` gives the suffix trie S with the
-        same API (every ``collapsed`` is 1)."""
+        same API (every ``collapsed`` is 1).
+
+        ``method`` picks the construction (see the module docstring): ``"sort"`` (radix
+        sort of the contexts, the default) or ``"ukkonen"`` (Ukkonen's suffix tree of the
+        reversed text, capped at ``max_depth``). Both return identical arrays."""
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
         max_depth = int(max_depth)
         if max_depth < 0:
             raise ValueError(f"max_depth must be >= 0, got {max_depth}")
         tokens = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
         offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
-        if offsets.shape[0] < 2 or offsets[-1] != tokens.shape[0]:
-            raise ValueError("corpus offsets do not match its tokens")
-        n_symbols = int(tokens.max()) + 1 if tokens.size else 1
-        positions, lengths = _k.context_lengths(offsets, max_depth)
-        sorted_pos, sorted_len = _k.sort_contexts(tokens, positions, lengths, n_symbols)
-        leaf_start, leaf_len, leaf_lcp = _k.group_leaves(tokens, sorted_pos, sorted_len)
-        parent, depth, first_leaf, last_leaf, leaf_node = _k.tree_topology(leaf_len, leaf_lcp, max_depth)
-        position_node = _k.position_nodes(tokens.shape[0], offsets, sorted_pos, leaf_start, leaf_node)
-        context_position = sorted_pos[leaf_start[first_leaf]]
+        # every sentence is <s> .. </s>: the kernels rely on it (and on ids >= 0)
+        if (offsets.shape[0] < 2 or offsets[0] != 0 or offsets[-1] != tokens.shape[0]
+                or np.any(np.diff(offsets) < 2)):
+            raise ValueError("corpus offsets do not match its tokens (every sentence needs <s> and </s>)")
+        if tokens.min() < 0:
+            raise ValueError(f"corpus tokens must be ids >= 0, got {int(tokens.min())}")
+        n_symbols = int(tokens.max()) + 1
+        if method == "sort":
+            arrays = _sort_arrays(tokens, offsets, max_depth, n_symbols)
+        else:
+            arrays = _ukkonen_arrays(tokens, offsets, max_depth, n_symbols)
+        parent, depth = arrays["parent"], arrays["depth"]
         collapsed = np.empty_like(depth)
         collapsed[0] = 1
         collapsed[1:] = depth[1:] - depth[parent[1:]]
-        child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
-        count, succ_offsets, succ_words, succ_counts = _k.successors(
-            tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offsets, children, n_symbols
-        )
-        tree = cls(
-            max_depth=max_depth,
-            parent=parent,
-            depth=depth,
-            collapsed=collapsed,
-            count=count,
-            context_position=context_position,
-            child_offsets=child_offsets,
-            children=children,
-            child_first_word=first_word,
-            succ_offsets=succ_offsets,
-            succ_words=succ_words,
-            succ_counts=succ_counts,
-            tokens=tokens,
-            offsets=offsets,
-            position_node=position_node,
-        )
+        tree = cls(max_depth=max_depth, collapsed=collapsed, tokens=tokens, offsets=offsets, **arrays)
         return tree if collapse else tree.expand_to_trie()
 
     def expand_to_trie(self) -> "SuffixTree":
@@ -261,3 +278,52 @@ class SuffixTree:
             "leaves": int((n_children == 0).sum()),
             "deepest": int(self.depth.max()),
         }
+
+
+METHODS = ("sort", "ukkonen")
+
+
+def _sort_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_symbols: int) -> dict:
+    """The tree's arrays by the sorting construction (steps 1-4 of the module docstring)."""
+    positions, lengths = _k.context_lengths(offsets, max_depth)
+    sorted_pos, sorted_len = _k.sort_contexts(tokens, positions, lengths, n_symbols)
+    leaf_start, leaf_len, leaf_lcp = _k.group_leaves(tokens, sorted_pos, sorted_len)
+    parent, depth, first_leaf, last_leaf, leaf_node = _k.tree_topology(leaf_len, leaf_lcp, max_depth)
+    position_node = _k.position_nodes(tokens.shape[0], offsets, sorted_pos, leaf_start, leaf_node)
+    context_position = sorted_pos[leaf_start[first_leaf]]
+    child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
+    count, succ_offsets, succ_words, succ_counts = _k.successors(
+        tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offsets, children, n_symbols
+    )
+    return dict(parent=parent, depth=depth, count=count, context_position=context_position,
+                child_offsets=child_offsets, children=children, child_first_word=first_word,
+                succ_offsets=succ_offsets, succ_words=succ_words, succ_counts=succ_counts,
+                position_node=position_node)
+
+
+def _ukkonen_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_symbols: int) -> dict:
+    """The tree's arrays from Ukkonen's generalized suffix tree of the reversed text
+    (``_ukkonen_kernels``): build it, cap it at ``max_depth`` in preorder, then
+    aggregate the successor lists."""
+    from . import _ukkonen_kernels as _u  # imported on use: keeps the default path's start-up as it was
+
+    n_sent = offsets.shape[0] - 1
+    alphabet = n_symbols + n_sent
+    if (2 * tokens.shape[0] + 2) * alphabet >= 2**63:
+        raise ValueError("corpus too large for the ukkonen builder's child table keys; use method='sort'")
+    text, sent_end = _u.reversed_text(tokens, offsets, n_symbols)
+    start, end, _, keys, vals, _ = _u.ukkonen(text, alphabet)
+    gst_offsets, gst_children = _u.gst_children(text, start, keys, vals, alphabet)
+    del keys, vals
+    parent, depth, context_position, word, at_token = _u.capped_preorder(
+        text, sent_end, _u.text_tokens(offsets), tokens, start, end, gst_offsets, gst_children, max_depth
+    )
+    del text, sent_end, start, end, gst_offsets, gst_children
+    child_offsets, children, child_first_word = _u.tree_children(parent, word)
+    count, succ_offsets, succ_words, succ_counts = _u.successor_lists(tokens, offsets, at_token, parent, n_symbols)
+    predicted = np.ones(tokens.shape[0], dtype=bool)
+    predicted[offsets[:-1]] = False
+    return dict(parent=parent, depth=depth, count=count, context_position=context_position,
+                child_offsets=child_offsets, children=children, child_first_word=child_first_word,
+                succ_offsets=succ_offsets, succ_words=succ_words, succ_counts=succ_counts,
+                position_node=at_token[predicted])

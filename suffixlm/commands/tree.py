@@ -15,12 +15,21 @@ import click
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None, help="Vocabulary file, one word per line.")
 @click.option("--min-count", type=int, default=1, show_default=True, help="Words seen fewer times become <unk>.")
 @click.option("--unk", is_flag=True, help="Open vocabulary: out-of-vocabulary words map to <unk>.")
-def command(train, order, as_json, vocab_path, min_count, unk):
+@click.option(
+    "--method",
+    type=click.Choice(["sort", "ukkonen"]),
+    default="sort",
+    show_default=True,
+    help="Construction: radix sort of the contexts, or Ukkonen's suffix tree of the reversed text "
+    "capped at N-1 (the same tree).",
+)
+def command(train, order, as_json, vocab_path, min_count, unk, method):
     """Suffix trie |S| and suffix tree |T| of the contexts of TRAIN (one sentence per
     line, '-' for stdin), with the (context, successor) parameter counts of both.
 
     tokens counts the words of the text (sentence markers excluded), vocab the
-    vocabulary ids including <s>, </s> and <unk>.
+    vocabulary ids including <s>, </s> and <unk>. --method picks the construction; both
+    give the identical tree, so only build_seconds differs.
     """
     if order < 1:
         raise click.ClickException(f"--order must be >= 1, got {order}")
@@ -36,13 +45,14 @@ def command(train, order, as_json, vocab_path, min_count, unk):
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
     t1 = time.perf_counter()
-    tree = SuffixTree.build(corpus, order - 1)
+    tree = SuffixTree.build(corpus, order - 1, method=method)
     t2 = time.perf_counter()
     contexts = extract_contexts(tree, corpus)
     t3 = time.perf_counter()
     st = tree.stats()
     out = {
         "order": order,
+        "method": method,
         "tokens": corpus.n_words,
         "sentences": corpus.n_sentences,
         "vocab": len(corpus.vocab),
@@ -62,6 +72,7 @@ def command(train, order, as_json, vocab_path, min_count, unk):
         return
     labels = {
         "order": "order",
+        "method": "construction",
         "tokens": "tokens (words)",
         "sentences": "sentences",
         "vocab": "vocabulary",
@@ -79,4 +90,7 @@ def command(train, order, as_json, vocab_path, min_count, unk):
     width = max(len(v) for v in labels.values())
     for key, label in labels.items():
         v = out[key]
-        click.echo(f"{label:<{width}}  {v:,}" if isinstance(v, int) else f"{label:<{width}}  {v:.3f}")
+        if isinstance(v, str):
+            click.echo(f"{label:<{width}}  {v}")
+        else:
+            click.echo(f"{label:<{width}}  {v:,}" if isinstance(v, int) else f"{label:<{width}}  {v:.3f}")
