@@ -153,23 +153,6 @@ def parse_float(buf, s, e):
 
 
 @njit(cache=True)
-def _note(slow, slow_end, k, entry, field, s, e):
-    """Append (entry, field, s) / e at row k of the growing slow-number list."""
-    if k == slow.shape[0]:
-        bigger = np.empty((2 * k, 3), dtype=np.int64)
-        for r in range(k):
-            for c in range(3):
-                bigger[r, c] = slow[r, c]
-        slow = bigger
-        slow_end = grow(slow_end, 2 * k)
-    slow[k, 0] = entry
-    slow[k, 1] = field
-    slow[k, 2] = s
-    slow_end[k] = e
-    return slow, slow_end
-
-
-@njit(cache=True)
 def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_offsets):
     """Parse the lines of one ``\\n-grams:`` section, buf[start:end].
 
@@ -179,9 +162,9 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
     section. -99 (SRILM's log-zero) is kept as the number -99.
 
     Also returns the numbers :func:`parse_float` cannot round exactly (rare: no tool
-    writes them), for the caller to parse in Python: ``slow`` int64[n_slow, 3] rows of
-    (entry, field 0 = probability / 1 = back-off weight, token start), with
-    ``slow_end`` int64[n_slow] the token ends.
+    writes them), for the caller to parse in Python: ``slow_key`` int64[n_slow]
+    (2 * entry + 0 for the probability, + 1 for the back-off weight) and the tokens'
+    ``slow_start`` / ``slow_end`` int64[n_slow].
     """
     rows = np.zeros((expected, n), dtype=np.int32)
     lp = np.zeros(expected, dtype=np.float32)
@@ -189,11 +172,13 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
     has_bow = np.zeros(expected, dtype=np.bool_)
     tok_s = np.empty(n + 3, dtype=np.int64)
     tok_e = np.empty(n + 3, dtype=np.int64)
-    slow = np.empty((8, 3), dtype=np.int64)
+    slow_key = np.empty(8, dtype=np.int64)
+    slow_start = np.empty(8, dtype=np.int64)
     slow_end = np.empty(8, dtype=np.int64)
     n_slow = 0
     count = 0
     line = 0
+    err = ERR_NONE
     pos = start
     while pos < end:
         le = pos
@@ -214,31 +199,41 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
             nt += 1
         if nt > 0:
             if count >= expected:
-                return rows, lp, bow, has_bow, count, ERR_TOO_MANY, line, slow[:n_slow], slow_end[:n_slow]
+                err = ERR_TOO_MANY
+                break
             if nt != n + 1 and nt != n + 2:
-                return rows, lp, bow, has_bow, count, ERR_FIELDS, line, slow[:n_slow], slow_end[:n_slow]
-            v, status = parse_float(buf, tok_s[0], tok_e[0])
-            if status == NOT_A_NUMBER:
-                return rows, lp, bow, has_bow, count, ERR_PROB, line, slow[:n_slow], slow_end[:n_slow]
-            if status == INEXACT:
-                slow, slow_end = _note(slow, slow_end, n_slow, count, 0, tok_s[0], tok_e[0])
-                n_slow += 1
-            lp[count] = np.float32(v)
+                err = ERR_FIELDS
+                break
+            for f in range(2 if nt == n + 2 else 1):
+                k = 0 if f == 0 else n + 1
+                v, status = parse_float(buf, tok_s[k], tok_e[k])
+                if status == NOT_A_NUMBER:
+                    err = ERR_PROB if f == 0 else ERR_BOW
+                    break
+                if status == INEXACT:
+                    slow_key = grow(slow_key, n_slow + 1)
+                    slow_start = grow(slow_start, n_slow + 1)
+                    slow_end = grow(slow_end, n_slow + 1)
+                    slow_key[n_slow] = 2 * count + f
+                    slow_start[n_slow] = tok_s[k]
+                    slow_end[n_slow] = tok_e[k]
+                    n_slow += 1
+                if f == 0:
+                    lp[count] = np.float32(v)
+                else:
+                    bow[count] = np.float32(v)
+                    has_bow[count] = True
+            if err != ERR_NONE:
+                break
             for j in range(n):
                 w = _lookup_word(buf, tok_s[j + 1], tok_e[j + 1], table, word_bytes, word_offsets)
                 if w < 0:
-                    return rows, lp, bow, has_bow, count, ERR_WORD, line, slow[:n_slow], slow_end[:n_slow]
+                    err = ERR_WORD
+                    break
                 rows[count, j] = w
-            if nt == n + 2:
-                v, status = parse_float(buf, tok_s[n + 1], tok_e[n + 1])
-                if status == NOT_A_NUMBER:
-                    return rows, lp, bow, has_bow, count, ERR_BOW, line, slow[:n_slow], slow_end[:n_slow]
-                if status == INEXACT:
-                    slow, slow_end = _note(slow, slow_end, n_slow, count, 1, tok_s[n + 1], tok_e[n + 1])
-                    n_slow += 1
-                bow[count] = np.float32(v)
-                has_bow[count] = True
+            if err != ERR_NONE:
+                break
             count += 1
         line += 1
         pos = le + 1
-    return rows, lp, bow, has_bow, count, ERR_NONE, line, slow[:n_slow], slow_end[:n_slow]
+    return rows, lp, bow, has_bow, count, err, line, slow_key[:n_slow], slow_start[:n_slow], slow_end[:n_slow]

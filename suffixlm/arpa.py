@@ -335,11 +335,11 @@ class BackoffLM:
         keep = _occurring_in(only_for, vocab, order) if only_for is not None else None
         for n in range(2, order + 1):
             p, b, e = sections[n]
-            rows, lp, bow, hb, count, err, line, slow, slow_end = K.parse_ngram_section(
+            rows, lp, bow, hb, count, err, line, slow_key, slow_start, slow_end = K.parse_ngram_section(
                 buf, b, e, n, expected[n], table, word_bytes, word_offsets)
             # the rare numbers the kernel cannot round exactly: Python's float() does
-            for (entry, field, start), end in zip(slow.tolist(), slow_end.tolist()):
-                (bow if field else lp)[entry] = np.float32(float(data[start:end]))
+            for key, start, end in zip(slow_key.tolist(), slow_start.tolist(), slow_end.tolist()):
+                (bow if key % 2 else lp)[key // 2] = np.float32(float(data[start:end]))
             if err != K.ERR_NONE:
                 err_pos = b
                 for _ in range(line):

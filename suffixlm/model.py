@@ -30,6 +30,7 @@ from ._tree_kernels import bfs_order
 from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, load_training_corpus
 from .io import load_container, save_container
 from .objective import LMObjective
+from .suffixtree import SuffixTree
 from .options import LM_PENALTIES as PENALTIES
 
 FORMAT = "suffixlm-loglinear"
@@ -58,78 +59,14 @@ def _as_corpus(data, vocab: Vocabulary | None) -> Corpus:
     return Corpus.from_strings(lines, vocab=vocab)
 
 
-_TREE_FIELDS = ("parent", "depth", "collapsed", "count", "context_position", "child_offsets", "children",
-                "child_first_word", "succ_offsets", "succ_words", "succ_counts", "tokens", "offsets")
-# members of a model file and their (dtypes, ndim); the values are checked by _tree_from_arrays and load
+# members of a model file and their (dtypes, ndim); the tree's values are checked by
+# SuffixTree.from_arrays, the rest by load
 _CONTAINER_SPEC = {
     "weights": (np.float64, 1),
     "vocab_utf8": (np.uint8, 1),
-    **{"tree." + k: ((np.int32, np.int64), 1) for k in _TREE_FIELDS},
+    **{"tree." + k: ((np.int32, np.int64), 1) for k in SuffixTree.FIELDS},
     "tree.max_depth": ((np.int32, np.int64), 0),
 }
-
-
-def _tree_to_arrays(tree) -> dict:
-    """The arrays of a suffix tree that scoring needs (not the per-training-position ones)."""
-    d = {k: np.asarray(getattr(tree, k)) for k in _TREE_FIELDS}
-    d["max_depth"] = np.array(tree.max_depth, dtype=np.int64)
-    return d
-
-
-def _tree_from_arrays(d: dict, vocab_size: int):
-    """Rebuild a SuffixTree from saved arrays, checking every index so that a tampered
-    file cannot make a kernel read outside an array (ValueError otherwise)."""
-    from .suffixtree import SuffixTree
-
-    a = {}
-    for k in _TREE_FIELDS:
-        if k not in d:
-            raise ValueError(f"missing array tree.{k}")
-        x = d[k]
-        if x.dtype.kind not in "iu" or x.ndim != 1:
-            raise ValueError(f"tree.{k} is not a 1-d integer array")
-        a[k] = np.ascontiguousarray(x, dtype=np.int32 if k in ("child_first_word", "succ_words", "tokens") else np.int64)
-    max_depth = int(d["max_depth"])
-    n = a["parent"].shape[0]
-    P = a["succ_words"].shape[0]
-    T = a["tokens"].shape[0]
-    idx = np.arange(n)
-
-    def need(cond, what):
-        if not bool(cond):
-            raise ValueError(what)
-
-    need(n >= 1 and a["parent"][0] == -1 and np.all(a["parent"][1:] >= 0) and np.all(a["parent"][1:] < idx[1:]),
-         "bad tree.parent")
-    for k in ("depth", "collapsed", "count", "context_position"):
-        need(a[k].shape[0] == n, f"tree.{k} has the wrong length")
-    need(np.all(a["collapsed"] >= 1) and np.all(a["depth"] >= 0) and np.all(a["depth"] <= max_depth), "bad depths")
-    need(np.all(a["depth"][1:] - a["collapsed"][1:] == a["depth"][a["parent"][1:]]), "bad collapsed counts")
-    need(np.all(a["context_position"] >= a["depth"]) and np.all(a["context_position"] < T), "bad tree.context_position")
-    for off, arr, size in (("child_offsets", "children", n - 1), ("succ_offsets", "succ_words", P)):
-        o = a[off]
-        need(o.shape[0] == n + 1 and o[0] == 0 and o[-1] == a[arr].shape[0] == size and np.all(np.diff(o) >= 0),
-             f"bad tree.{off}")
-    need(np.all((a["children"] > 0) & (a["children"] < n)) and a["child_first_word"].shape[0] == n - 1,
-         "bad tree.children")
-    # each node but the root is listed exactly once, among the children of its parent
-    owner = np.repeat(idx, np.diff(a["child_offsets"]))
-    need(np.all(a["parent"][a["children"]] == owner) and np.all(np.bincount(a["children"], minlength=n)[1:] == 1),
-         "tree.children do not match tree.parent")
-    need(a["succ_counts"].shape[0] == P, "bad tree.succ_counts")
-    for k in ("succ_words", "child_first_word", "tokens"):
-        need(np.all((a[k] >= 0) & (a[k] < vocab_size)), f"tree.{k} refers to words outside the vocabulary")
-    o = a["offsets"]
-    need(o.shape[0] >= 2 and o[0] == 0 and o[-1] == T and np.all(np.diff(o) >= 0), "bad tree.offsets")
-    # successor lists must be strictly ascending within each node (binary search)
-    sw = a["succ_words"].astype(np.int64)
-    starts = np.zeros(P, dtype=bool)
-    starts[a["succ_offsets"][:-1][np.diff(a["succ_offsets"]) > 0]] = True
-    need(np.all((np.diff(sw) > 0) | starts[1:]), "tree.succ_words not sorted")
-    tree = SuffixTree(max_depth=max_depth, position_node=np.zeros(0, np.int64), **a)
-    # every param's parent param must exist (v after j implies v after parent(j))
-    need(np.all(tree.param_parent()[a["succ_offsets"][1]:] >= 0), "successor sets are not nested")
-    return tree
 
 
 class LogLinearLM:
@@ -452,7 +389,7 @@ class LogLinearLM:
         be one of them (``io.SameFileError``)."""
         self._check_fitted()
         arrays = {"weights": np.asarray(self.weights_, dtype=np.float64)}
-        for k, v in _tree_to_arrays(self.tree_).items():
+        for k, v in self.tree_.to_arrays().items():
             arrays["tree." + k] = np.asarray(v)
         blob = "\n".join(self.vocab_.words).encode("utf-8")
         arrays["vocab_utf8"] = np.frombuffer(blob, dtype=np.uint8)
@@ -478,7 +415,7 @@ class LogLinearLM:
             words = bytes(data["vocab_utf8"]).decode("utf-8").split("\n")
             vocab = Vocabulary(words, has_unk=bool(meta["has_unk"]))
             tree_fields = {k[5:]: v for k, v in data.items() if k.startswith("tree.")}
-            tree = _tree_from_arrays(tree_fields, len(vocab))
+            tree = SuffixTree.from_arrays(tree_fields, len(vocab))
             w = np.ascontiguousarray(data["weights"], dtype=np.float64)
             m = cls(order=int(meta["order"]), penalty=str(meta["penalty"]), lam=float(meta["lam"]),
                     alpha=meta["alpha"])

@@ -146,6 +146,80 @@ class SuffixTree:
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ build
+    #: The arrays a model file keeps (scoring needs them; not the per-training-position ones).
+    FIELDS = ("parent", "depth", "collapsed", "count", "context_position", "child_offsets", "children",
+              "child_first_word", "succ_offsets", "succ_words", "succ_counts", "tokens", "offsets")
+
+    def to_arrays(self) -> dict:
+        """The arrays of :data:`FIELDS` and ``max_depth``, for a model file."""
+        d = {k: np.asarray(getattr(self, k)) for k in self.FIELDS}
+        d["max_depth"] = np.array(self.max_depth, dtype=np.int64)
+        return d
+
+    @classmethod
+    def from_arrays(cls, d: dict, vocab_size: int) -> "SuffixTree":
+        """Rebuild a tree from :meth:`to_arrays`'s arrays (e.g. read from a model file),
+        checking every invariant the kernels rely on, so that a tampered file cannot make
+        a kernel read outside an array or silently score wrong (ValueError otherwise)."""
+        a = {}
+        for k in cls.FIELDS:
+            if k not in d:
+                raise ValueError(f"missing array tree.{k}")
+            x = d[k]
+            if x.dtype.kind not in "iu" or x.ndim != 1:
+                raise ValueError(f"tree.{k} is not a 1-d integer array")
+            a[k] = np.ascontiguousarray(x, dtype=np.int32 if k in ("child_first_word", "succ_words", "tokens") else np.int64)
+        max_depth = int(d["max_depth"])
+        n = a["parent"].shape[0]
+        P = a["succ_words"].shape[0]
+        T = a["tokens"].shape[0]
+        idx = np.arange(n)
+
+        def need(cond, what):
+            if not bool(cond):
+                raise ValueError(what)
+
+        need(n >= 1 and a["parent"][0] == -1 and np.all(a["parent"][1:] >= 0) and np.all(a["parent"][1:] < idx[1:]),
+             "bad tree.parent")
+        for k in ("depth", "collapsed", "count", "context_position"):
+            need(a[k].shape[0] == n, f"tree.{k} has the wrong length")
+        need(np.all(a["collapsed"] >= 1) and np.all(a["depth"] >= 0) and np.all(a["depth"] <= max_depth), "bad depths")
+        need(np.all(a["depth"][1:] - a["collapsed"][1:] == a["depth"][a["parent"][1:]]), "bad collapsed counts")
+        need(np.all(a["context_position"] >= a["depth"]) and np.all(a["context_position"] < T), "bad tree.context_position")
+        for off, arr, size in (("child_offsets", "children", n - 1), ("succ_offsets", "succ_words", P)):
+            o = a[off]
+            need(o.shape[0] == n + 1 and o[0] == 0 and o[-1] == a[arr].shape[0] == size and np.all(np.diff(o) >= 0),
+                 f"bad tree.{off}")
+        need(np.all((a["children"] > 0) & (a["children"] < n)) and a["child_first_word"].shape[0] == n - 1,
+             "bad tree.children")
+        # each node but the root is listed exactly once, among the children of its parent
+        owner = np.repeat(idx, np.diff(a["child_offsets"]))
+        need(np.all(a["parent"][a["children"]] == owner) and np.all(np.bincount(a["children"], minlength=n)[1:] == 1),
+             "tree.children do not match tree.parent")
+        need(a["succ_counts"].shape[0] == P, "bad tree.succ_counts")
+        for k in ("succ_words", "child_first_word", "tokens"):
+            need(np.all((a[k] >= 0) & (a[k] < vocab_size)), f"tree.{k} refers to words outside the vocabulary")
+        o = a["offsets"]
+        need(o.shape[0] >= 2 and o[0] == 0 and o[-1] == T and np.all(np.diff(o) >= 0), "bad tree.offsets")
+        # successor lists must be strictly ascending within each node (binary search)
+        sw = a["succ_words"].astype(np.int64)
+        starts = np.zeros(P, dtype=bool)
+        starts[a["succ_offsets"][:-1][np.diff(a["succ_offsets"]) > 0]] = True
+        need(np.all((np.diff(sw) > 0) | starts[1:]), "tree.succ_words not sorted")
+        need(a["depth"][0] == 0 and a["collapsed"][0] == 1, "bad root")
+        # children of a node in increasing order of the first symbol of their edge, which
+        # is that symbol (the context walk binary-searches child_first_word)
+        j = a["children"]
+        first = a["tokens"][a["context_position"][j] - a["depth"][a["parent"][j]] - 1]
+        need(np.array_equal(a["child_first_word"], first), "tree.child_first_word does not match the edges")
+        starts = np.zeros(n - 1, dtype=bool)
+        starts[a["child_offsets"][:-1][np.diff(a["child_offsets"]) > 0]] = True
+        need(np.all((np.diff(first.astype(np.int64)) > 0) | starts[1:]), "tree.children not sorted by first word")
+        tree = cls(max_depth=max_depth, position_node=np.zeros(0, np.int64), **a)
+        # every param's parent param must exist (v after j implies v after parent(j))
+        need(np.all(tree.param_parent()[a["succ_offsets"][1]:] >= 0), "successor sets are not nested")
+        return tree
+
     @classmethod
     def build(cls, corpus: Corpus, max_depth: int, collapse: bool = True, method: str = "sort") -> "SuffixTree":
         """Suffix tree of the contexts of ``corpus`` up to ``max_depth`` symbols

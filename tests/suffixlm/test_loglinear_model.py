@@ -227,6 +227,45 @@ def test_truncated_and_tampered_files_give_clear_errors(tmp_path):
         LogLinearLM.load(tmp_path / "pickle.lm")
 
 
+def _tampered(tmp_path, src, name, edit):
+    with np.load(src, allow_pickle=False) as z:
+        arrays = {k: z[k].copy() for k in z.files}
+    edit(arrays)
+    out = tmp_path / name
+    with open(out, "wb") as fh:
+        np.savez(fh, **arrays)
+    return out
+
+
+def test_tree_invariants_the_scoring_walk_relies_on_are_checked(tmp_path):
+    # in range but wrong: each would make the context walk read the wrong child or
+    # score with a wrong root (silently different perplexities)
+    lm = fitted(max_iter=5)
+    p = tmp_path / "m.lm"
+    lm.save(p)
+    root_kids = slice(0, int(np.load(p)["tree.child_offsets"][1]))
+
+    def reverse_root_children(a):
+        for k in ("tree.children", "tree.child_first_word"):
+            a[k][root_kids] = a[k][root_kids][::-1].copy()
+
+    def swap_first_words(a):
+        w = a["tree.child_first_word"]
+        w[0], w[1] = w[1], w[0]
+
+    def root_collapsed(a):
+        a["tree.collapsed"][0] = 2
+
+    def child_listed_under_itself(a):
+        a["tree.children"][-1] = a["tree.children"][-2]
+
+    for edit in (reverse_root_children, swap_first_words, root_collapsed, child_listed_under_itself):
+        bad = _tampered(tmp_path, p, edit.__name__ + ".lm", edit)
+        with pytest.raises(ModelFormatError, match=edit.__name__):
+            LogLinearLM.load(bad)
+    assert LogLinearLM.load(_tampered(tmp_path, p, "same.lm", lambda a: None)).score("a b") == lm.score("a b")
+
+
 def test_score_and_full_scores_agree_with_log10_probs():
     lm = fitted(max_iter=20)
     fs = lm.full_scores("a b c")
