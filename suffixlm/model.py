@@ -30,8 +30,8 @@ from ._tree_kernels import bfs_order
 from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, load_training_corpus
 from .io import load_container, save_container
 from .objective import LMObjective
-from .suffixtree import SuffixTree
 from .options import LM_PENALTIES as PENALTIES
+from .suffixtree import SuffixTree
 
 FORMAT = "suffixlm-loglinear"
 FORMAT_VERSION = 1
