@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._tree_kernels import children_csr
+from ._tree_kernels import bfs_order, children_csr
 
 _GOLDEN = np.uint64(11400714819323198485)
 
@@ -176,17 +176,7 @@ def cap_tree(text, sent_end, start, end, keys, vals, alphabet, max_depth):
     for h in range(keys.shape[0]):
         if keys[h] != -1:
             parent[vals[h]] = keys[h] // alphabet
-    off, kids, _ = children_csr(parent)  # then BFS order: parents before children
-    order = np.empty(n, np.int64)
-    order[0] = 0
-    head = 0
-    tail = 1
-    while head < tail:
-        u = order[head]
-        head += 1
-        for e in range(off[u], off[u + 1]):
-            order[tail] = kids[e]
-            tail += 1
+    order = bfs_order(parent)  # parents before children
     sdepth = np.zeros(n, np.int64)
     eff = np.zeros(n, np.int64)
     sstart = np.zeros(n, np.int64)
@@ -322,14 +312,16 @@ def capped_preorder(text, sent_end, text_token, tokens, start, end, child_offset
         ep = stack[top, 2]
         j = stack[top, 3]
         ss = start[u] - sp  # text index where the string of u starts
-        if end[u] == total:  # a leaf: its context stops at the sentence's terminator
-            d = min(max_depth, sent_end[ss] - ss)
-            if d > ep:
-                t_parent[n] = j
-                t_depth[n] = d
-                t_word[n] = text[ss + ep]
-                j = n
-                n += 1
+        leaf = end[u] == total  # a leaf: its context stops at the sentence's terminator
+        su = sp + end[u] - start[u]
+        d = min(max_depth, sent_end[ss] - ss if leaf else su)
+        if d > ep:
+            t_parent[n] = j
+            t_depth[n] = d
+            t_word[n] = text[ss + ep]
+            j = n
+            n += 1
+        if leaf:
             i = text_token[ss]
             if i >= 0:
                 at_token[i] = j
@@ -337,14 +329,6 @@ def capped_preorder(text, sent_end, text_token, tokens, start, end, child_offset
                 if r < 0 or tokens[i] < tokens[r] or (tokens[i] == tokens[r] and i < r):
                     rep[j] = i
             continue
-        su = sp + end[u] - start[u]
-        d = min(max_depth, su)
-        if d > ep:
-            t_parent[n] = j
-            t_depth[n] = d
-            t_word[n] = text[ss + ep]
-            j = n
-            n += 1
         for e in range(child_offsets[u + 1] - 1, child_offsets[u] - 1, -1):
             stack[top, 0] = children[e]
             stack[top, 1] = su

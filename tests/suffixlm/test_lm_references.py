@@ -25,6 +25,8 @@ from suffixlm.corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
 from suffixlm.model import LogLinearLM
 from suffixlm.suffixtree import SuffixTree
 
+from .test_loglinear_model import trie_weights
+
 
 def lines():
     """The first 40 sentences of the sample corpus: 293 words, 44 word types."""
@@ -44,19 +46,6 @@ def training_contexts(corpus, m):
         for i in range(a + 1, b):
             if mask[i]:
                 yield tuple(int(corpus.tokens[i - d]) for d in range(1, min(m, i - a) + 1)), int(corpus.tokens[i])
-
-
-def trie_weights(tree, w):
-    """{(trie context, word): weight} — a collapsed node gives its value to each trie node it stands for."""
-    out = {}
-    for j in range(tree.n_nodes):
-        ctx = tuple(tree.context(j))
-        d, c = int(tree.depth[j]), int(tree.collapsed[j])
-        words, _ = tree.successors(j)
-        for k, v in enumerate(words):
-            for depth in range(d - c + 1, d + 1):
-                out[(ctx[:depth], int(v))] = w[tree.succ_offsets[j] + k]
-    return out
 
 
 def loglinear_probs(tree, w, vocab, ctx):
