@@ -223,16 +223,65 @@ def _gold_score(theta, U, bbase, labels, s, e, L):
     return sc
 
 @njit(cache=True, fastmath=_FAST)
-def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp):
+def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp, add=False):
     """pp[y'L + y] = p(y_{t-1} = y', y_t = y | x) at t >= 1 from the scaled recursions and
-    the dense transition matrix P (float64 (L*L,)) of token t; tmp: float64 (L,) work."""
+    the dense transition matrix P (float64 (L*L,)) of token t; tmp: float64 (L,) work.
+    P None: the factor alpha[t-1, y'] * v_t[y] alone, written, or added when ``add``
+    (the sparse recursion and the one-matrix shortcut apply the transitions later);
+    numba compiles the None case apart, so the branch costs nothing."""
     for y in range(L):
         tmp[y] = eU[t, y] * beta[t, y] / scale[t]
     for yp in range(L):
         a = alpha[t - 1, yp]
         r = yp * L
-        for y in range(L):
-            pp[r + y] = a * P[r + y] * tmp[y]
+        if P is not None:
+            for y in range(L):
+                pp[r + y] = a * P[r + y] * tmp[y]
+        elif add:
+            for y in range(L):
+                pp[r + y] += a * tmp[y]
+        else:
+            for y in range(L):
+                pp[r + y] = a * tmp[y]
+
+
+@njit(cache=True, fastmath=_FAST)
+def add_expectation(g, bases, p, gold):
+    """g[b + k] += p[k] and g[b + gold] -= 1 for every feature block b >= 0 in bases (one
+    token's row of unigram or bigram bases): model expectation minus gold count."""
+    for j in range(bases.shape[0]):
+        b = bases[j]
+        if b >= 0:
+            for k in range(p.shape[0]):
+                g[b + k] += p[k]
+            g[b + gold] -= 1.0
+
+
+@njit(cache=True)
+def fb_workspace(maxT, L, sparse):
+    """Work space of ``_forward_backward`` for sequences of up to maxT tokens:
+    (U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val);
+    the recursion not chosen gets 1-element placeholders."""
+    L2 = L * L
+    if sparse:
+        psi = np.empty((1, L2))
+        psi_of = np.empty(1, dtype=np.int64)
+        S = np.empty(L2)
+        mark = np.full(L2, -1, dtype=np.int64)
+        m_ptr = np.empty(maxT + 1, dtype=np.int64)
+        m_idx = np.empty(maxT * L2, dtype=np.int64)
+        m_val = np.empty(maxT * L2)
+    else:
+        psi = np.empty((max(maxT, 1), L2))
+        psi_of = np.empty(max(maxT, 1), dtype=np.int64)
+        psi_of[0] = -1
+        S = np.empty(1)
+        mark = np.empty(1, dtype=np.int64)
+        m_ptr = np.empty(1, dtype=np.int64)
+        m_idx = np.empty(1, dtype=np.int64)
+        m_val = np.empty(1)
+    return (np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)),
+            np.empty(maxT), np.empty(L), psi, psi_of, S, mark, m_ptr, m_idx, m_val)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -244,32 +293,9 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
     (argmax of the marginals), a free by-product used for progress reports.
     """
     L2 = L * L
-    U = np.empty((maxT, L))
-    eU = np.empty((maxT, L))
-    alpha = np.empty((maxT, L))
-    beta = np.empty((maxT, L))
-    scale = np.empty(maxT)
-    tmp = np.empty(L)
+    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(maxT, L, sparse)
     pp = np.empty(L2)
-    if sparse:
-        psi = np.empty((1, L2))
-        psi_of = np.empty(1, dtype=np.int64)
-        S = np.empty(L2)
-        mark = np.full(L2, -1, dtype=np.int64)
-        m_ptr = np.empty(maxT + 1, dtype=np.int64)
-        m_idx = np.empty(maxT * L2, dtype=np.int64)
-        m_val = np.empty(maxT * L2)
-    else:
-        psi = np.empty((maxT, L2))
-        psi_of = np.empty(maxT, dtype=np.int64)
-        psi_of[0] = -1
-        S = np.empty(1)
-        mark = np.empty(1, dtype=np.int64)
-        m_ptr = np.empty(1, dtype=np.int64)
-        m_idx = np.empty(1, dtype=np.int64)
-        m_val = np.empty(1)
     loss = 0.0
-    nu = ubase.shape[1]
     nb = bbase.shape[1]
     errs[0] = 0
     errs[1] = 0
@@ -292,12 +318,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
             if best != yg:
                 seq_err = 1
                 errs[0] += 1
-            for j in range(nu):
-                b = ubase[s + t, j]
-                if b >= 0:
-                    for y in range(L):
-                        g[b + y] += tmp[y]
-                    g[b + yg] -= 1.0
+            add_expectation(g, ubase[s + t], tmp, yg)
         errs[1] += seq_err
         if not sparse and T > 1 and psi_of[T - 1] == 0:
             # one transition matrix for the whole sequence (e.g. only the pure
@@ -306,13 +327,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
             for k in range(L2):
                 pp[k] = 0.0
             for t in range(1, T):
-                for y in range(L):
-                    tmp[y] = eU[t, y] * beta[t, y] / scale[t]
-                for yp in range(L):
-                    a = alpha[t - 1, yp]
-                    r = yp * L
-                    for y in range(L):
-                        pp[r + y] += a * tmp[y]
+                pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, pp, True)
             P = psi[0]
             for k in range(L2):
                 pp[k] *= P[k]
@@ -326,25 +341,13 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
             continue
         for t in range(1, T):
             if sparse:
-                for y in range(L):
-                    tmp[y] = eU[t, y] * beta[t, y] / scale[t]
-                for yp in range(L):
-                    a = alpha[t - 1, yp]
-                    r = yp * L
-                    for y in range(L):
-                        pp[r + y] = a * tmp[y]
+                pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, pp, False)
                 for q in range(m_ptr[t], m_ptr[t + 1]):
                     k = m_idx[q]
                     pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
             else:
                 pair_marginals(t, L, eU, alpha, beta, scale, psi[psi_of[t]], tmp, pp)
-            kg = labels[s + t - 1] * L + labels[s + t]
-            for j in range(nb):
-                b = bbase[s + t, j]
-                if b >= 0:
-                    for k in range(L2):
-                        g[b + k] += pp[k]
-                    g[b + kg] -= 1.0
+            add_expectation(g, bbase[s + t], pp, labels[s + t - 1] * L + labels[s + t])
     return loss
 
 
@@ -380,32 +383,13 @@ def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, n
 @njit(cache=True, parallel=True)
 def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_idx, out, logz):
     """Posterior marginals out[i, y] = p(y_i = y | x) (float64 (n_tokens, L)); logz (n_seq,)."""
-    n_seq = len(seq_offsets) - 1
-    L2 = L * L
-    for i in prange(n_seq):
+    for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        T = e - s
-        if T == 0:
-            logz[i] = 0.0
-            continue
-        U = np.empty((T, L))
-        eU = np.empty((T, L))
-        alpha = np.empty((T, L))
-        beta = np.empty((T, L))
-        scale = np.empty(T)
-        tmp = np.empty(L)
-        psi = np.empty((T, L2))
-        psi_of = np.empty(T, dtype=np.int64)
-        psi_of[0] = -1
-        S = np.empty(L2)
-        mark = np.full(L2, -1, dtype=np.int64)
-        m_ptr = np.empty(T + 1, dtype=np.int64)
-        m_idx = np.empty(T * L2 if sparse else 1, dtype=np.int64)
-        m_val = np.empty(T * L2 if sparse else 1)
-        logz[i] = _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
-                                    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
-                                    m_idx, m_val)
+        T = seq_offsets[i + 1] - s
+        U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse)
+        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, bbase, s, s + T, L, sparse, bstart, nz_ptr,
+                                                       nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
+                                                       mark, m_ptr, m_idx, m_val)
         for t in range(T):
             for y in range(L):
                 out[s + t, y] = alpha[t, y] * beta[t, y]
@@ -415,8 +399,11 @@ def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_id
 def viterbi_sequence(theta, ubase, bbase, s, e, L, U, delta, back, W, out, o):
     """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s];
     returns its score. Work space: U, delta float64 (>= T, L), back int64 (>= T, L),
-    W float64 (L*L,). The one Viterbi of the package (the perceptron calls it too)."""
+    W float64 (L*L,). The one Viterbi of the package (the perceptron calls it too).
+    An empty sequence scores 0."""
     T = e - s
+    if T <= 0:
+        return 0.0
     L2 = L * L
     unary_scores(theta, ubase, s, e, L, U)
     for y in range(L):
@@ -452,70 +439,66 @@ def viterbi(theta, seq_offsets, ubase, bbase, L, out, best):
     """Most probable label sequences: out int64 (n_tokens,), best float64 (n_seq,) its score.
     The parallel loop only calls the per-sequence kernel (a small parfor body also
     compiles several times faster)."""
-    n_seq = len(seq_offsets) - 1
-    for i in prange(n_seq):
+    for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        T = e - s
-        if T == 0:
-            best[i] = 0.0
-            continue
-        best[i] = viterbi_sequence(theta, ubase, bbase, s, e, L, np.empty((T, L)), np.empty((T, L)),
+        T = seq_offsets[i + 1] - s
+        best[i] = viterbi_sequence(theta, ubase, bbase, s, s + T, L, np.empty((T, L)), np.empty((T, L)),
                                    np.empty((T, L), dtype=np.int64), np.empty(L * L), out, s)
+
+
+@njit(cache=True)
+def nbest_sequence(theta, ubase, bbase, s, e, L, N, out, scores):
+    """The N best labelings of the tokens s..e-1 (list Viterbi): out[s:e, n] and
+    scores[n] (float64 (N,)) for the n-th best path; nothing for an empty sequence."""
+    T = e - s
+    if T <= 0:
+        return
+    L2 = L * L
+    U = np.empty((T, L))
+    unary_scores(theta, ubase, s, e, L, U)
+    delta = np.full((T, L, N), _NEG_INF)
+    bstate = np.zeros((T, L, N), dtype=np.int64)
+    brank = np.zeros((T, L, N), dtype=np.int64)
+    W = np.empty(L2)
+    cand = np.empty(L * N)
+    for y in range(L):
+        delta[0, y, 0] = U[0, y]
+    for t in range(1, T):
+        if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
+            transition_scores(theta, bbase, s + t, L2, W)
+        for y in range(L):
+            for yp in range(L):
+                for r in range(N):
+                    cand[yp * N + r] = delta[t - 1, yp, r] + W[yp * L + y]
+            order = np.argsort(-cand, kind="mergesort")
+            for r in range(N):
+                q = order[r]
+                delta[t, y, r] = cand[q] + U[t, y]
+                bstate[t, y, r] = q // N
+                brank[t, y, r] = q % N
+    for yp in range(L):
+        for r in range(N):
+            cand[yp * N + r] = delta[T - 1, yp, r]
+    order = np.argsort(-cand, kind="mergesort")
+    for n in range(N):
+        q = order[n]
+        scores[n] = cand[q]
+        y = q // N
+        r = q % N
+        out[e - 1, n] = y
+        for t in range(T - 1, 0, -1):
+            y2 = bstate[t, y, r]
+            r = brank[t, y, r]
+            y = y2
+            out[s + t - 1, n] = y
 
 
 @njit(cache=True, parallel=True)
 def nbest_viterbi(theta, seq_offsets, ubase, bbase, L, N, out, scores):
-    """The N best label sequences (list Viterbi).
-
-    out: int64 (n_tokens, N) labels of the n-th best path; scores float64 (n_seq, N)
-    (-inf where fewer than N paths exist, e.g. L**T < N).
-    """
-    n_seq = len(seq_offsets) - 1
-    L2 = L * L
-    for i in prange(n_seq):
-        s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        T = e - s
-        if T == 0:
-            continue
-        U = np.empty((T, L))
-        unary_scores(theta, ubase, s, e, L, U)
-        delta = np.full((T, L, N), _NEG_INF)
-        bstate = np.zeros((T, L, N), dtype=np.int64)
-        brank = np.zeros((T, L, N), dtype=np.int64)
-        W = np.empty(L2)
-        cand = np.empty(L * N)
-        for y in range(L):
-            delta[0, y, 0] = U[0, y]
-        for t in range(1, T):
-            if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
-                transition_scores(theta, bbase, s + t, L2, W)
-            for y in range(L):
-                for yp in range(L):
-                    for r in range(N):
-                        cand[yp * N + r] = delta[t - 1, yp, r] + W[yp * L + y]
-                order = np.argsort(-cand, kind="mergesort")
-                for r in range(N):
-                    q = order[r]
-                    delta[t, y, r] = cand[q] + U[t, y]
-                    bstate[t, y, r] = q // N
-                    brank[t, y, r] = q % N
-        for yp in range(L):
-            for r in range(N):
-                cand[yp * N + r] = delta[T - 1, yp, r]
-        order = np.argsort(-cand, kind="mergesort")
-        for n in range(N):
-            q = order[n]
-            scores[i, n] = cand[q]
-            y = q // N
-            r = q % N
-            out[e - 1, n] = y
-            for t in range(T - 1, 0, -1):
-                y2 = bstate[t, y, r]
-                r = brank[t, y, r]
-                y = y2
-                out[s + t - 1, n] = y
+    """The N best label sequences: out int64 (n_tokens, N) labels of the n-th best
+    path; scores float64 (n_seq, N) (-inf where fewer than N paths exist, e.g. L**T < N)."""
+    for i in prange(len(seq_offsets) - 1):
+        nbest_sequence(theta, ubase, bbase, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
 
 
 @njit(cache=True)

@@ -137,29 +137,24 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
     pos = np.int64(0)  # not the literal 0: one compiled format_g7, not two
     for i in range(m):
         line_start = pos
-        q = format_g7(buf, pos, np.float64(lp[i]), scratch)
-        if q < 0:
-            return line_start, i
-        pos = q
-        buf[pos] = 9
-        pos += 1
-        for j in range(n):
-            if j > 0:
-                buf[pos] = 32
-                pos += 1
-            w = rows[i, j]
-            for t in range(word_offsets[w], word_offsets[w + 1]):
-                buf[pos] = word_bytes[t]
-                pos += 1
-        if has_bow[i]:
-            buf[pos] = 9
+        # fields: the probability, the words, then the back-off weight when there is one
+        for field in range(3 if has_bow[i] else 2):
+            if field == 1:
+                for j in range(n):
+                    w = rows[i, j]
+                    for t in range(word_offsets[w], word_offsets[w + 1]):
+                        buf[pos] = word_bytes[t]
+                        pos += 1
+                    buf[pos] = 32  # the last one becomes the field's end below
+                    pos += 1
+                pos -= 1
+            else:
+                pos = format_g7(buf, pos, np.float64(lp[i] if field == 0 else bow[i]), scratch)
+                if pos < 0:
+                    return line_start, i
+            buf[pos] = 9  # the last one becomes the line's end below
             pos += 1
-            q = format_g7(buf, pos, np.float64(bow[i]), scratch)
-            if q < 0:
-                return line_start, i
-            pos = q
-        buf[pos] = 10
-        pos += 1
+        buf[pos - 1] = 10
     return pos, -1
 
 

@@ -145,26 +145,14 @@ def pairwise(t, L, ws, pp):
 @njit(cache=True)
 def add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g):
     """g += gradient of -log p(y|x) (model expectations - gold counts), after _forward_backward."""
-    alpha = ws.alpha
-    beta = ws.beta
-    L2 = L * L
     for t in range(e - s):
         yg = labels[s + t]
-        for j in range(ubase.shape[1]):
-            b = ubase[s + t, j]
-            if b >= 0:
-                for y in range(L):
-                    g[b + y] += alpha[t, y] * beta[t, y]
-                g[b + yg] -= 1.0
+        for y in range(L):
+            ws.tmp[y] = ws.alpha[t, y] * ws.beta[t, y]
+        K.add_expectation(g, ubase[s + t], ws.tmp, yg)
         if t > 0:
             pairwise(t, L, ws, pp)
-            kg = labels[s + t - 1] * L + yg
-            for j in range(bbase.shape[1]):
-                b = bbase[s + t, j]
-                if b >= 0:
-                    for k in range(L2):
-                        g[b + k] += pp[k]
-                    g[b + kg] -= 1.0
+            K.add_expectation(g, bbase[s + t], pp, labels[s + t - 1] * L + yg)
 
 
 @njit(cache=True)

@@ -72,9 +72,7 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
                               data.bigram_base, data.labels, np.int64(L), float(rho1), float(rho2),
                               float(kappa), counts)
         f_prev, f = f, objective()
-        lap, elapsed = clock.tick()
-        info = IterationInfo(it, float(f), lap, elapsed, step=float(changed), n_evals=int(counts[0]), active=int(np.count_nonzero(w)))
-        infos.append(info)
+        info = clock.record(infos, it, float(f), step=float(changed), n_evals=int(counts[0]), active=int(np.count_nonzero(w)))
         if changed == 0:
             reason = "converged"
             break

@@ -108,9 +108,7 @@ def owlqn(
         pg, pg_new = pg_new, pg
         f, nnz, pg2, x2 = f_new, nnz_new, pg2_new, x2_new
         it += 1
-        lap, elapsed = clock.tick()
-        info = IterationInfo(it, f, lap, elapsed, step=step, n_evals=evals, active=int(nnz))
-        infos.append(info)
+        info = clock.record(infos, it, f, step=step, n_evals=evals, active=int(nnz))
         if callback is not None and callback(info, x):
             reason = "stopping criterion"
             break

@@ -50,9 +50,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
         mistakes = PK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.bigram_base,
                                        data.labels, np.int64(space.n_labels), float(seen))
         seen += n
-        lap, elapsed = clock.tick()
-        info = IterationInfo(epoch, float(mistakes), lap, elapsed, step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
-        infos.append(info)
+        info = clock.record(infos, epoch, float(mistakes), step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
         if mistakes == 0:
             reason = "no mistake"
             break

@@ -116,9 +116,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
                     pair_first, pair, pscratch, f_store, visited, tsum, np.int64(size),
                     bool(nus), state, counts)
         f = float(f_store.sum() + 0.5 * rho2 * (w @ w))
-        lap, elapsed = clock.tick()
-        info = IterationInfo(it, f, lap, elapsed, step=float(state[1]), n_evals=int(counts.sum()), active=int(np.count_nonzero(w)))
-        infos.append(info)
+        info = clock.record(infos, it, f, step=float(state[1]), n_evals=int(counts.sum()), active=int(np.count_nonzero(w)))
         if not np.isfinite(f):
             reason = "diverged"
             break

@@ -80,9 +80,7 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
                                data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                                np.int64(space.bigram_start), rho1 / n, rho2 / n, state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
-        lap, elapsed = clock.tick()
-        info = IterationInfo(epoch, float(f), lap, elapsed, step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
-        infos.append(info)
+        info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
         if not np.isfinite(f):
             reason = "diverged (lower eta0)"
             break

@@ -158,28 +158,31 @@ class Penalty:
         return f"{type(self).__name__}(n={self.structure.n}, strength={self.strength:g}, nonneg={self.nonneg})"
 
 
-class L1(Penalty):
+class _Separable(Penalty):
+    """A penalty acting on each coordinate alone: ``_value_fn(w, eta)`` and
+    ``_prox_fn(v, eta / c, kappa, nonneg)`` are its kernels."""
+
+    def _omega(self, w, s):
+        return type(self)._value_fn(w, s.weights)
+
+    def _prox(self, v, kappa):
+        type(self)._prox_fn(v, self.structure.weight_per_count, kappa, self.nonneg)
+
+
+class L1(_Separable):
     """Omega(w) = sum_x eta_x |w_x|: soft-thresholding (eq. 7)."""
 
     name = "l1"
-
-    def _omega(self, w, s):
-        return value_l1(w, s.weights)
-
-    def _prox(self, v, kappa):
-        prox_l1(v, self.structure.weight_per_count, kappa, self.nonneg)
+    _value_fn = staticmethod(value_l1)
+    _prox_fn = staticmethod(prox_l1)
 
 
-class L2Sq(Penalty):
+class L2Sq(_Separable):
     """Omega(w) = 1/2 sum_x eta_x w_x^2: rescaling (eq. 6)."""
 
     name = "l2sq"
-
-    def _omega(self, w, s):
-        return value_l2sq(w, s.weights)
-
-    def _prox(self, v, kappa):
-        prox_l2sq(v, self.structure.weight_per_count, kappa, self.nonneg)
+    _value_fn = staticmethod(value_l2sq)
+    _prox_fn = staticmethod(prox_l2sq)
 
 
 class _TreeNorm(Penalty):

@@ -23,6 +23,20 @@ from ._structure import gather_post, scatter_post
 
 
 @njit(cache=True)
+def _link(hval, hchild, hsib, a, b):
+    """Pairing-heap link of the roots a and b; returns the new root (the larger value).
+    The loser becomes the winner's first child. Measured with numba 0.68: as fast as
+    the links written out inline (``inline="always"`` was 1.4-2x slower)."""
+    if hval[a] >= hval[b]:
+        hsib[b] = hchild[a]
+        hchild[a] = b
+        return a
+    hsib[a] = hchild[b]
+    hchild[b] = a
+    return b
+
+
+@njit(cache=True)
 def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
                    hval, hcnt, hchild, hsib, hroot, tau):
     """Algorithm 4 on a vector already in post-order (in place).
@@ -31,8 +45,7 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
     weights_post float64[n]. Scratch: hval, hcnt, tau float64[n]; hchild, hsib,
     hroot int64[n]; after node i, tau[i] holds its threshold (inf: no clip). Heap
     entry ids are post positions (an entry merged from popped ones reuses the id of
-    the first popped). The pairing-heap links are written out inline: a numba call
-    taking arrays costs reference-count updates that made this loop 5x slower.
+    the first popped).
     """
     n = a.shape[0]
     inf = np.inf
@@ -46,9 +59,9 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
         ci = counts_post[i]
         radius = kappa * weights_post[i]
         t = inf
-        if root < 0:
-            # fast path (leaves, and subtrees all zero below): the group is {i}
-            if ai > 0.0:
+        leaf = root < 0  # a leaf, or a subtree all zero below: the group is {i}
+        if ai > 0.0:
+            if leaf:  # fast path: clip i alone
                 mass = ci * ai
                 if radius > 0.0:
                     if mass <= radius:
@@ -58,107 +71,69 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
                         t = ai - radius / ci
                         mass -= radius
                         ai = t
-                if mass > 0.0:
-                    hval[i] = ai
-                    hcnt[i] = ci
-                    hchild[i] = -1
-                    root = i
-        else:
-            if ai > 0.0:  # zero entries never reach a threshold: keep them out
+            else:
+                mass += ci * ai
+            if mass > 0.0:  # zero entries never reach a threshold: keep them out
                 hval[i] = ai
                 hcnt[i] = ci
                 hchild[i] = -1
-                if hval[root] >= ai:
-                    hsib[i] = hchild[root]
-                    hchild[root] = i
-                else:
-                    hsib[root] = -1
-                    hchild[i] = root
-                    root = i
-                mass += ci * ai
-            if radius > 0.0 and mass <= radius:
-                t = 0.0
-                root = -1
-                mass = 0.0
-            elif radius > 0.0:
-                s = 0.0
-                c = 0.0
-                first = -1
-                while root >= 0:
-                    v = hval[root]
-                    if s - c * v >= radius:  # v is below the threshold: stop
+                root = i if leaf else _link(hval, hchild, hsib, root, i)
+        if leaf or radius <= 0.0:
+            pass
+        elif mass <= radius:
+            t = 0.0
+            root = -1
+            mass = 0.0
+        else:
+            s = 0.0
+            c = 0.0
+            first = -1
+            while root >= 0:
+                v = hval[root]
+                if s - c * v >= radius:  # v is below the threshold: stop
+                    break
+                if first < 0:
+                    first = root
+                s += v * hcnt[root]
+                c += hcnt[root]
+                # delete-max, two-pass pairing: link pairs left to right ...
+                x = hchild[root]
+                acc = -1
+                while x >= 0:
+                    y = hsib[x]
+                    if y < 0:
+                        hsib[x] = acc
+                        acc = x
                         break
-                    if first < 0:
-                        first = root
-                    s += v * hcnt[root]
-                    c += hcnt[root]
-                    # delete-max, two-pass pairing: link pairs left to right ...
-                    x = hchild[root]
-                    acc = -1
+                    nxt = hsib[y]
+                    m = _link(hval, hchild, hsib, x, y)
+                    hsib[m] = acc
+                    acc = m
+                    x = nxt
+                # ... then meld them right to left
+                root = acc
+                if acc >= 0:
+                    x = hsib[acc]
                     while x >= 0:
-                        y = hsib[x]
-                        if y < 0:
-                            hsib[x] = acc
-                            acc = x
-                            break
-                        nxt = hsib[y]
-                        if hval[x] >= hval[y]:
-                            hsib[y] = hchild[x]
-                            hchild[x] = y
-                            m = x
-                        else:
-                            hsib[x] = hchild[y]
-                            hchild[y] = x
-                            m = y
-                        hsib[m] = acc
-                        acc = m
+                        nxt = hsib[x]
+                        root = _link(hval, hchild, hsib, root, x)
                         x = nxt
-                    # ... then meld them right to left
-                    root = acc
-                    if acc >= 0:
-                        x = hsib[acc]
-                        while x >= 0:
-                            nxt = hsib[x]
-                            if hval[root] >= hval[x]:
-                                hsib[x] = hchild[root]
-                                hchild[root] = x
-                            else:
-                                hsib[root] = hchild[x]
-                                hchild[x] = root
-                                root = x
-                            x = nxt
-                t = (s - radius) / c
-                if t < 0.0:  # rounding when mass ~ radius
-                    t = 0.0
-                # the clipped entries come back as one (t, c) entry
-                hval[first] = t
-                hcnt[first] = c
-                hchild[first] = -1
-                if root < 0:
-                    root = first
-                elif hval[root] >= t:
-                    hsib[first] = hchild[root]
-                    hchild[root] = first
-                else:
-                    hsib[root] = -1
-                    hchild[first] = root
-                    root = first
-                mass -= radius
+            t = (s - radius) / c
+            if t < 0.0:  # rounding when mass ~ radius
+                t = 0.0
+            # the clipped entries come back as one (t, c) entry
+            hval[first] = t
+            hcnt[first] = c
+            hchild[first] = -1
+            root = first if root < 0 else _link(hval, hchild, hsib, root, first)
+            mass -= radius
         tau[i] = t  # tau[i] is spent: from here on it keeps the threshold
         p = parent_post[i]
         if p >= 0:
             tau[p] += mass
             if root >= 0:
                 q = hroot[p]
-                if q < 0:
-                    hroot[p] = root
-                elif hval[q] >= hval[root]:
-                    hsib[root] = hchild[q]
-                    hchild[q] = root
-                else:
-                    hsib[q] = hchild[root]
-                    hchild[root] = q
-                    hroot[p] = root
+                hroot[p] = root if q < 0 else _link(hval, hchild, hsib, q, root)
     # clips are nested: a node ends clipped at the smallest threshold above it
     for i in range(n - 1, -1, -1):
         p = parent_post[i]

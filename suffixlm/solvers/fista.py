@@ -27,7 +27,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ._problem import estimate_lipschitz, prox_gradient_step, quadratic_upper_bound_holds
-from .result import Callback, Clock, IterationInfo, OptimizeResult
+from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
 from .stopping import RelativeDecrease
 
 
@@ -94,9 +94,7 @@ def fista(
             L *= 2.0
         F_new = fx + omega(x_new)
         if F_new > F_old:
-            lap, elapsed = clock.tick()
-            history.append(IterationInfo(it, F_old, lap, elapsed, step=1.0 / L, n_evals=n_evals, loss=fx,
-                                         restart=True))
+            clock.record(history, it, F_old, step=1.0 / L, n_evals=n_evals, loss=fx, restart=True)
             if stop_on_stall and t == 1.0:  # already a plain step from x: nothing left to gain
                 reason, converged = "no progress", True
                 break
@@ -114,14 +112,10 @@ def fista(
         x, t, F_old = x_new, t_new, F_new
         fy, gy = value_grad(y)
         n_evals += 1
-        lap, elapsed = clock.tick()
-        info = IterationInfo(it, F_new, lap, elapsed, step=1.0 / L, n_evals=n_evals,
+        info = clock.record(history, it, F_new, step=1.0 / L, n_evals=n_evals,
                              active=int(np.count_nonzero(x)), loss=fx)
-        history.append(info)
-        if callback is not None and callback(info, x):
-            reason = "callback"
-            break
-        if stop:
-            reason, converged = "converged", True
+        why = end_of_iteration(callback, info, x, stop)
+        if why:
+            reason, converged = why, why == "converged"
             break
     return OptimizeResult(x, F_old, it if max_iter > 0 else 0, n_evals, converged, reason, history)

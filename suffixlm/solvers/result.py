@@ -73,3 +73,18 @@ class Clock:
         now = time.perf_counter()
         lap, self.last = now - self.last, now
         return lap, now - self.start
+
+    def record(self, history: list[IterationInfo], n_iter: int, objective: float, **fields) -> IterationInfo:
+        """The :class:`IterationInfo` of an iteration that ends now, appended to history."""
+        lap, elapsed = self.tick()
+        info = IterationInfo(n_iter, objective, lap, elapsed, **fields)
+        history.append(info)
+        return info
+
+
+def end_of_iteration(callback: Callback | None, info: IterationInfo, x: np.ndarray, converged: bool) -> str:
+    """Why to stop after an iteration: ``"callback"`` when the callback asks to,
+    ``"converged"`` when the solver's rule says so, otherwise ``""`` (go on)."""
+    if callback is not None and callback(info, x):
+        return "callback"
+    return "converged" if converged else ""

@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from ._problem import SmoothProblem, prox_gradient_step, quadratic_upper_bound_holds
-from .result import Callback, Clock, IterationInfo, OptimizeResult
+from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
 from .stopping import RelativeDecrease
 
 
@@ -109,15 +109,11 @@ def sage(
         stop = B >= n and not restart and rule.update(F_old, F_new)
         F_old = F_new
         W_epoch_start = W.copy()
-        lap, elapsed = clock.tick()
-        info = IterationInfo(epoch, F_new, lap, elapsed, step=1.0 / rho, n_evals=n_evals, restart=restart,
+        info = clock.record(history, epoch, F_new, step=1.0 / rho, n_evals=n_evals, restart=restart,
                              extra={"batch_size": B, "rho": rho, "steps": steps})
-        history.append(info)
-        if callback is not None and callback(info, W):
-            reason = "callback"
-            break
-        if stop:
-            reason, converged = "converged", True
+        why = end_of_iteration(callback, info, W, stop)
+        if why:
+            reason, converged = why, why == "converged"
             break
         B = min(n, max(B + 1, int(B * batch_growth))) if batch_growth > 1.0 else B
     return OptimizeResult(W, F_old, steps, n_evals, converged, reason, history)
