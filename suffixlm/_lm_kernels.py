@@ -37,35 +37,41 @@ from ._tree_kernels import find_sorted
 
 
 @njit(cache=True)
-def forward_pass(w, topo, node_parent, collapsed, succ_offsets, param_parent, n_unseen, S, expS, Z):
-    """Fill S, expS (float64[n_params]) and Z (float64[n_nodes]) for weights w."""
+def forward_pass(w, topo, node_parent, collapsed, succ_offsets, param_parent, lnB, gamma, u0, S, expS, Z):
+    """Fill S, expS (float64[n_params]) and Z (float64[n_nodes]) for weights w.
+
+    With a base measure (module docstring of ``suffixlm.base``): lnB[q] = ln B(v | j) of
+    each param, gamma[j] the base's interpolation weight of node j's edge, u0 the base
+    mass of the words that are no root param; expS[q] then holds B(v | j) exp(S[q]).
+    Without one: lnB = 0, gamma = 1, u0 = the number of such words."""
     for t in range(topo.shape[0]):
         j = topo[t]
         pj = node_parent[j]
         c = collapsed[j]
         if pj < 0:
-            z = float(n_unseen)
+            z = u0
             for q in range(succ_offsets[j], succ_offsets[j + 1]):
                 s = c * w[q]
                 S[q] = s
-                e = np.exp(s)
+                e = np.exp(s + lnB[q])
                 expS[q] = e
                 z += e
         else:
-            z = Z[pj]
+            g = gamma[j]
+            z = g * Z[pj]
             for q in range(succ_offsets[j], succ_offsets[j + 1]):
                 pq = param_parent[q]
                 s = S[pq] + c * w[q]
                 S[q] = s
-                e = np.exp(s)
+                e = np.exp(s + lnB[q])
                 expS[q] = e
-                z += e - expS[pq]
+                z += e - g * expS[pq]
         Z[j] = z
 
 
 @njit(cache=True)
 def loss_and_gradient(
-    w, topo, node_parent, collapsed, succ_offsets, param_parent, param_node,
+    w, topo, node_parent, collapsed, succ_offsets, param_parent, param_node, gcum,
     S, expS, Z, n_end, emp, A, grad,
 ):
     """Loss sum_i -ln p(y_i | x_i) and its gradient per trie coordinate (into ``grad``).
@@ -73,8 +79,12 @@ def loss_and_gradient(
     n_end : float64[n_nodes]  positions whose context ends at each node
     emp   : float64[n_params] positions through node(q) predicting word(q)
     A     : float64[n_nodes]  scratch
+    gcum  : float64[n_nodes]  product of the base measure's gamma from the root to each
+                              node (1 without a base measure): a word whose deepest param
+                              q is at node j has base B(v | j) gcum[e] / gcum[j] at node e
     Requires ``forward_pass`` to have filled S, expS, Z for the same w.
-    Returns the summed loss (not divided by the number of positions).
+    Returns the summed loss (not divided by the number of positions), without the
+    constant - sum ln B(y | x) of a base measure.
     """
     n_nodes = topo.shape[0]
     loss = 0.0
@@ -82,7 +92,7 @@ def loss_and_gradient(
         a = n_end[j]
         if a != 0.0:
             loss += a * np.log(Z[j])
-            A[j] = a / Z[j]
+            A[j] = a * gcum[j] / Z[j]
         else:
             A[j] = 0.0
     for q in range(w.shape[0]):
@@ -102,7 +112,7 @@ def loss_and_gradient(
         if pq >= 0:
             grad[pq] -= A[param_node[q]]
     for q in range(w.shape[0]):
-        grad[q] *= expS[q]
+        grad[q] *= expS[q] / gcum[param_node[q]]
     for t in range(n_nodes - 1, -1, -1):
         j = topo[t]
         for q in range(succ_offsets[j], succ_offsets[j + 1]):
@@ -159,12 +169,13 @@ def training_statistics(ctx_offsets, ctx_nodes, targets, keep, succ_offsets, suc
 
 @njit(cache=True)
 def score_positions(
-    w, node_parent, collapsed, succ_offsets, succ_words, param_parent,
+    w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
     S, expS, Z, ctx_offsets, ctx_nodes, ctx_cover, targets, out,
 ):
     """Natural-log probability of each position's target (any text, contexts may end
-    inside an edge: cover < collapsed). Targets never seen after any context score 0
-    before normalisation. ``out`` float64[n_pos]."""
+    inside an edge: cover < collapsed, only without a base measure). Targets never seen
+    after any context score ln_unseen (0 without a base measure) before normalisation.
+    ``out`` float64[n_pos]."""
     for p in range(targets.shape[0]):
         first = ctx_offsets[p]
         last = ctx_offsets[p + 1] - 1
@@ -179,14 +190,14 @@ def score_positions(
                 pq = param_parent[q]
                 z += np.exp(S[pq] + k * w[q]) - expS[pq]
         y = targets[p]
-        s = 0.0
+        s = ln_unseen + np.log(gcum[j])
         for t in range(last, first - 1, -1):
             q = find_param(succ_offsets, succ_words, ctx_nodes[t], y)
             if q >= 0:
                 if t == last and partial:
                     s = S[param_parent[q]] + k * w[q]
                 else:
-                    s = S[q]
+                    s = S[q] + lnB[q] + np.log(gcum[j] / gcum[param_node[q]])
                 break
         out[p] = s - np.log(z)
 
@@ -246,3 +257,28 @@ def smoothed_initial_weights(topo, node_parent, collapsed, succ_offsets, succ_co
                 z += expS[q] - expS[pq]
         Z[j] = z
 
+
+
+@njit(cache=True)
+def novel_context_events(end_node, target_param, node_parent, node_count, param_node, param_parent,
+                         out_end, out_param):
+    """Leave-one-out events for novel contexts. A training prediction whose context ends
+    at a node seen once (a singleton: take that occurrence out and the context is novel)
+    is predicted again from the deepest context that stays seen, the node's parent: the
+    event (parent, target). Its param is the deepest one of the target at or above the
+    parent. Fills out_end / out_param (int64, >= len(end_node)); returns how many."""
+    k = 0
+    for p in range(end_node.shape[0]):
+        e = end_node[p]
+        if e < 0 or node_count[e] != 1:
+            continue
+        d = node_parent[e]
+        if d < 0:
+            continue
+        q = target_param[p]
+        if param_node[q] == e:
+            q = param_parent[q]
+        out_end[k] = d
+        out_param[k] = q
+        k += 1
+    return k

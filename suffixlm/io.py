@@ -31,7 +31,7 @@ import struct
 import sys
 import zipfile
 import zlib
-from typing import IO, Any, Iterable, Iterator, Mapping, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Union
 
 import numpy as np
 
@@ -330,13 +330,15 @@ _DAMAGE = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueE
 
 
 def load_container(path: PathLike, format: str, versions: Iterable[int],
-                   spec: Mapping[str, tuple[Any, int]], *, meta_key: str = "meta_json",
+                   spec: Mapping[str, tuple[Any, int]] | Callable[[dict], Mapping], *,
+                   meta_key: str = "meta_json",
                    error: type[ValueError] = ContainerError) -> tuple[dict[str, np.ndarray], dict]:
     """Read a container written by ``save_container``: ``(arrays, meta)``.
 
     format, versions: the header's ``format`` must equal ``format`` and its
     ``version`` be one of ``versions``.
-    spec: member name -> (dtype, or tuple of accepted dtypes; ndim). The file must
+    spec: member name -> (dtype, or tuple of accepted dtypes; ndim), or a function of
+    the header that returns that mapping (members that depend on it). The file must
     hold exactly these members (plus the header); each is checked against its spec
     from its ``.npy`` header before any data is read.
 
@@ -358,6 +360,11 @@ def load_container(path: PathLike, format: str, versions: Iterable[int],
                 if meta_key not in members:
                     raise _Bad(f"not a {format} file (no {meta_key!r} header)")
                 meta = _read_meta(zf, members[meta_key], format, versions)
+                if callable(spec):
+                    try:
+                        spec = spec(meta)
+                    except (KeyError, ValueError, TypeError) as e:
+                        raise _Bad(f"corrupt header ({e})") from None
                 missing = sorted(set(spec) - set(members))
                 unexpected = sorted(set(members) - set(spec) - {meta_key})
                 if missing or unexpected:

@@ -42,8 +42,8 @@ class ModelFormatError(ValueError):
     """A model file that cannot be read: truncated, tampered, or of another format."""
 
 
-def _uses_trie(penalty: str, alpha: float | None) -> bool:
-    if penalty == "l2-tree":
+def _uses_trie(penalty: str, alpha: float | None, base: str = "none") -> bool:
+    if penalty == "l2-tree" or base != "none":
         return True
     return alpha is not None and penalty in ("l1", "l2sq")
 
@@ -67,6 +67,52 @@ _CONTAINER_SPEC = {
     **{"tree." + k: ((np.int32, np.int64), 1) for k in SuffixTree.FIELDS},
     "tree.max_depth": ((np.int32, np.int64), 0),
 }
+_BASE_SPEC = {"base.lnB": (np.float64, 1), "base.gamma": (np.float64, 1)}
+
+
+def node_counts(tree) -> np.ndarray:
+    """int64[n_nodes]: predictions made in each node's context (sum of its successor counts)."""
+    c = np.concatenate([[0], np.cumsum(tree.succ_counts, dtype=np.int64)])
+    return c[tree.succ_offsets[1:]] - c[tree.succ_offsets[:-1]]
+
+
+def count_class_discounts(tree) -> np.ndarray:
+    """float64[max_depth + 1, 3]: modified Kneser-Ney's discounts D_d(1), D_d(2), D_d(3+)
+    (Chen & Goodman, 1999) of the (context, word) pairs with a context of d words, from
+    their count-of-counts n1..n4: Y = n1 / (n1 + 2 n2), D(k) = k - (k + 1) Y n_{k+1} / n_k,
+    clipped to [0, k]; 0 where a count-of-count is 0."""
+    node = tree.param_node()
+    c = tree.collapsed[node].astype(np.int64)
+    deep = tree.depth[node].astype(np.int64)
+    cnt = np.minimum(tree.succ_counts, 5).astype(np.int64)
+    m = int(tree.max_depth)
+    # a param of a collapsed node stands for one pair at each depth deep - c + 1 .. deep
+    nk = np.zeros((m + 2, 6))
+    np.add.at(nk, (deep - c + 1, cnt), 1.0)
+    np.add.at(nk, (deep + 1, cnt), -1.0)
+    nk = np.cumsum(nk, axis=0)[: m + 1]
+    D = np.zeros((m + 1, 3))
+    for d in range(m + 1):
+        n1, n2, n3, n4 = nk[d, 1:5]
+        if n1 <= 0 or n2 <= 0:
+            continue
+        Y = n1 / (n1 + 2.0 * n2)
+        for k, (a, b) in enumerate(((n1, n2), (n2, n3), (n3, n4))):
+            if a > 0:
+                D[d, k] = min(max(k + 1 - (k + 2) * Y * b / a, 0.0), k + 1.0)
+    return D
+
+
+def discount_weights(tree) -> np.ndarray:
+    """float64[n_params]: the sum, over the trie coordinates a param stands for, of the
+    discount of its count class at that depth (``count_class_discounts``)."""
+    D = count_class_discounts(tree)
+    node = tree.param_node()
+    c = tree.collapsed[node].astype(np.int64)
+    deep = tree.depth[node].astype(np.int64)
+    cls = np.minimum(tree.succ_counts, 3).astype(np.int64) - 1
+    cum = np.vstack([np.zeros((1, 3)), np.cumsum(D, axis=0)])  # cum[d] = sum of D[:d]
+    return cum[deep + 1, cls] - cum[deep - c + 1, cls]
 
 
 class LogLinearLM:
@@ -102,6 +148,25 @@ class LogLinearLM:
     precondition : bool   scale each word's tree by its unigram frequency in the
                           solver's metric (exact: every group lies in one word's tree,
                           so the prox stays the paper's operator with rescaled kappa)
+    loo : float           weight of the leave-one-out novel-context events (0: none):
+                          every training prediction whose context was seen once is also
+                          predicted from the parent node, the deepest context that stays
+                          seen without it (``_lm_kernels.novel_context_events``), so the
+                          distributions used after a novel context are trained as such
+                          (full-batch FISTA only)
+    discount : float      multiplier of count-class l1 weights added under the tree
+                          penalty (0: none): a trie coordinate of count c at depth d gets
+                          weight discount * D_d(c) / n, D_d(c) modified Kneser-Ney's three
+                          discounts (counts 1, 2, 3+) from the count-of-counts at that
+                          depth, so the model's expected count of a seen event is its
+                          count minus that discount (see ``count_class_discounts``)
+    base : str            base measure inside the softmax (``suffixlm.base``): ``"none"``
+                          (the paper's model) or ``"kn"``: P(v | x) proportional to
+                          P_KN(v | x) exp(score), interpolated modified Kneser-Ney of the
+                          same order without cut-offs, so w = 0 is exactly that model;
+                          trains on the suffix trie and starts from w = 0
+    positive : bool       weights >= 0 (the paper's model; default). With a base measure,
+                          False lets the weights also lower the base's probabilities
 
     Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
     ``objective_``, ``n_iter_``, ``converged_``, ``history_`` (one
@@ -124,6 +189,10 @@ class LogLinearLM:
         warm_start: bool = False,
         penalize_root: bool = True,
         precondition: bool = True,
+        loo: float = 0.0,
+        discount: float = 0.0,
+        base: str = "none",
+        positive: bool = True,
     ):
         self.order = order
         self.penalty = penalty
@@ -139,6 +208,10 @@ class LogLinearLM:
         self.warm_start = warm_start
         self.penalize_root = penalize_root
         self.precondition = precondition
+        self.loo = loo
+        self.discount = discount
+        self.base = base
+        self.positive = positive
 
     # ------------------------------------------------------------------ training
     def _check_params(self):
@@ -154,13 +227,24 @@ class LogLinearLM:
             raise ValueError(f"unknown init {self.init!r}; expected 'smoothed' or 'zeros'")
         if self.solver not in ("sage", "fista"):
             raise ValueError(f"unknown solver {self.solver!r}; expected 'sage' or 'fista'")
+        for name in ("loo", "discount"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        from .base import BASES
+
+        if self.base not in BASES:
+            raise ValueError(f"unknown base {self.base!r}; expected one of {', '.join(BASES)}")
+        if self.loo > 0 and self.solver != "fista":
+            raise ValueError("loo events need the full-batch solver (solver='fista')")
 
     def _build(self, corpus: Corpus):
         from .contexts import extract_contexts
         from .suffixtree import SuffixTree
 
         t0 = time.perf_counter()
-        tree = SuffixTree.build(corpus, max_depth=self.order - 1, collapse=not _uses_trie(self.penalty, self.alpha))
+        tree = SuffixTree.build(corpus, max_depth=self.order - 1,
+                                collapse=not _uses_trie(self.penalty, self.alpha, self.base))
         ctx = extract_contexts(tree, corpus)
         keep = corpus.target_mask()[ctx.positions]
         end_node = np.empty(len(ctx.positions), dtype=np.int64)
@@ -182,7 +266,7 @@ class LogLinearLM:
         n_root = int(tree.succ_offsets[root + 1] - tree.succ_offsets[root])
         return float(vocab.n_predicted - n_root)
 
-    def _penalty(self, tree, scale=None):
+    def _penalty(self, tree, scale=None, n_events=1.0):
         """The penalty object ``lam_ * Omega`` on the parameter forest (w >= 0), its prox in
         the problem's metric.
 
@@ -200,7 +284,12 @@ class LogLinearLM:
         if not self.penalize_root:
             weights[tree.parent[node] < 0] = 0.0
         structure = P.ForestStructure.from_parent(tree.param_parent(), counts=counts, weights=weights)
-        penalty = P.make_penalty(self.penalty, structure, self.lam_, nonneg=True)
+        penalty = P.make_penalty(self.penalty, structure, self.lam_, nonneg=bool(self.positive))
+        if self.discount > 0:
+            eta = self.discount * discount_weights(tree) / n_events
+            l1 = P.L1(P.ForestStructure.from_parent(tree.param_parent(), counts=counts, weights=eta), 1.0,
+                      nonneg=bool(self.positive))
+            penalty = P.NestedSum([l1, penalty])
         return penalty if scale is None else penalty.in_metric(scale)
 
     def fit(self, corpus, valid=None, callback=None):
@@ -221,9 +310,11 @@ class LogLinearLM:
         self.tree_ = tree
         self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
         word_scale = self._word_scale(tree, corpus.vocab) if self.precondition else None
-        problem = LMObjective(tree, end_node, target_param, self.n_unseen_, word_scale)
+        extra = self._novel_context_events(tree, end_node, target_param) if self.loo > 0 else None
+        self.base_ = self._base_measure(tree, corpus)
+        problem = LMObjective(tree, end_node, target_param, self.base_, word_scale, extra)
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
-        penalty = self._penalty(tree, problem.scale)
+        penalty = self._penalty(tree, problem.scale, problem.n_events)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
         w0 = self._initial_weights(problem, previous)
@@ -256,6 +347,22 @@ class LogLinearLM:
         self._prepare_scoring()
         return self
 
+    def _base_measure(self, tree, corpus):
+        from .base import kneser_ney_base, no_base
+
+        if self.base == "kn":
+            return kneser_ney_base(tree, corpus, self.order, self.n_unseen_)
+        return no_base(tree, self.n_unseen_)
+
+    def _novel_context_events(self, tree, end_node, target_param):
+        """(end nodes, params, weight ``loo``) of the leave-one-out novel-context events."""
+        node_count = node_counts(tree)
+        out_end = np.empty(len(end_node), dtype=np.int64)
+        out_param = np.empty(len(end_node), dtype=np.int64)
+        k = K.novel_context_events(end_node, target_param, tree.parent, node_count, tree.param_node(),
+                                   tree.param_parent(), out_end, out_param)
+        return out_end[:k], out_param[:k], float(self.loo)
+
     def _word_scale(self, tree, vocab: Vocabulary) -> np.ndarray:
         """Per-word diagonal preconditioner: the relative unigram frequency of each word
         (floored at 1e-4). The curvature of the loss along the tree of word v is about
@@ -272,10 +379,10 @@ class LogLinearLM:
         if self.warm_start and previous is not None and previous.shape == (self.tree_.n_params,):
             return previous.copy()
         w = np.zeros(self.tree_.n_params)
-        if self.init == "smoothed":
+        if self.init == "smoothed" and self.base == "none":
             t = self.tree_
             K.smoothed_initial_weights(problem.topo, t.parent, problem.collapsed, t.succ_offsets, t.succ_counts,
-                                       problem.param_parent, problem.n_unseen, 0.7, w, problem.S, problem.expS,
+                                       problem.param_parent, problem.base.u0, 0.7, w, problem.S, problem.expS,
                                        problem.Z)
         return w
 
@@ -284,6 +391,7 @@ class LogLinearLM:
         t = self.tree_
         self._topo = bfs_order(t.parent)
         self._param_parent = t.param_parent()
+        self._param_node = t.param_node()
         self._collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
         self._S = np.empty(t.n_params)
         self._expS = np.empty(t.n_params)
@@ -293,8 +401,9 @@ class LogLinearLM:
     def _ensure_forward(self):
         if self._scored_w is not self.weights_:
             t = self.tree_
+            b = self.base_
             K.forward_pass(self.weights_, self._topo, t.parent, self._collapsed, t.succ_offsets, self._param_parent,
-                           self.n_unseen_, self._S, self._expS, self._Z)
+                           b.lnB, b.gamma, b.u0, self._S, self._expS, self._Z)
             self._scored_w = self.weights_
 
     def _check_fitted(self):
@@ -314,9 +423,10 @@ class LogLinearLM:
         t = self.tree_
         ctx = extract_contexts(t, corpus)
         out = np.empty(len(ctx.positions))
+        b = self.base_
         K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
-                          self._S, self._expS, self._Z, ctx.offsets, ctx.nodes, ctx.cover,
-                          ctx.targets.astype(np.int64), out)
+                          self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z,
+                          ctx.offsets, ctx.nodes, ctx.cover, ctx.targets.astype(np.int64), out)
         out /= LN10
         mask = corpus.target_mask()[ctx.positions]
         out[~mask] = np.nan
@@ -393,6 +503,9 @@ class LogLinearLM:
             arrays["tree." + k] = np.asarray(v)
         blob = "\n".join(self.vocab_.words).encode("utf-8")
         arrays["vocab_utf8"] = np.frombuffer(blob, dtype=np.uint8)
+        if self.base_.kind != "none":
+            arrays["base.lnB"] = self.base_.lnB
+            arrays["base.gamma"] = self.base_.gamma
         meta = {
             "order": int(self.order),
             "penalty": self.penalty,
@@ -403,6 +516,10 @@ class LogLinearLM:
             "n_unseen": float(self.n_unseen_),
             "n_params": int(self.tree_.n_params),
             "objective": float(getattr(self, "objective_", float("nan"))),
+            "base": self.base_.kind,
+            "positive": bool(self.positive),
+            "base_u0": float(self.base_.u0),
+            "base_ln_unseen": float(self.base_.ln_unseen),
         }
         save_container(path, arrays, meta, FORMAT, FORMAT_VERSION, inputs=inputs)
 
@@ -410,7 +527,10 @@ class LogLinearLM:
     def load(cls, path: str | os.PathLike) -> "LogLinearLM":
         """Read a model written by ``save``. Never unpickles; a truncated, tampered or
         foreign file raises ``ModelFormatError``."""
-        data, meta = load_container(path, FORMAT, (FORMAT_VERSION,), _CONTAINER_SPEC, error=ModelFormatError)
+        def spec(meta):
+            return {**_CONTAINER_SPEC, **(_BASE_SPEC if meta.get("base", "none") != "none" else {})}
+
+        data, meta = load_container(path, FORMAT, (FORMAT_VERSION,), spec, error=ModelFormatError)
         try:
             words = bytes(data["vocab_utf8"]).decode("utf-8").split("\n")
             vocab = Vocabulary(words, has_unk=bool(meta["has_unk"]))
@@ -418,13 +538,21 @@ class LogLinearLM:
             tree = SuffixTree.from_arrays(tree_fields, len(vocab))
             w = np.ascontiguousarray(data["weights"], dtype=np.float64)
             m = cls(order=int(meta["order"]), penalty=str(meta["penalty"]), lam=float(meta["lam"]),
-                    alpha=meta["alpha"])
+                    alpha=meta["alpha"], base=str(meta.get("base", "none")),
+                    positive=bool(meta.get("positive", True)))
             m._check_params()
             n_unseen = float(meta["n_unseen"])
+            from .base import from_arrays, no_base
+
+            if m.base == "none":
+                base = no_base(tree, n_unseen)
+            else:
+                base = from_arrays(m.base, tree, data["base.lnB"], data["base.gamma"], float(meta["base_u0"]),
+                                   float(meta["base_ln_unseen"]))
             objective = float(meta.get("objective", float("nan")))
         except (KeyError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as e:
             raise ModelFormatError(f"{path}: corrupt model file ({e})") from None
-        if w.shape != (tree.n_params,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        if w.shape != (tree.n_params,) or not np.all(np.isfinite(w)) or (m.positive and np.any(w < 0)):
             raise ModelFormatError(f"{path}: weights do not match the suffix tree (corrupt file)")
         if tree.succ_words.size and int(tree.succ_words.max()) >= len(vocab):
             raise ModelFormatError(f"{path}: suffix tree refers to words outside the vocabulary (corrupt file)")
@@ -435,6 +563,7 @@ class LogLinearLM:
         m.weights_ = w
         m.lam_ = m.lam  # the value the model was trained with (save writes lam_)
         m.n_unseen_ = n_unseen
+        m.base_ = base
         m.objective_ = objective
         m._prepare_scoring()
         return m

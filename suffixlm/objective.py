@@ -23,15 +23,23 @@ class LMObjective:
     ``word_scale[v]`` (a diagonal preconditioner, constant on each word's tree; see
     ``LogLinearLM``). ``value_grad`` returns the gradient in that metric, i.e. the
     partial derivatives divided by the metric.
+
+    ``base``: the :class:`suffixlm.base.BaseMeasure`, or for the paper's model the number
+    of predicted words that are no root param. ``extra_events``: (end nodes, params,
+    weight) of events added to the whole-corpus statistics (``LogLinearLM(loo=...)``).
     """
 
-    def __init__(self, tree, end_node, target_param, n_unseen, word_scale=None):
+    def __init__(self, tree, end_node, target_param, base, word_scale=None, extra_events=None):
         self.tree = tree
+        if not hasattr(base, "kind"):  # a number: the unseen words of the plain model
+            from .base import no_base
+
+            base = no_base(tree, float(base))
+        self.base = base
         keep = end_node >= 0
         self.end_node = np.ascontiguousarray(end_node[keep])
         self.target_param = np.ascontiguousarray(target_param[keep])
         self.n_samples = int(self.end_node.shape[0])
-        self.n_unseen = float(n_unseen)
         t = tree
         self.topo = bfs_order(t.parent)
         self.param_node = t.param_node()
@@ -53,20 +61,40 @@ class LMObjective:
         self.emp_all = np.zeros(n_params)
         K.accumulate_batch(np.arange(self.n_samples), self.end_node, self.target_param,
                            self.param_parent, self.n_end_all, self.emp_all, 1.0)
+        # extra (end node, param, weight) events of the whole corpus only: the mean is
+        # over all events, counted with their weight (mini-batches see the plain ones)
+        self.n_events = float(self.n_samples)
+        if extra_events is not None:
+            x_end, x_param, x_weight = extra_events
+            K.accumulate_batch(np.arange(len(x_end)), np.ascontiguousarray(x_end, dtype=np.int64),
+                               np.ascontiguousarray(x_param, dtype=np.int64), self.param_parent,
+                               self.n_end_all, self.emp_all, float(x_weight))
+            self.n_events += float(x_weight) * len(x_end)
+        # - sum ln B(y | x) over the events: constant in w (0 without a base measure)
+        self.base_loss_all = 0.0
+        if base.kind != "none":
+            self.base_loss_all = -float(base.event_log_base(tree, self.end_node, self.target_param).sum())
+            if extra_events is not None:
+                self.base_loss_all -= float(x_weight) * float(base.event_log_base(tree, x_end, x_param).sum())
         self.n_end_b = np.zeros(n_nodes)
         self.emp_b = np.zeros(n_params)
         self.seconds_gradient = 0.0
 
     def _forward(self, w):
         t = self.tree
+        b = self.base
         K.forward_pass(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
-                       self.n_unseen, self.S, self.expS, self.Z)
+                       b.lnB, b.gamma, b.u0, self.S, self.expS, self.Z)
 
     def _stats(self, batch):
+        """(events per end node, per param, their number, their - sum ln B)."""
         if batch is None:
-            return self.n_end_all, self.emp_all, self.n_samples
+            return self.n_end_all, self.emp_all, self.n_events, self.base_loss_all
         K.accumulate_batch(batch, self.end_node, self.target_param, self.param_parent, self.n_end_b, self.emp_b, 1.0)
-        return self.n_end_b, self.emp_b, len(batch)
+        base_loss = 0.0
+        if self.base.kind != "none":
+            base_loss = -float(self.base.event_log_base(self.tree, self.end_node[batch], self.target_param[batch]).sum())
+        return self.n_end_b, self.emp_b, len(batch), base_loss
 
     def _unstats(self, batch):
         if batch is not None:
@@ -76,10 +104,11 @@ class LMObjective:
     def value_grad(self, w, batch=None):
         t0 = time.perf_counter()
         self._forward(w)
-        n_end, emp, n = self._stats(batch)
+        n_end, emp, n, base_loss = self._stats(batch)
         t = self.tree
-        loss = K.loss_and_gradient(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
-                                   self.param_node, self.S, self.expS, self.Z, n_end, emp, self.A, self.grad)
+        loss = base_loss + K.loss_and_gradient(w, self.topo, t.parent, self.collapsed, t.succ_offsets,
+                                               self.param_parent, self.param_node, self.base.gcum, self.S,
+                                               self.expS, self.Z, n_end, emp, self.A, self.grad)
         self._unstats(batch)
         self.seconds_gradient += time.perf_counter() - t0
         g = self.grad / n
@@ -89,7 +118,7 @@ class LMObjective:
 
     def value(self, w, batch=None):
         self._forward(w)
-        n_end, emp, n = self._stats(batch)
-        loss = K.loss_value(w, self.collapsed, self.param_node, self.Z, n_end, emp)
+        n_end, emp, n, base_loss = self._stats(batch)
+        loss = base_loss + K.loss_value(w, self.collapsed, self.param_node, self.Z, n_end, emp)
         self._unstats(batch)
         return loss / n

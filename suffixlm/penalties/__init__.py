@@ -327,3 +327,45 @@ def depth_weights(depth_deepest, counts, alpha: float) -> np.ndarray:
         return c.astype(np.float64)
     # geometric sum alpha**top * (1 - alpha**c) / (1 - alpha)
     return np.power(alpha, top.astype(np.float64)) * (-np.expm1(c * math.log(alpha))) / (1.0 - alpha)
+
+
+class NestedSum:
+    """The sum of penalties whose groups nest, e.g. weighted l1 (singletons) plus a tree
+    norm on the same forest: every singleton lies inside or outside every subtree group,
+    so the prox of the sum is the composition of the parts' proxes, smallest groups first
+    (Jenatton et al., 2011, the tree-structured case): ``parts`` in that order. The same
+    interface as :class:`Penalty` for the solvers."""
+
+    def __init__(self, parts):
+        self.parts = list(parts)
+        if not self.parts:
+            raise PenaltyError("NestedSum needs at least one penalty")
+        self.structure = self.parts[-1].structure
+        self.nonneg = all(p.nonneg for p in self.parts)
+        self.name = "+".join(p.name for p in self.parts)
+
+    @property
+    def strength(self) -> float:
+        return self.parts[-1].strength
+
+    @property
+    def prox_seconds(self) -> float:
+        return sum(p.prox_seconds for p in self.parts)
+
+    @property
+    def prox_calls(self) -> int:
+        return self.parts[-1].prox_calls
+
+    def value(self, w: np.ndarray) -> float:
+        return float(sum(p.value(w) for p in self.parts))
+
+    def prox(self, v: np.ndarray, step: float) -> np.ndarray:
+        for p in self.parts:
+            p.prox(v, step)
+        return v
+
+    def in_metric(self, scale: np.ndarray) -> "NestedSum":
+        return NestedSum([p.in_metric(scale) for p in self.parts])
+
+    def __repr__(self) -> str:
+        return f"NestedSum({', '.join(map(repr, self.parts))})"

@@ -134,7 +134,7 @@ def test_smoothed_weights_follow_the_docstring_recursion_on_tree_nodes(m, extra,
     S2, expS2, Z2 = np.empty_like(S), np.empty_like(expS), np.empty_like(Z)
     K.forward_pass(w, np.arange(tree.n_nodes, dtype=np.int64), tree.parent,
                    np.ascontiguousarray(tree.collapsed, dtype=np.int64), tree.succ_offsets, tree.param_parent(),
-                   float(n_unseen), S2, expS2, Z2)
+                   np.zeros(tree.n_params), np.ones(tree.n_nodes), float(n_unseen), S2, expS2, Z2)
     np.testing.assert_allclose(S, S2, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(expS, expS2, rtol=1e-13)
     np.testing.assert_allclose(Z, Z2, rtol=1e-13)

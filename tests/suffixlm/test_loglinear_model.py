@@ -84,9 +84,12 @@ def test_loss_matches_dense_softmax_and_gradient_matches_finite_differences(coll
     ref = dense_log_probs(corpus, tree, w, corpus.vocab, tree.max_depth)
     assert f == pytest.approx(-ref.mean(), rel=1e-12)
     assert prob.value(w) == pytest.approx(f, rel=1e-13)
-    # g is per trie coordinate: d f / d w_q = metric[q] * g[q]
-    h = 1e-6
-    for q in range(tree.n_params):
+    assert_gradient_matches_finite_differences(prob, w, g)
+
+
+def assert_gradient_matches_finite_differences(prob, w, g, h=1e-6):
+    """g is per trie coordinate: d f / d w_q = metric[q] * g[q], by central differences."""
+    for q in range(w.shape[0]):
         e = np.zeros_like(w)
         e[q] = h
         fd = (prob.value(w + e) - prob.value(w - e)) / (2 * h)

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Which estimator changes close the gap between the log-linear LM and modified
+Kneser-Ney? One row per (variant, order): the lambda path from large to small (warm
+starts), lambda chosen on ``ptb.valid.txt``, test perplexity on the test text, beside
+SRILM's modified KN from ../shared/anchors/README.md.
+
+    python scripts/lm_variants.py [--data 100k|full] [--orders 3,4,5,6]
+        [--variants base,loo,discount,loo+discount] [--alpha 0.85] [--step 1.5]
+
+Variants (options of ``LogLinearLM``): ``base`` the paper's weighted linf-tree;
+``loo`` leave-one-out novel-context events (``loo=1``); ``discount`` count-class l1
+weights under the tree penalty (``discount=1``); ``loo+discount`` both; a variant
+``name:key=value,...`` sets other values (e.g. ``loo:loo=0.5``).
+
+The path starts at 30 / n (n predicted training tokens) and divides lambda by
+``--step`` until the validation perplexity has risen twice in a row (or at
+``--lam-min`` / n); every fit runs FISTA to ``--tol`` (cap ``--iters``). Writes
+benchmarks/<out>.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+
+from _bench_common import ROOT, shared, write_json
+
+sys.path.insert(0, str(ROOT))
+
+PRESETS = {
+    "base": {},
+    "loo": {"loo": 1.0},
+    "discount": {"discount": 1.0},
+    "loo+discount": {"loo": 1.0, "discount": 1.0},
+    "kn": {"base": "kn"},
+}
+
+DATA = {
+    "100k": ("ptb.train.100k.txt", "ptb.test.20k.txt", "Small-data regime"),
+    "full": ("ptb.train.txt", "ptb.test.txt", None),
+}
+
+
+def parse_variant(spec: str) -> tuple[str, dict]:
+    name, _, rest = spec.partition(":")
+    opts = dict(PRESETS.get(name, {}))
+    if name not in PRESETS and not rest:
+        raise SystemExit(f"unknown variant {name!r}; presets: {', '.join(PRESETS)}")
+    for kv in filter(None, rest.split(",")):
+        k, v = kv.split("=")
+        try:
+            opts[k] = float(v)
+        except ValueError:
+            opts[k] = v
+    return spec, opts
+
+
+def kn_anchors(data: str) -> dict[int, tuple[float, float]]:
+    """{order: (modified KN default ppl, modified KN nocut ppl)} from the anchors README."""
+    text = shared("anchors", "README.md").read_text()
+    if data == "100k":
+        text = text[text.index("Small-data regime"):]
+    out = {}
+    for m in re.finditer(r"^\| (\d+) \| \**([\d.]+)\** / [\d.]+ \| \**([\d.]+)\** / [\d.]+ \|", text, re.M):
+        out.setdefault(int(m.group(1)), (float(m.group(2)), float(m.group(3))))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", choices=list(DATA), default="100k")
+    ap.add_argument("--orders", default="3,4,5,6")
+    ap.add_argument("--variants", default="base,loo,discount,loo+discount")
+    ap.add_argument("--penalty", default="linf-tree")
+    ap.add_argument("--alpha", type=float, default=0.85)
+    ap.add_argument("--lam-max", type=float, default=30.0, help="first lambda, times 1/n")
+    ap.add_argument("--lam-min", type=float, default=0.01, help="last lambda at most, times 1/n")
+    ap.add_argument("--step", type=float, default=1.5)
+    ap.add_argument("--iters", type=int, default=3000)
+    ap.add_argument("--tol", type=float, default=1e-7)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    from suffixlm.corpus import Corpus, load_training_corpus
+    from suffixlm.evaluate import score
+    from suffixlm.model import LogLinearLM
+
+    train_name, test_name, _ = DATA[args.data]
+    train = load_training_corpus(shared("corpora", "ptb", train_name), unk=True)
+    valid = Corpus.from_text(shared("corpora", "ptb", "ptb.valid.txt"), train.vocab)
+    test = Corpus.from_text(shared("corpora", "ptb", test_name), train.vocab)
+    n = train.n_tokens - train.n_sentences
+    anchors = kn_anchors(args.data)
+    rows, runs = [], []
+    for spec, opts in map(parse_variant, args.variants.split(",")):
+        for order in [int(o) for o in args.orders.split(",")]:
+            lm = LogLinearLM(order=order, penalty=args.penalty, alpha=args.alpha, max_iter=args.iters,
+                             tol=args.tol, warm_start=True, **opts)
+            lam, best, rises, prev, t_variant = args.lam_max / n, None, 0, None, time.perf_counter()
+            while lam >= args.lam_min / n * 0.999 and rises < 2:
+                lm.lam = lam
+                t0 = time.perf_counter()
+                lm.fit(train)
+                run = {"variant": spec, "order": order, "lam_n": lam * n, "iterations": lm.n_iter_,
+                       "converged": bool(lm.converged_), "valid_ppl": score(lm, valid, "valid").ppl,
+                       "test_ppl": score(lm, test, "test").ppl, "seconds": time.perf_counter() - t0,
+                       "nonzero": lm.n_nonzero_, "params": lm.n_params_}
+                runs.append(run)
+                print(f"{spec:<14} order {order} lam*n {lam * n:8.3g} valid {run['valid_ppl']:8.2f} "
+                      f"test {run['test_ppl']:8.2f} ({run['iterations']} it"
+                      f"{', converged' if run['converged'] else ', CAP'}, {run['seconds']:.1f} s)", flush=True)
+                rises = rises + 1 if prev is not None and run["valid_ppl"] > prev else 0
+                prev = run["valid_ppl"]
+                if best is None or run["valid_ppl"] < best["valid_ppl"]:
+                    best = run
+                lam /= args.step
+            kn = anchors.get(order, (None, None))
+            row = dict(best, path_seconds=time.perf_counter() - t_variant, kn_default=kn[0], kn_nocut=kn[1],
+                       fits=sum(1 for r in runs if r["variant"] == spec and r["order"] == order))
+            rows.append(row)
+            print(f"== {spec} order {order}: test {row['test_ppl']:.2f} at lam*n {row['lam_n']:.3g} "
+                  f"(KN nocut {kn[1]}, default {kn[0]})", flush=True)
+    print("\n| variant | order | lam*n | valid ppl | test ppl | KN nocut | KN default | nonzero / params | "
+          "path s |\n|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['order']} | {r['lam_n']:.3g} | {r['valid_ppl']:.2f} | {r['test_ppl']:.2f} | "
+              f"{r['kn_nocut']} | {r['kn_default']} | {r['nonzero']:,} / {r['params']:,} | "
+              f"{r['path_seconds']:.0f} |")
+    out = args.out or f"lm_variants_{args.data}"
+    write_json(out + ".json", {"settings": vars(args), "rows": rows, "runs": runs})
+
+
+if __name__ == "__main__":
+    main()
