@@ -9,8 +9,9 @@ SRILM's modified KN from ../shared/anchors/README.md.
 
 Variants (options of ``LogLinearLM``): ``base`` the paper's weighted linf-tree;
 ``loo`` leave-one-out novel-context events (``loo=1``); ``discount`` count-class l1
-weights under the tree penalty (``discount=1``); ``loo+discount`` both; a variant
-``name:key=value,...`` sets other values (e.g. ``loo:loo=0.5``).
+weights under the tree penalty (``discount=1``); ``loo+discount`` both; ``kn`` the Kneser-Ney base measure (``base="kn"``),
+``kn-signed`` with signed weights. A variant ``name:key=value,...`` sets other
+values (e.g. ``kn-signed:alpha=0.5,penalty=l1``); separate such variants by ``;``.
 
 The path starts at 30 / n (n predicted training tokens) and divides lambda by
 ``--step`` until the validation perplexity has risen twice in a row (or at
@@ -35,6 +36,7 @@ PRESETS = {
     "discount": {"discount": 1.0},
     "loo+discount": {"loo": 1.0, "discount": 1.0},
     "kn": {"base": "kn"},
+    "kn-signed": {"base": "kn", "positive": False},
 }
 
 DATA = {
@@ -94,10 +96,13 @@ def main() -> None:
     n = train.n_tokens - train.n_sentences
     anchors = kn_anchors(args.data)
     rows, runs = [], []
-    for spec, opts in map(parse_variant, args.variants.split(",")):
+    specs = args.variants.split(";") if ";" in args.variants else args.variants.split(",")
+    for spec, opts in map(parse_variant, specs):
         for order in [int(o) for o in args.orders.split(",")]:
-            lm = LogLinearLM(order=order, penalty=args.penalty, alpha=args.alpha, max_iter=args.iters,
-                             tol=args.tol, warm_start=True, **opts)
+            kwargs = dict(order=order, penalty=args.penalty, alpha=args.alpha, max_iter=args.iters, tol=args.tol,
+                          warm_start=True)
+            kwargs.update(opts)  # a variant may set alpha or the penalty too
+            lm = LogLinearLM(**kwargs)
             lam, best, rises, prev, t_variant = args.lam_max / n, None, 0, None, time.perf_counter()
             while lam >= args.lam_min / n * 0.999 and rises < 2:
                 lm.lam = lam

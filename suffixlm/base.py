@@ -35,11 +35,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .options import LM_BASES
+
 #: Floor of ln gamma (see ``kneser_ney_base``).
 LN_GAMMA_MIN = -50.0
 
 #: The base measures by name (``LogLinearLM(base=...)``, ``suffixlm train --base``).
-BASES = ("none", "kn")
+BASES = LM_BASES
 
 
 @dataclass(eq=False)

@@ -305,14 +305,8 @@ class LogLinearLM:
         self._check_params()
         previous = getattr(self, "weights_", None)
         corpus = _as_corpus(corpus, None)
-        self.vocab_ = corpus.vocab
-        tree, end_node, target_param = self._build(corpus)
-        self.tree_ = tree
-        self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
-        word_scale = self._word_scale(tree, corpus.vocab) if self.precondition else None
-        extra = self._novel_context_events(tree, end_node, target_param) if self.loo > 0 else None
-        self.base_ = self._base_measure(tree, corpus)
-        problem = LMObjective(tree, end_node, target_param, self.base_, word_scale, extra)
+        problem = self._problem(corpus)
+        tree = self.tree_
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
         penalty = self._penalty(tree, problem.scale, problem.n_events)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
@@ -346,6 +340,38 @@ class LogLinearLM:
         self.gradient_seconds_ = problem.seconds_gradient
         self._prepare_scoring()
         return self
+
+    def _problem(self, corpus) -> LMObjective:
+        """The objective on ``corpus`` (tree, statistics, base measure): built, or with
+        ``warm_start`` reused when this same Corpus object was fitted last with the same
+        structure (a lambda path rebuilds only the penalty)."""
+        key = (self.order, _uses_trie(self.penalty, self.alpha, self.base), float(self.loo), self.base,
+               bool(self.precondition))
+        cache = getattr(self, "_fit_cache", None)
+        if self.warm_start and cache is not None and cache[0] is corpus and cache[1] == key:
+            return cache[2]
+        self._fit_cache = None
+        self.vocab_ = corpus.vocab
+        tree, end_node, target_param = self._build(corpus)
+        self.tree_ = tree
+        self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
+        word_scale = self._word_scale(tree, corpus.vocab) if self.precondition else None
+        extra = self._novel_context_events(tree, end_node, target_param) if self.loo > 0 else None
+        self.base_ = self._base_measure(tree, corpus)
+        problem = LMObjective(tree, end_node, target_param, self.base_, word_scale, extra)
+        if self.warm_start:
+            self._fit_cache = (corpus, key, problem)
+        return problem
+
+    def __copy__(self):
+        """A snapshot sharing the fitted arrays (never changed in place) but with its own
+        scoring scratch, so it scores correctly while the original is refitted."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._fit_cache = None
+        if hasattr(self, "weights_"):
+            new._prepare_scoring()
+        return new
 
     def _base_measure(self, tree, corpus):
         from .base import kneser_ney_base, no_base

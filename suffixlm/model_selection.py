@@ -1,42 +1,72 @@
-"""Choosing the regularisation of the log-linear LM on held-out text (``--lam auto``)."""
+"""Choosing the regularisation of the log-linear LM on held-out text (``--lam auto``).
+
+A warm-started path: lambda starts large (where the model is nearly its starting point
+and a fit takes few iterations) and shrinks by a constant factor; each fit starts from
+the previous weights; the path stops once the validation perplexity has risen
+``patience`` times in a row past the best one (it has a single minimum along the path in
+every run measured: benchmarks/lm_variants_*.json).
+"""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import copy
+from typing import Callable
 
-#: Multiples of 1 / (predicted training tokens): the scale at which the best lambda was
-#: found on PTB-100k and full PTB (scripts/reproduce_figure2.py, scripts/bench_lm_ptb.py).
-LAM_MULTIPLES = (10.0, 3.0, 1.0, 0.3, 0.1)
+#: First lambda of the path, times 1 / (predicted training tokens).
+PATH_START = 8.0
+#: Factor between consecutive lambdas (the discount-like quantity n * lambda moves by it).
+PATH_FACTOR = 1.3
+#: Smallest lambda of the path, times 1 / (predicted training tokens).
+PATH_MIN = 0.01
+#: Rises of the validation perplexity past the best that end the path.
+PATIENCE = 2
 
 
-def lam_grid(n_predictions: int, multiples: Sequence[float] = LAM_MULTIPLES) -> list[float]:
-    """The lambdas ``m / n_predictions`` for each multiple m."""
+def lam_path(n_predictions: int, start: float = PATH_START, factor: float = PATH_FACTOR,
+             smallest: float = PATH_MIN) -> list[float]:
+    """The lambdas ``start / n, start / (n factor), ...`` down to ``smallest / n``."""
     if n_predictions < 1:
         raise ValueError(f"n_predictions = {n_predictions}: expected >= 1")
-    return [float(m) / n_predictions for m in multiples]
+    if not (factor > 1.0 and start > 0.0 and smallest > 0.0):
+        raise ValueError("the path needs start > 0, smallest > 0 and factor > 1")
+    out, m = [], float(start)
+    while m >= smallest * (1.0 - 1e-12):
+        out.append(m / n_predictions)
+        m /= factor
+    return out
 
 
-def select_lam(fit: Callable[[float], object], corpus, valid, multiples: Sequence[float] = LAM_MULTIPLES,
+def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PATH_START,
+               factor: float = PATH_FACTOR, smallest: float = PATH_MIN, patience: int = PATIENCE,
                report: Callable[[float, float], None] | None = None):
-    """Train one model per lambda of :func:`lam_grid` and keep the one of lowest perplexity
-    on ``valid``.
+    """Fit along :func:`lam_path` and keep the model of lowest perplexity on ``valid``.
 
-    fit(lam) -> a fitted :class:`suffixlm.model.LogLinearLM` (e.g.
-    ``lambda lam: LogLinearLM(order=5, lam=lam).fit(corpus)``); corpus: the training
-    :class:`suffixlm.corpus.Corpus` (its size sets the grid); valid: held-out text the
-    model's ``perplexity`` accepts. ``report(lam, valid_ppl)`` after each fit.
-    Returns (best model, [{"lam": ..., "valid_ppl": ...} per lambda]).
+    fit(lam) -> a fitted :class:`suffixlm.model.LogLinearLM`. It may return the same
+    object every time, refitted from its previous weights (``warm_start=True``, the
+    fast way): the best fit is kept as a shallow copy (``fit`` rebinds the weights, it
+    never changes them in place). corpus: the training :class:`suffixlm.corpus.Corpus`
+    (its size scales the path); valid: held-out text the model's ``perplexity``
+    accepts. ``report(lam, valid_ppl)`` after each fit.
+    Returns (best model, [{"lam": ..., "valid_ppl": ...} per fit]).
     """
     if valid is None:
         raise ValueError("choosing lambda needs held-out text (valid)")
+    if patience < 1:
+        raise ValueError("patience must be >= 1")
     best = None
     results = []
-    for lam in lam_grid(corpus.n_tokens - corpus.n_sentences, multiples):
+    worse = 0
+    for lam in lam_path(corpus.n_tokens - corpus.n_sentences, start, factor, smallest):
         model = fit(lam)
         ppl = float(model.perplexity(valid))
         results.append({"lam": lam, "valid_ppl": ppl})
         if report is not None:
             report(lam, ppl)
         if best is None or ppl < best[0]:
-            best = (ppl, model)
+            best = (ppl, copy.copy(model))
+            worse = 0
+        else:
+            worse += 1
+            if worse >= patience:
+                break
     return best[1], results

@@ -17,6 +17,8 @@ LM_PENALTIES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
 LM_SOLVERS = ("fista", "sage")
 #: Starting points of the log-linear LM.
 LM_INITS = ("smoothed", "zeros")
+#: Base measures of the log-linear LM (:mod:`suffixlm.base`).
+LM_BASES = ("none", "kn")
 
 #: CRF training algorithms (:mod:`crf.train`).
 CRF_ALGORITHMS = ("owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "sag-nus", "perceptron", "fista")
@@ -32,6 +34,7 @@ TREE_METHODS = ("sort", "ukkonen")
 CLI_FLAGS = {
     ("suffixlm train", "--epochs"): ("LogLinearLM", "max_iter"),
     ("suffixlm compare", "--epochs"): ("LogLinearLM", "max_iter"),
+    ("suffixlm train", "--signed"): ("LogLinearLM", "positive"),
     ("suffixlm crf train", "--maxiter"): ("CRF", "max_iter"),
     ("suffixlm crf train", "--stopeps"): ("CRF", "stopeps"),
     ("suffixlm crf train", "--stopwin"): ("CRF", "stopwin"),

@@ -9,8 +9,8 @@ import time
 
 import click
 
-from ..model_selection import LAM_MULTIPLES
-from ..options import LM_INITS, LM_PENALTIES, LM_SOLVERS
+from ..model_selection import PATH_FACTOR, PATH_START
+from ..options import LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS
 
 
 def _lam(value: str):
@@ -34,8 +34,17 @@ def _lam(value: str):
 @click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(LM_PENALTIES))
 @click.option("--lam", "lam_text", default="default", show_default=True,
               help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
-                   f"'auto' chooses it on --valid from {', '.join(map(str, LAM_MULTIPLES))} times that.")
+                   f"'auto' chooses it on --valid along a warm-started path from {PATH_START:g} times that, "
+                   f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has risen twice.")
 @click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
+@click.option("--base", default="none", show_default=True, type=click.Choice(LM_BASES),
+              help="Base measure inside the softmax: none (the paper's model) or kn: P(v|x) proportional to "
+                   "P_KN(v|x) exp(score), modified Kneser-Ney without cut-offs, so all weights 0 is that model.")
+@click.option("--signed", is_flag=True, help="Let weights be negative (with --base kn they can lower the base's "
+                                               "probabilities); default: weights >= 0 as in the paper.")
+@click.option("--discount", default=0.0, show_default=True, type=click.FloatRange(0.0),
+              help="Multiplier of count-class l1 weights (modified KN's discounts D1, D2, D3+ per depth) "
+                   "added under the tree penalty; 0 = none.")
 @click.option("--solver", default="fista", show_default=True, type=click.Choice(LM_SOLVERS),
               help="fista: full-batch accelerated proximal gradient (fastest, measured); "
                    "sage: Algorithm 1 (accelerated stochastic proximal gradient over mini-batches).")
@@ -53,8 +62,8 @@ def _lam(value: str):
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
-def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs, batch_size, batch_growth, tol, init,
-            valid_file, vocab_file, min_count, unk, seed, quiet, as_json):
+def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
+            batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, quiet, as_json):
     """Train a log-linear language model on TRAIN.txt (one sentence per line)."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..model import LogLinearLM
@@ -71,9 +80,13 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
         click.echo(f"{train_file}: {corpus.n_sentences} sentences, {corpus.n_words} words, vocabulary {len(corpus.vocab)}",
                    err=True)
 
+    # one estimator: --lam auto refits it along the path from its previous weights
+    lm = LogLinearLM(order=order, penalty=penalty, alpha=alpha, solver=solver, max_iter=epochs,
+                     batch_size=batch_size, batch_growth=batch_growth, tol=tol, seed=seed, init=init, base=base,
+                     positive=not signed, discount=discount, warm_start=lam == "auto")
+
     def train_one(lam_value, label=""):
-        lm = LogLinearLM(order=order, penalty=penalty, lam=lam_value, alpha=alpha, solver=solver, max_iter=epochs,
-                         batch_size=batch_size, batch_growth=batch_growth, tol=tol, seed=seed, init=init)
+        lm.lam = lam_value
         t0 = time.perf_counter()
         if quiet:
             lm.fit(corpus, valid=valid)
@@ -120,6 +133,9 @@ def command(train_file, output, order, penalty, lam_text, alpha, solver, epochs,
         "penalty": penalty,
         "lam": model.lam_,
         "alpha": alpha,
+        "base": base,
+        "signed": bool(signed),
+        "discount": discount,
         "objective": model.objective_,
         "steps": model.n_iter_,
         "converged": model.converged_,

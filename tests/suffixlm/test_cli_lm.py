@@ -89,3 +89,26 @@ def test_compare_table_kn_loglinear_and_arpa(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 0
     r = CliRunner().invoke(main, ["compare", TRAIN, TEST, "--orders", "x-y"])
     assert r.exit_code == 2
+
+
+def test_train_with_kn_base_and_signed_weights(tmp_path):
+    """--base kn --signed: the model file keeps the base measure; with lambda large enough
+    to keep every weight 0 the perplexity is that of `suffixlm kn --no-cutoffs`-style KN."""
+    from suffixlm.evaluate import score
+    from suffixlm.kn import KneserNeyLM
+
+    model = tmp_path / "kn.model"
+    r = run("train", TRAIN, "-o", str(model), "--order", "3", "--base", "kn", "--signed", "--lam", "1e3", "--quiet",
+            "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    assert s["base"] == "kn" and s["signed"] and s["nonzero"] == 0
+    lm = LogLinearLM.load(model)
+    test = Corpus.from_text(TEST, lm.vocab_)
+    train = Corpus.from_text(TRAIN, lm.vocab_)
+    kn = KneserNeyLM(order=3, min_counts=[1]).fit(train)
+    assert lm.perplexity(test) == pytest.approx(score(kn, Corpus.from_text(TEST, kn.vocab_)).ppl, rel=1e-6)
+    r = run("train", TRAIN, "-o", str(model), "--order", "3", "--base", "kn", "--signed", "--lam", "1e-5",
+            "--epochs", "30", "--quiet", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1])["nonzero"] > 0
+    assert (LogLinearLM.load(model).weights_ < 0).any()

@@ -3,7 +3,7 @@
 import pytest
 
 from suffixlm.corpus import load_training_corpus
-from suffixlm.model_selection import LAM_MULTIPLES, lam_grid, select_lam
+from suffixlm.model_selection import PATH_FACTOR, PATH_MIN, PATH_START, lam_path, select_lam
 
 TRAIN = ["the cat sat", "the dog sat", "a cat ran"]
 
@@ -17,24 +17,66 @@ class _Fake:
         return self._ppl
 
 
-def test_grid_is_multiples_of_one_over_predictions():
-    assert lam_grid(200) == [m / 200 for m in LAM_MULTIPLES]
+def test_path_is_geometric_in_multiples_of_one_over_predictions():
+    path = lam_path(200)
+    assert path[0] == PATH_START / 200
+    for a, b in zip(path, path[1:]):
+        assert a / b == pytest.approx(PATH_FACTOR)
+    assert path[-1] * 200 >= PATH_MIN * (1 - 1e-9) and path[-1] * 200 / PATH_FACTOR < PATH_MIN
+    assert lam_path(10, start=1.0, factor=2.0, smallest=0.25) == [0.1, 0.05, 0.025]
     with pytest.raises(ValueError):
-        lam_grid(0)
+        lam_path(0)
+    with pytest.raises(ValueError):
+        lam_path(10, factor=1.0)
 
 
-def test_select_keeps_the_lowest_validation_perplexity(tmp_path):
+def test_select_keeps_the_lowest_validation_perplexity_and_stops_when_it_rises(tmp_path):
     path = tmp_path / "train.txt"
     path.write_text("\n".join(TRAIN) + "\n", encoding="utf-8")
     corpus = load_training_corpus(path)
     n = corpus.n_tokens - corpus.n_sentences
     assert n == 12  # 9 words + 3 </s>
-    ppl_of = {lam: p for lam, p in zip(lam_grid(n), [50.0, 20.0, 10.0, 12.0, 30.0])}
+    lams = lam_path(n)
+    ppls = [50.0, 20.0, 10.0, 12.0, 11.0, 30.0, 5.0]  # the path stops after two fits worse than 10
+    ppl_of = dict(zip(lams, ppls))
     seen = []
     best, results = select_lam(lambda lam: _Fake(lam, ppl_of[lam]), corpus, "held-out",
                                report=lambda lam, p: seen.append((lam, p)))
-    assert best.lam_ == lam_grid(n)[2]
-    assert results == [{"lam": lam, "valid_ppl": p} for lam, p in ppl_of.items()]
-    assert seen == list(ppl_of.items())
+    assert best.lam_ == lams[2]
+    assert results == [{"lam": lam, "valid_ppl": p} for lam, p in zip(lams[:5], ppls[:5])]
+    assert seen == list(zip(lams[:5], ppls[:5]))
+    # patience 4 goes on past three fits worse than the best and finds the later minimum
+    best, results = select_lam(lambda lam: _Fake(lam, ppl_of.get(lam, 99.0)), corpus, "held-out", patience=4)
+    assert best.lam_ == lams[6] and len(results) == 11
     with pytest.raises(ValueError, match="held-out"):
         select_lam(lambda lam: _Fake(lam, 1.0), corpus, None)
+
+
+def test_select_with_one_refitted_estimator_keeps_the_best_fit(tmp_path):
+    """The CLI refits one warm-started estimator along the path: the model returned is a
+    snapshot of the best fit that scores as it did then."""
+    from suffixlm.model import LogLinearLM
+
+    corpus = load_training_corpus_lines(tmp_path, TRAIN * 3)
+    valid = ["the cat ran", "a dog sat"]
+    lm = LogLinearLM(order=2, warm_start=True, max_iter=50)
+    scores = {}
+
+    def fit(lam):
+        lm.lam = lam
+        lm.fit(corpus)
+        scores[lam] = lm.perplexity(valid)
+        return lm
+
+    best, results = select_lam(fit, corpus, valid)
+    assert best is not lm
+    want = min(results, key=lambda r: r["valid_ppl"])
+    assert best.lam_ == want["lam"]
+    assert best.perplexity(valid) == pytest.approx(want["valid_ppl"], rel=1e-12)
+    assert lm.perplexity(valid) == pytest.approx(results[-1]["valid_ppl"], rel=1e-12)
+
+
+def load_training_corpus_lines(tmp_path, lines):
+    path = tmp_path / "train.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_training_corpus(path)
