@@ -121,7 +121,7 @@ def fit_crfsuite(args, X, y, Xt, yt):
     trainer = pycrfsuite.Trainer(verbose=False)
     for a, lab in zip(A, y):
         trainer.append(a, lab)
-    trainer.set_params({"c1": args.c1, "c2": args.c2, "max_iter": args.crfsuite_iterations,
+    trainer.set_params({"c1": args.c1, "c2": args.c2, "max_iterations": args.crfsuite_iterations,  # CRFsuite's name
                         "feature.possible_transitions": True})
     trainer.train(args.tmp_model)
     train_s = time.perf_counter() - t0
