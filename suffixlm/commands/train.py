@@ -37,11 +37,13 @@ def _lam(value: str):
                    f"'auto' chooses it on --valid along a warm-started path from {PATH_START:g} times that, "
                    f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has risen twice.")
 @click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
-@click.option("--base", default="none", show_default=True, type=click.Choice(LM_BASES),
+@click.option("--base", default=None, type=click.Choice(LM_BASES),
               help="Base measure inside the softmax: none (the paper's model) or kn: P(v|x) proportional to "
-                   "P_KN(v|x) exp(score), modified Kneser-Ney without cut-offs, so all weights 0 is that model.")
-@click.option("--signed", is_flag=True, help="Let weights be negative (with --base kn they can lower the base's "
-                                               "probabilities); default: weights >= 0 as in the paper.")
+                   "P_KN(v|x) exp(score), modified Kneser-Ney without cut-offs, so all weights 0 is that model. "
+                   "Default: kn with --lam auto (the best model measured, benchmarks/lm_variants.md), else none.")
+@click.option("--signed/--positive", default=None,
+              help="Weights of either sign (with --base kn they can also lower the base's probabilities) or "
+                   "weights >= 0 as in the paper. Default: --signed with --base kn, else --positive.")
 @click.option("--discount", default=0.0, show_default=True, type=click.FloatRange(0.0),
               help="Multiplier of count-class l1 weights (modified KN's discounts D1, D2, D3+ per depth) "
                    "added under the tree penalty; 0 = none.")
@@ -71,6 +73,10 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     lam = _lam(lam_text)
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
+    if base is None:
+        base = "kn" if lam == "auto" else "none"
+    if signed is None:
+        signed = base == "kn"
     try:
         corpus = load_training_corpus(train_file, vocab_path=vocab_file, min_count=min_count, unk=unk)
         valid = Corpus.from_text(valid_file, corpus.vocab) if valid_file else None

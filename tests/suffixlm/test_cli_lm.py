@@ -8,8 +8,9 @@ from click.testing import CliRunner
 from suffixlm.corpora import sample_path
 
 from suffixlm.cli import main
-from suffixlm.corpus import Corpus
+from suffixlm.corpus import Corpus, load_training_corpus
 from suffixlm.model import LogLinearLM
+from suffixlm.model_selection import lam_path
 
 TRAIN = str(sample_path("tiny_lm.train.txt"))
 TEST = str(sample_path("tiny_lm.test.txt"))
@@ -48,6 +49,10 @@ def test_lam_auto_needs_valid_and_chooses_from_grid(tmp_path):
     s = json.loads(r.stdout.strip().splitlines()[-1])
     grid = s["lam_grid"]
     assert s["lam"] == min(grid, key=lambda g: g["valid_ppl"])["lam"]
+    # --lam auto trains the best model measured unless told otherwise: KN base, signed weights
+    assert s["base"] == "kn" and s["signed"] is True
+    train = load_training_corpus(TRAIN)
+    assert [g["lam"] for g in grid] == lam_path(train.n_tokens - train.n_sentences)[:len(grid)]
 
 
 def test_bad_input_is_a_clean_error(tmp_path):
