@@ -12,6 +12,10 @@ Variants (options of ``LogLinearLM``): ``base`` the paper's weighted linf-tree;
 weights under the tree penalty (``discount=1``); ``loo+discount`` both; ``kn`` the Kneser-Ney base measure (``base="kn"``),
 ``kn-signed`` with signed weights. A variant ``name:key=value,...`` sets other
 values (e.g. ``kn-signed:alpha=0.5,penalty=l1``); separate such variants by ``;``.
+``lam_n=X`` fits once at lambda = X / n instead of a path.
+
+``--table`` writes benchmarks/lm_variants.md from lm_variants_100k.json and
+lm_variants_full.json (the best row of each variant and order).
 
 The path starts at 30 / n (n predicted training tokens) and divides lambda by
 ``--step`` until the validation perplexity has risen twice in a row (or at
@@ -70,7 +74,56 @@ def kn_anchors(data: str) -> dict[int, tuple[float, float]]:
     return out
 
 
+def write_table() -> None:
+    """benchmarks/lm_variants.md from the two JSON files of this script."""
+    import json
+
+    from _bench_common import BENCH_DIR
+
+    data = {}
+    for name in ("100k", "full"):
+        path = BENCH_DIR / f"lm_variants_{name}.json"
+        if path.exists():
+            data[name] = json.loads(path.read_text())
+    variants = []
+    best = {}
+    for name, d in data.items():
+        for r in d["rows"]:
+            if r["variant"] not in variants:
+                variants.append(r["variant"])
+            best[(r["variant"], name, r["order"])] = r
+    kn = {name: kn_anchors(name) for name in data}
+    cols = [("100k", o) for o in (3, 4, 5, 6)] + [("full", 5)]
+    lines = ["# Log-linear LM variants against modified Kneser-Ney", "",
+             "Test perplexity, lambda chosen on `ptb.valid.txt` along a warm-started path (`python "
+             "scripts/lm_variants.py --data 100k|full ...`, commands below). 100k: `ptb.train.100k.txt` -> "
+             "`ptb.test.20k.txt`; full: `ptb.train.txt` -> `ptb.test.txt`. KN: SRILM's modified KN from "
+             "../shared/anchors/README.md.", "",
+             "| variant | " + " | ".join(f"{d} order {o}" for d, o in cols) +
+             " | best fit s (100k o5 / full o5) | path s (full o5) | nonzero / params (full o5) |",
+             "|---" * (len(cols) + 4) + "|"]
+    for v in variants:
+        cells = []
+        for d, o in cols:
+            r = best.get((v, d, o))
+            cells.append("" if r is None else f"{r['test_ppl']:.2f}" + ("" if r.get("converged", True) else " (cap)"))
+        r5, rf = best.get((v, "100k", 5)), best.get((v, "full", 5))
+        fit_s = " / ".join("" if r is None else f"{r['seconds']:.0f}" for r in (r5, rf))
+        path_s = "" if rf is None else f"{rf['path_seconds']:.0f}"
+        sizes = "" if rf is None else f"{rf['nonzero']:,} / {rf['params']:,}"
+        lines.append(f"| {v} | " + " | ".join(cells) + f" | {fit_s} | {path_s} | {sizes} |")
+    for label, k in (("SRILM modified KN, no cut-offs", 1), ("SRILM modified KN, default cut-offs", 0)):
+        cells = [str(kn.get(d, {}).get(o, ("", ""))[k]) for d, o in cols]
+        lines.append(f"| {label} | " + " | ".join(cells) + " | | | |")
+    lines += ["", "Commands:", ""] + [f"    {d['machine']['command']}" for d in data.values()]
+    (BENCH_DIR / "lm_variants.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
+    if "--table" in sys.argv:
+        write_table()
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", choices=list(DATA), default="100k")
     ap.add_argument("--orders", default="3,4,5,6")
@@ -102,9 +155,12 @@ def main() -> None:
             kwargs = dict(order=order, penalty=args.penalty, alpha=args.alpha, max_iter=args.iters, tol=args.tol,
                           warm_start=True)
             kwargs.update(opts)  # a variant may set alpha or the penalty too
+            fixed = kwargs.pop("lam_n", None)  # one fit at this lambda * n instead of a path
             lm = LogLinearLM(**kwargs)
             lam, best, rises, prev, t_variant = args.lam_max / n, None, 0, None, time.perf_counter()
-            while lam >= args.lam_min / n * 0.999 and rises < 2:
+            if fixed is not None:
+                lam = float(fixed) / n
+            while lam >= args.lam_min / n * 0.999 and rises < 2 and not (fixed is not None and best is not None):
                 lm.lam = lam
                 t0 = time.perf_counter()
                 lm.fit(train)

@@ -94,9 +94,14 @@ def fista(
             L *= 2.0
         F_new = fx + omega(x_new)
         if F_new > F_old:
-            clock.record(history, it, F_old, step=1.0 / L, n_evals=n_evals, loss=fx, restart=True)
+            info = clock.record(history, it, F_old, step=1.0 / L, n_evals=n_evals, loss=fx, restart=True)
             if stop_on_stall and t == 1.0:  # already a plain step from x: nothing left to gain
                 reason, converged = "no progress", True
+                break
+            if t == 1.0 and end_of_iteration(callback, info, x, False):
+                # stalled without stop_on_stall: restarts repeat until max_iter, so the
+                # callback (a time budget, a user's stop) must be heard here too
+                reason = "callback"
                 break
             # adaptive restart: drop the momentum, take a plain step from x next time
             t = 1.0
