@@ -316,7 +316,7 @@ def timing_note(warmup_s: float) -> str:
 
 
 def crfsuite_setting(args) -> str:
-    return (f"lbfgs c1={args.c1} c2={args.c2} max_iter={args.crfsuite_iterations}, "
+    return (f"lbfgs c1={args.c1} c2={args.c2} max_iterations={args.crfsuite_iterations}, "
             "feature.possible_transitions=True, same unigram attributes")
 
 
