@@ -115,14 +115,44 @@ def write_table() -> None:
     for label, k in (("SRILM modified KN, no cut-offs", 1), ("SRILM modified KN, default cut-offs", 0)):
         cells = [str(kn.get(d, {}).get(o, ("", ""))[k]) for d, o in cols]
         lines.append(f"| {label} | " + " | ".join(cells) + " | | | |")
-    lines += ["", "Commands:", ""] + [f"    {d['machine']['command']}" for d in data.values()]
+    lines += ["", "Commands:", ""]
+    for d in data.values():
+        lines += [f"    {c['command']}" for c in d.get("commands", [])] or [f"    {d['machine']['command']}"]
     (BENCH_DIR / "lm_variants.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def record_cli(argv: list[str]) -> None:
+    """Add a row to lm_variants_full.json from a ``suffixlm train --json`` summary (the
+    timed command line run on full PTB): ``--record-cli SUMMARY.json VARIANT TEST_PPL
+    WALL_SECONDS COMMAND``; TEST_PPL is what ``suffixlm ppl MODEL ptb.test.txt`` printed."""
+    import json
+
+    from _bench_common import BENCH_DIR, machine_info
+
+    summary_path, variant, test_ppl, wall, command = argv
+    summary = json.loads(open(summary_path).read().strip().splitlines()[-1])
+    path = BENCH_DIR / "lm_variants_full.json"
+    data = json.loads(path.read_text()) if path.exists() else {"rows": [], "commands": []}
+    data["rows"] = [r for r in data["rows"] if r["variant"] != variant]
+    n_fits = len(summary.get("lam_grid", [])) or 1
+    data["rows"].append({"variant": variant, "order": summary["order"], "test_ppl": float(test_ppl),
+                         "valid_ppl": summary.get("valid_ppl"), "lam": summary["lam"],
+                         "seconds": summary["train_seconds"], "path_seconds": float(wall), "fits": n_fits,
+                         "converged": summary["converged"], "nonzero": summary["nonzero"],
+                         "params": summary["parameters"], "lam_grid": summary.get("lam_grid")})
+    data["commands"] = [c for c in data["commands"] if c["variant"] != variant] + [
+        {"variant": variant, "command": command, "machine": machine_info()}]
+    data["machine"] = machine_info()
+    path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def main() -> None:
     if "--table" in sys.argv:
         write_table()
+        return
+    if sys.argv[1:2] == ["--record-cli"]:
+        record_cli(sys.argv[2:])
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", choices=list(DATA), default="100k")

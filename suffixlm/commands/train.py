@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..model_selection import PATH_FACTOR, PATH_START
+from ..model_selection import PATH_FACTOR, PATH_START, PATIENCE
 from ..options import LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS
 
 
@@ -35,7 +35,8 @@ def _lam(value: str):
 @click.option("--lam", "lam_text", default="default", show_default=True,
               help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
                    f"'auto' chooses it on --valid along a warm-started path from {PATH_START:g} times that, "
-                   f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has risen twice.")
+                   f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has been worse than the best "
+                   f"{PATIENCE} time(s).")
 @click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
 @click.option("--base", default=None, type=click.Choice(LM_BASES),
               help="Base measure inside the softmax: none (the paper's model) or kn: P(v|x) proportional to "

@@ -37,14 +37,17 @@ def test_select_keeps_the_lowest_validation_perplexity_and_stops_when_it_rises(t
     n = corpus.n_tokens - corpus.n_sentences
     assert n == 12  # 9 words + 3 </s>
     lams = lam_path(n)
-    ppls = [50.0, 20.0, 10.0, 12.0, 11.0, 30.0, 5.0]  # the path stops after two fits worse than 10
+    ppls = [50.0, 20.0, 10.0, 12.0, 11.0, 30.0, 5.0]  # patience 2: stops after two fits worse than 10
     ppl_of = dict(zip(lams, ppls))
     seen = []
-    best, results = select_lam(lambda lam: _Fake(lam, ppl_of[lam]), corpus, "held-out",
+    best, results = select_lam(lambda lam: _Fake(lam, ppl_of[lam]), corpus, "held-out", patience=2,
                                report=lambda lam, p: seen.append((lam, p)))
     assert best.lam_ == lams[2]
     assert results == [{"lam": lam, "valid_ppl": p} for lam, p in zip(lams[:5], ppls[:5])]
     assert seen == list(zip(lams[:5], ppls[:5]))
+    # the default (one rise) stops at the first fit worse than the best
+    best, results = select_lam(lambda lam: _Fake(lam, ppl_of[lam]), corpus, "held-out")
+    assert best.lam_ == lams[2] and len(results) == 4
     # patience 4 goes on past three fits worse than the best and finds the later minimum
     best, results = select_lam(lambda lam: _Fake(lam, ppl_of.get(lam, 99.0)), corpus, "held-out", patience=4)
     assert best.lam_ == lams[6] and len(results) == 11
