@@ -76,14 +76,19 @@ def node_counts(tree) -> np.ndarray:
     return c[tree.succ_offsets[1:]] - c[tree.succ_offsets[:-1]]
 
 
+def _param_depths(tree) -> tuple[np.ndarray, np.ndarray]:
+    """int64[n_params] twice: the trie coordinates c a param stands for, and the depth of
+    the deepest (its coordinates lie at depths deep - c + 1 .. deep)."""
+    node = tree.param_node()
+    return tree.collapsed[node].astype(np.int64), tree.depth[node].astype(np.int64)
+
+
 def count_class_discounts(tree) -> np.ndarray:
     """float64[max_depth + 1, 3]: modified Kneser-Ney's discounts D_d(1), D_d(2), D_d(3+)
     (Chen & Goodman, 1999) of the (context, word) pairs with a context of d words, from
     their count-of-counts n1..n4: Y = n1 / (n1 + 2 n2), D(k) = k - (k + 1) Y n_{k+1} / n_k,
     clipped to [0, k]; 0 where a count-of-count is 0."""
-    node = tree.param_node()
-    c = tree.collapsed[node].astype(np.int64)
-    deep = tree.depth[node].astype(np.int64)
+    c, deep = _param_depths(tree)
     cnt = np.minimum(tree.succ_counts, 5).astype(np.int64)
     m = int(tree.max_depth)
     # a param of a collapsed node stands for one pair at each depth deep - c + 1 .. deep
@@ -107,9 +112,7 @@ def discount_weights(tree) -> np.ndarray:
     """float64[n_params]: the sum, over the trie coordinates a param stands for, of the
     discount of its count class at that depth (``count_class_discounts``)."""
     D = count_class_discounts(tree)
-    node = tree.param_node()
-    c = tree.collapsed[node].astype(np.int64)
-    deep = tree.depth[node].astype(np.int64)
+    c, deep = _param_depths(tree)
     cls = np.minimum(tree.succ_counts, 3).astype(np.int64) - 1
     cum = np.vstack([np.zeros((1, 3)), np.cumsum(D, axis=0)])  # cum[d] = sum of D[:d]
     return cum[deep + 1, cls] - cum[deep - c + 1, cls]
