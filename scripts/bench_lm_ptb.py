@@ -69,8 +69,8 @@ def main() -> None:
         per_iter.sort()
         point = {
             "lam": lam,
-            "valid_ppl": lm.perplexity(valid),
-            "test_ppl": lm.perplexity(test),
+            "valid_ppl": lm.corpus_perplexity(valid),
+            "test_ppl": lm.corpus_perplexity(test),
             "objective": lm.objective_,
             "iterations": lm.n_iter_,
             "converged": lm.converged_,

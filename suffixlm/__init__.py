@@ -1,3 +1,20 @@
-"""suffixlm: log-linear n-gram language models on suffix trees with structured penalties."""
+"""suffixlm: log-linear n-gram language models on suffix trees with structured penalties.
+
+``suffixlm.Model(path)`` loads an ARPA file or a suffixlm model file with KenLM's query
+API (``score``, ``full_scores``, ``perplexity``, ``State``, ``BaseScore``, ...; see
+:mod:`suffixlm.query`)."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # lazy: importing suffixlm stays cheap (the CLI starts without numba)
+    if name == "Model":
+        from .load import Model
+
+        return Model
+    if name in ("State", "FullScoreReturn"):
+        from . import query
+
+        return getattr(query, name)
+    raise AttributeError(f"module 'suffixlm' has no attribute {name!r}")

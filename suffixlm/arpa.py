@@ -29,6 +29,7 @@ import numpy as np
 from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
 from .io import InputError, atomic_write, input_name, open_error_message, open_input
 from .ngrams import count_ngrams
+from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
 
@@ -48,8 +49,9 @@ def _sentence_starts(corpus: Corpus) -> np.ndarray:
     return np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets)).astype(np.int64)
 
 
-class BackoffLM:
-    """A back-off n-gram model (the content of an ARPA file), ready to score text.
+class BackoffLM(KenLMInterface):
+    """A back-off n-gram model (the content of an ARPA file), ready to score text, with
+    KenLM's query API (:mod:`suffixlm.query`).
 
     Parameters
     ----------
@@ -70,6 +72,7 @@ class BackoffLM:
             for n, (r, p, b, h) in enumerate(ngrams)
         ]
         self._index = None
+        self._kenlm_index = None
         self.restricted = False
         self.sources: tuple[str, ...] = ()
 
@@ -119,6 +122,34 @@ class BackoffLM:
         self._index = (nodes, node_bow, probs, lp_all)
         return self._index
 
+    def _build_kenlm_index(self) -> tuple["_Int64Map", np.ndarray]:
+        """What KenLM's queries need beyond SRILM's, built on the first one. KenLM stores
+        every contiguous part of an explicit n-gram (missing ones as "blanks" carrying
+        the back-off probability), its n-gram lengths count them, and its states keep
+        the longest part of the history that can be extended. Returns a hash map (key
+        ``parent * V + word`` -> id, the parent being the part one word shorter on the
+        left, root 0) of those parts, and bool[n_ids]: the part is followed by a word in
+        some explicit n-gram, or has a non-zero back-off weight."""
+        V = len(self.vocab)
+        parts = _Int64Map(sum(len(p) for _, p, _, _ in self.ngrams))
+        next_id = 1
+        extends = []
+        for n, (rows, _, bow, _) in enumerate(self.ngrams, start=1):
+            rows = rows.astype(np.int64)
+            for end in range(1, n + 1):
+                ids = np.zeros(len(rows), dtype=np.int64)
+                for start in range(end - 1, -1, -1):
+                    ids, next_id = parts.insert(ids * V + rows[:, start], next_id)
+                    if end < n:
+                        extends.append(ids)
+            if n < self.order:
+                extends.append(ids[bow != 0])
+        ext = np.zeros(next_id, dtype=bool)
+        for ids in extends:
+            ext[ids] = True
+        self._kenlm_index = (parts, ext)
+        return self._kenlm_index
+
     def _model_tokens(self, corpus: Corpus) -> np.ndarray:
         if corpus.vocab is self.vocab or corpus.vocab.words == self.vocab.words:
             return corpus.tokens.astype(np.int64)
@@ -143,6 +174,23 @@ class BackoffLM:
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         """float64[n_pos]: log10 p(w | context) at every predicted position (the scoring protocol)."""
         return self.query(corpus)[0]
+
+    _sum_dtype = np.float32  # KenLM sums a sentence in single precision
+
+    def _step(self, context, word):
+        """(log10 p(word | context), n-gram length used, the context after ``word``
+        shortened to a context node); see :mod:`suffixlm.query`."""
+        from . import _backoff_kernels as K
+
+        nodes, node_bow, probs, prob_lp = self._index or self._build_index()
+        parts, extends = self._kenlm_index if self._kenlm_index is not None else self._build_kenlm_index()
+        context = context[len(context) - min(len(context), self.order - 1):]
+        lp, hit, keep = K.backoff_step(np.array(context, dtype=np.int64), word, self.order, len(self.vocab),
+                                       nodes.keys, nodes.vals, nodes.shift, node_bow, probs.keys, probs.vals,
+                                       probs.shift, prob_lp, parts.keys, parts.vals, parts.shift, extends,
+                                       UNKNOWN_MISSING_LOG10)
+        history = context + (word,)
+        return float(lp), int(hit), history[len(history) - keep:]
 
     # ------------------------------------------------------------ output
     def write_arpa(self, path: str | Path) -> None:

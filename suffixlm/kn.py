@@ -40,6 +40,7 @@ import numpy as np
 from .arpa import BackoffLM
 from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
 from .ngrams import NgramCounts, count_ngrams
+from .query import KenLMInterface
 
 SRILM_DEFAULT_MIN_COUNTS = (1, 1, 2, 2, 2, 2, 2, 2, 2)  # -gt1min .. -gt9min; -gtmin (orders > 9) is 1
 
@@ -280,9 +281,10 @@ def quantize_g7(x: np.ndarray) -> np.ndarray:
     return out
 
 
-class KneserNeyLM:
+class KneserNeyLM(KenLMInterface):
     """Interpolated Kneser-Ney n-gram model (SRILM ``ngram-count -kndiscount
-    -interpolate``; ``modified=False`` for ``-ukndiscount``).
+    -interpolate``; ``modified=False`` for ``-ukndiscount``), with KenLM's query API
+    (:mod:`suffixlm.query`).
 
     Parameters
     ----------
@@ -324,6 +326,11 @@ class KneserNeyLM:
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         """float64[n_pos] log10 p(w | context) at every predicted position (all but <s>)."""
         return self.model_.log10_probs(corpus)
+
+    _sum_dtype = np.float32
+
+    def _step(self, context, word):
+        return self.model_._step(context, word)
 
     def write_arpa(self, path) -> None:
         """Write the model as an ARPA file (``BackoffLM.write_arpa``), never over the training text."""

@@ -27,10 +27,11 @@ import numpy as np
 
 from . import _lm_kernels as K
 from ._tree_kernels import bfs_order
-from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, load_training_corpus
+from .corpus import UNK_ID, Corpus, Vocabulary, load_training_corpus
 from .io import load_container, save_container
 from .objective import LMObjective
 from .options import LM_PENALTIES as PENALTIES
+from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
 from .suffixtree import SuffixTree
 
 FORMAT = "suffixlm-loglinear"
@@ -118,7 +119,7 @@ def discount_weights(tree) -> np.ndarray:
     return cum[deep + 1, cls] - cum[deep - c + 1, cls]
 
 
-class LogLinearLM:
+class LogLinearLM(KenLMInterface):
     """Log-linear n-gram LM with structured penalties.
 
     Parameters
@@ -320,7 +321,7 @@ class LogLinearLM:
         def cb(info, w):
             if valid_corpus is not None:
                 self.weights_ = w
-                info.extra["valid_ppl"] = self.perplexity(valid_corpus)
+                info.extra["valid_ppl"] = self.corpus_perplexity(valid_corpus)
             info.extra["prox_seconds"] = penalty.prox_seconds
             info.extra["gradient_seconds"] = problem.seconds_gradient
             return callback(info, w) if callback is not None else None
@@ -465,50 +466,59 @@ class LogLinearLM:
         self._check_fitted()
         return _as_corpus(data, self.vocab_)
 
-    def perplexity(self, data) -> float:
-        """SRILM's ``ppl`` (``</s>`` counted, OOVs excluded) of a corpus, path or
-        list of sentence strings."""
-        from .evaluate import score
-
-        return score(self, self._corpus_of(data)).ppl
-
     @property
     def vocab(self) -> Vocabulary:
         """The vocabulary (scoring protocol of ``suffixlm.evaluate``)."""
         self._check_fitted()
         return self.vocab_
 
-    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
-        """Per-word ``(log10 prob, context length used + 1, is_oov)`` like KenLM's
-        ``full_scores``. ``bos=False`` scores the sentence without the ``<s>`` context
-        (contexts then start at the first word); ``eos=False`` drops ``</s>``."""
+    def _step(self, context, word):
+        """(log10 p(word | context), n-gram length, next context) for the KenLM API
+        (:mod:`suffixlm.query`). The n-gram length is one more than the depth of the
+        deepest context where ``word`` has a parameter (where an ARPA export lists the
+        n-gram); the next context is the part of the history the tree matches."""
+        from ._contexts_kernels import _walk
+
         self._check_fitted()
-        words = sentence.split()
-        c = Corpus.from_sentences([words], self.vocab_)
-        if not bos:
-            # no sentence-start context: drop <s> and let the first word be a context too
-            toks = c.tokens[1:]
-            c = Corpus(np.concatenate([[BOS_ID], toks]).astype(np.int32), c.offsets, c.vocab, c.n_words, c.n_oov)
-        lp = self.log10_probs(c)
-        from .contexts import extract_contexts
-
-        ctx = extract_contexts(self.tree_, c)
+        if not hasattr(self, "_topo"):
+            self._prepare_scoring()
+        self._ensure_forward()
         t = self.tree_
-        out = []
-        for p in range(len(ctx.positions)):
-            last = ctx.offsets[p + 1] - 1
-            node = ctx.nodes[last]
-            ngram = int(t.depth[node] - t.collapsed[node] + ctx.cover[last]) + 1
-            oov = bool(np.isnan(lp[p]))
-            out.append((float(lp[p]) if not oov else float("-inf"), ngram, oov or c.tokens[ctx.positions[p]] == UNK_ID))
-        if not eos:
-            out = out[:-1]
-        return out
+        m = self.order - 1
+        context = context[len(context) - min(len(context), m):]
+        i = len(context)
+        x = np.array(context + (word, 0), dtype=np.int32)
+        nodes = np.empty(m + 2, dtype=np.int64)
+        cover = np.empty(m + 2, dtype=np.int64)
+        n = _walk(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
+                  t.tokens, nodes, cover, 0, True)
+        lp = self._path_log10(nodes[:n], cover[:n], word)
+        if word == UNK_ID and not self.vocab_.has_unk:
+            # KenLM's p(<unk>) = 10^-100 for a model without it, times the back-off
+            # weights of the context (those of an exported ARPA file); KenLM keeps that
+            # <unk> in the state
+            lp = UNKNOWN_MISSING_LOG10 + lp - self._path_log10(nodes[:1], cover[:1], word)
+            return lp, 1, (word,) if m > 0 else ()
+        ngram = 1
+        for e in range(n - 1, 0, -1):
+            if K.find_param(t.succ_offsets, t.succ_words, nodes[e], word) >= 0:
+                ngram = int(t.depth[nodes[e]] - (t.collapsed[nodes[e]] - cover[e] if e == n - 1 else 0)) + 1
+                break
+        n = _walk(x, i + 1, min(m, i + 1), t.depth, t.context_position, t.child_offsets, t.children,
+                  t.child_first_word, t.tokens, nodes, cover, 0, True)
+        keep = int(t.depth[nodes[n - 1]] - t.collapsed[nodes[n - 1]] + cover[n - 1]) if n > 1 else 0
+        return lp, ngram, tuple(int(v) for v in x[i + 1 - keep:i + 1])
 
-    def score(self, sentence: str, bos: bool = True, eos: bool = True) -> float:
-        """Total log10 probability of a sentence (KenLM's ``score``); OOVs that are not
-        words contribute nothing, as in SRILM."""
-        return float(sum(lp for lp, _, oov in self.full_scores(sentence, bos, eos) if math.isfinite(lp)))
+    def _path_log10(self, nodes, cover, word) -> float:
+        """log10 P(word | the context whose walk is ``nodes``, ``cover``)."""
+        t = self.tree_
+        b = self.base_
+        out = np.empty(1)
+        K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
+                          self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z,
+                          np.array([0, len(nodes)], dtype=np.int64), np.ascontiguousarray(nodes),
+                          np.ascontiguousarray(cover), np.array([word], dtype=np.int64), out)
+        return float(out[0] / LN10)
 
     # ------------------------------------------------------------------ info
     @property

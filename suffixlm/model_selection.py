@@ -59,7 +59,7 @@ def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PAT
     worse = 0
     for lam in lam_path(corpus.n_tokens - corpus.n_sentences, start, factor, smallest):
         model = fit(lam)
-        ppl = float(model.perplexity(valid))
+        ppl = float(model.corpus_perplexity(valid))
         results.append({"lam": lam, "valid_ppl": ppl})
         if report is not None:
             report(lam, ppl)

@@ -32,6 +32,6 @@ def command(order, penalty, lam):
     click.echo(f"trained order-{order} {penalty} model (lam={lm.lam_:.3g}) in {time.perf_counter() - t0:.1f} s: "
                f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters")
     click.echo(f"test:  {test_path.name}: {test.n_sentences} sentences, {test.n_words} words: "
-               f"perplexity {lm.perplexity(test):.3f}")
+               f"perplexity {lm.corpus_perplexity(test):.3f}")
     for s in ("the cat saw a dog", "dog a saw cat the"):
         click.echo(f"  log10 P({s!r}) = {lm.score(s):.3f}")

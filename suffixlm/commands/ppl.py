@@ -9,21 +9,11 @@ import click
 
 
 def load_model(path: str, arpa: bool, only_for=None):
-    """An ARPA file (plain or gzip) or a suffixlm log-linear model file. For ARPA files,
-    ``only_for`` (sentences) keeps just the n-grams those sentences can use."""
-    from ..arpa import ArpaError, BackoffLM, is_arpa_file
+    """``suffixlm.load.load_model`` with its errors as one-line CLI errors."""
+    from ..load import load_model as load
 
-    if arpa or is_arpa_file(path):
-        try:
-            return BackoffLM.read_arpa(path, only_for=only_for)
-        except ArpaError as e:
-            raise click.ClickException(str(e)) from None
     try:
-        from ..model import LogLinearLM
-    except ImportError as e:
-        raise click.ClickException(f"{path}: not an ARPA file, and log-linear models cannot be loaded here ({e})") from None
-    try:
-        return LogLinearLM.load(path)
+        return load(path, arpa, only_for)
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
 

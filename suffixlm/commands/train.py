@@ -153,7 +153,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         "gradient_seconds": model.gradient_seconds_,
     }
     if valid is not None:
-        summary["valid_ppl"] = model.perplexity(valid)
+        summary["valid_ppl"] = model.corpus_perplexity(valid)
     if grid_results:
         summary["lam_grid"] = grid_results
     if as_json:

@@ -112,7 +112,7 @@ def test_train_with_kn_base_and_signed_weights(tmp_path):
     test = Corpus.from_text(TEST, lm.vocab_)
     train = Corpus.from_text(TRAIN, lm.vocab_)
     kn = KneserNeyLM(order=3, min_counts=[1]).fit(train)
-    assert lm.perplexity(test) == pytest.approx(score(kn, Corpus.from_text(TEST, kn.vocab_)).ppl, rel=1e-6)
+    assert lm.corpus_perplexity(test) == pytest.approx(score(kn, Corpus.from_text(TEST, kn.vocab_)).ppl, rel=1e-6)
     r = run("train", TRAIN, "-o", str(model), "--order", "3", "--base", "kn", "--signed", "--lam", "1e-5",
             "--epochs", "30", "--quiet", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1])["nonzero"] > 0

@@ -271,7 +271,7 @@ def test_tree_invariants_the_scoring_walk_relies_on_are_checked(tmp_path):
 
 def test_score_and_full_scores_agree_with_log10_probs():
     lm = fitted(max_iter=20)
-    fs = lm.full_scores("a b c")
+    fs = list(lm.full_scores("a b c"))
     assert len(fs) == 4  # a b c </s>
     c = Corpus.from_strings(["a b c"], vocab=lm.vocab_)
     np.testing.assert_allclose([x[0] for x in fs], lm.log10_probs(c))
@@ -286,4 +286,6 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="order"):
         LogLinearLM(order=0).fit(TRAIN)
     with pytest.raises(RuntimeError, match="not fitted"):
-        LogLinearLM().perplexity(TRAIN)
+        LogLinearLM().corpus_perplexity(TRAIN)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        LogLinearLM().perplexity("a b")

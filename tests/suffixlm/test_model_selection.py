@@ -12,7 +12,7 @@ class _Fake:
     def __init__(self, lam, ppl):
         self.lam_, self._ppl = lam, ppl
 
-    def perplexity(self, valid):
+    def corpus_perplexity(self, valid):
         assert valid == "held-out"
         return self._ppl
 
@@ -68,15 +68,15 @@ def test_select_with_one_refitted_estimator_keeps_the_best_fit(tmp_path):
     def fit(lam):
         lm.lam = lam
         lm.fit(corpus)
-        scores[lam] = lm.perplexity(valid)
+        scores[lam] = lm.corpus_perplexity(valid)
         return lm
 
     best, results = select_lam(fit, corpus, valid)
     assert best is not lm
     want = min(results, key=lambda r: r["valid_ppl"])
     assert best.lam_ == want["lam"]
-    assert best.perplexity(valid) == pytest.approx(want["valid_ppl"], rel=1e-12)
-    assert lm.perplexity(valid) == pytest.approx(results[-1]["valid_ppl"], rel=1e-12)
+    assert best.corpus_perplexity(valid) == pytest.approx(want["valid_ppl"], rel=1e-12)
+    assert lm.corpus_perplexity(valid) == pytest.approx(results[-1]["valid_ppl"], rel=1e-12)
 
 
 def load_training_corpus_lines(tmp_path, lines):

@@ -1,0 +1,194 @@
+"""KenLM's Python API on every suffixlm language model.
+
+``import kenlm; m = kenlm.Model("lm.arpa")`` becomes ``import suffixlm; m =
+suffixlm.Model("lm.arpa")`` (an ARPA file, plain or gzip, or a suffixlm model file),
+and the same calls work on a :class:`suffixlm.model.LogLinearLM`, a
+:class:`suffixlm.kn.KneserNeyLM` and a :class:`suffixlm.arpa.BackoffLM`:
+
+* ``score(sentence, bos=True, eos=True)``: log10 p(sentence ``</s>`` | ``<s>``);
+* ``full_scores(sentence, bos=True, eos=True)``: a generator of ``(log10 p, n-gram
+  length, oov)`` per word (and ``</s>``);
+* ``perplexity(sentence)``: ``10 ** (-score / (words + 1))``;
+* ``State``, ``BeginSentenceWrite(state)``, ``NullContextWrite(state)``,
+  ``BaseScore(in_state, word, out_state)``, ``BaseFullScore(...)``: the incremental
+  queries of beam-search decoders;
+* ``word in model``, ``order``.
+
+Text files and corpora are scored by separately named methods: ``score_file(path)``
+(SRILM's ``ngram -ppl`` statistics, a :class:`suffixlm.evaluate.PerplexityReport`) and
+``corpus_perplexity(data)``.
+
+Where KenLM and SRILM differ, this API follows KenLM: a word outside the vocabulary is
+scored as ``<unk>`` and counts in ``score`` and ``perplexity`` (SRILM leaves it out);
+if the model has no ``<unk>`` its probability is KenLM's substitute, log10 p = -100.
+``score_file`` and ``suffixlm ppl`` follow SRILM. Sums over a sentence are taken in
+single precision for ARPA models, as KenLM does.
+
+A state holds the context the next word is predicted from, as word ids of the model,
+oldest first, shortened to the longest suffix that can still matter (a context of
+the model), so equal states predict alike and decoders can recombine on them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Iterator, NamedTuple
+
+import numpy as np
+
+from .corpus import BOS_ID, EOS, UNK_ID, Corpus
+
+#: KenLM's log10 probability of ``<unk>`` when the model does not list it.
+UNKNOWN_MISSING_LOG10 = -100.0
+
+
+@functools.total_ordering
+class State:
+    """A language-model state (KenLM's ``kenlm.State``): hashable, comparable, copied
+    with ``copy.copy``; filled in by ``BeginSentenceWrite``, ``NullContextWrite`` and
+    the ``out_state`` of ``BaseScore``. Meaningful only for the model that wrote it."""
+
+    __slots__ = ("words",)
+
+    def __init__(self):
+        self.words: tuple[int, ...] = ()
+
+    def __eq__(self, other):
+        if not isinstance(other, State):
+            return NotImplemented
+        return self.words == other.words
+
+    def __lt__(self, other):
+        if not isinstance(other, State):
+            return NotImplemented
+        return self.words < other.words
+
+    def __hash__(self):
+        return hash(self.words)
+
+    def __copy__(self):
+        s = State()
+        s.words = self.words
+        return s
+
+    def __deepcopy__(self, memo=None):
+        return self.__copy__()
+
+    def __repr__(self):
+        return f"State({self.words!r})"
+
+
+class FullScoreReturn(NamedTuple):
+    """KenLM's ``FullScoreReturn``: log10 probability, length of the n-gram it came from
+    (the word included), and whether the word is outside the vocabulary."""
+
+    log_prob: float
+    ngram_length: int
+    oov: bool
+
+
+def _as_str(word) -> str:
+    if isinstance(word, bytes):
+        return word.decode("utf-8")
+    if isinstance(word, str):
+        return word
+    raise TypeError(f"Cannot convert {type(word).__name__} to string")
+
+
+class KenLMInterface:
+    """The KenLM-shaped queries, on top of one primitive per model:
+    ``_step(context: tuple[int, ...], word_id) -> (log10 p, n-gram length, next context)``
+    (word ids of ``self.vocab``; ``context`` oldest first, starting with ``<s>`` after
+    ``BeginSentenceWrite``); for ``<unk>`` in a model without it, the unigram
+    probability is ``UNKNOWN_MISSING_LOG10`` as in KenLM. ``_sum_dtype``: the precision
+    sentence sums are taken in."""
+
+    _sum_dtype = np.float64
+
+    # -- what the model provides -------------------------------------------------
+    def _step(self, context: tuple[int, ...], word: int) -> tuple[float, int, tuple[int, ...]]:
+        raise NotImplementedError
+
+    def _query_vocab(self):
+        return self.vocab
+
+    # -- KenLM -------------------------------------------------------------------
+    def __contains__(self, word) -> bool:
+        """Whether ``word`` is in the vocabulary (``<unk>`` is not, as in KenLM)."""
+        return self._query_vocab().index.get(_as_str(word), UNK_ID) != UNK_ID
+
+    def _word_id(self, word) -> int:
+        return self._query_vocab().id(_as_str(word))
+
+    def _full(self, context: tuple[int, ...], wid: int) -> tuple[FullScoreReturn, tuple[int, ...]]:
+        lp, n, nxt = self._step(tuple(context), int(wid))
+        return FullScoreReturn(float(lp), int(n), wid == UNK_ID), nxt
+
+    def BeginSentenceWrite(self, state: State) -> None:
+        """Make ``state`` the start of a sentence (context ``<s>``)."""
+        state.words = (BOS_ID,)
+
+    def NullContextWrite(self, state: State) -> None:
+        """Make ``state`` the empty context."""
+        state.words = ()
+
+    def BaseFullScore(self, in_state: State, word, out_state: State) -> FullScoreReturn:
+        """p(word | in_state) as a :class:`FullScoreReturn`; ``out_state`` becomes the
+        context after ``word`` (it may be ``in_state`` itself)."""
+        ret, nxt = self._full(in_state.words, self._word_id(word))
+        out_state.words = nxt
+        return ret
+
+    def BaseScore(self, in_state: State, word, out_state: State) -> float:
+        """log10 p(word | in_state); ``out_state`` becomes the context after ``word``."""
+        return self.BaseFullScore(in_state, word, out_state).log_prob
+
+    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True) -> Iterator[tuple[float, int, bool]]:
+        """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (split on
+        whitespace; give no ``<s>``), then for ``</s>`` when ``eos``."""
+        vocab = self._query_vocab()
+        context: tuple[int, ...] = (BOS_ID,) if bos else ()
+        for word in _as_str(sentence).split():
+            ret, context = self._full(context, vocab.id(word))
+            yield tuple(ret)
+        if eos:
+            ret, _ = self._full(context, vocab.id(EOS))
+            yield (ret.log_prob, ret.ngram_length, False)
+
+    def score(self, sentence: str, bos: bool = True, eos: bool = True) -> float:
+        """log10 p(sentence ``</s>`` | ``<s>``); ``bos=False`` drops the ``<s>``
+        context, ``eos=False`` the ``</s>`` prediction."""
+        total = self._sum_dtype(0.0)
+        for lp, _, _ in self.full_scores(sentence, bos, eos):
+            total = self._sum_dtype(total + self._sum_dtype(lp))
+        return float(total)
+
+    def perplexity(self, sentence: str) -> float:
+        """Perplexity of one sentence, ``</s>`` counted: ``10 ** (-score / (words + 1))``.
+        (A text file: :meth:`score_file` or :meth:`corpus_perplexity`.)"""
+        if not isinstance(sentence, (str, bytes)):
+            raise TypeError(f"perplexity() scores one sentence (a string), got {type(sentence).__name__}; "
+                            "use corpus_perplexity() or score_file() for a corpus or a file")
+        words = len(_as_str(sentence).split()) + 1
+        return 10.0 ** (-self.score(sentence) / words)
+
+    # -- files and corpora (SRILM's statistics) -----------------------------------
+    def _as_corpus(self, data) -> Corpus:
+        vocab = self._query_vocab()
+        if isinstance(data, Corpus):
+            return data
+        if isinstance(data, (list, tuple)):
+            return Corpus.from_strings(data, vocab=vocab)
+        return Corpus.from_text(data, vocab)
+
+    def score_file(self, data, file_name: str | None = None):
+        """SRILM's ``ngram -ppl`` statistics (:class:`suffixlm.evaluate.PerplexityReport`)
+        of a text file, a :class:`Corpus` or a list of sentence strings: OOVs left out,
+        ``</s>`` counted in ``ppl``."""
+        from .evaluate import score
+
+        return score(self, self._as_corpus(data), file_name)
+
+    def corpus_perplexity(self, data) -> float:
+        """SRILM's ``ppl`` of a text file, a :class:`Corpus` or a list of sentence strings."""
+        return self.score_file(data).ppl
