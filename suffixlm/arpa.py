@@ -74,18 +74,22 @@ class BackoffLM(KenLMInterface):
         self._index = None
         self._kenlm_index = None
         self.restricted = False
+        #: the last unigram rows are specials the file did not list (log 0): not written
+        self.implicit_unigrams = 0
         self.sources: tuple[str, ...] = ()
 
     # ------------------------------------------------------------ summary
     @property
     def counts(self) -> list[int]:
         """Number of explicit n-grams of each order (the ARPA header)."""
-        return [len(p) for _, p, _, _ in self.ngrams]
+        counts = [len(p) for _, p, _, _ in self.ngrams]
+        counts[0] -= self.implicit_unigrams
+        return counts
 
     @property
     def n_parameters(self) -> int:
         """Probabilities plus back-off weights stored."""
-        return int(sum(len(p) + int(h.sum()) for _, p, _, h in self.ngrams))
+        return int(sum(self.counts) + sum(int(h.sum()) for _, _, _, h in self.ngrams))
 
     # ------------------------------------------------------------ index
     def _build_index(self):
@@ -220,6 +224,9 @@ class BackoffLM(KenLMInterface):
         for n, c in enumerate(self.counts, start=1):
             out.write(f"ngram {n}={c}\n".encode())
         for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
+            if n == 1 and self.implicit_unigrams:
+                keep = len(rows) - self.implicit_unigrams
+                rows, lp, bow, hb = rows[:keep], lp[:keep], bow[:keep], hb[:keep]
             out.write(f"\n\\{n}-grams:\n".encode())
             for a in range(0, len(rows), chunk):
                 r, p, b, h = rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk]
@@ -409,6 +416,7 @@ class BackoffLM(KenLMInterface):
             ngrams.append((rows, lp, bow, hb))
         lm = cls(vocab, ngrams)
         lm.restricted = keep is not None
+        lm.implicit_unigrams = len(extra)
         return lm
 
 

@@ -520,6 +520,20 @@ class LogLinearLM(KenLMInterface):
                           np.ascontiguousarray(cover), np.array([word], dtype=np.int64), out)
         return float(out[0] / LN10)
 
+    def to_backoff(self):
+        """The model as a back-off model (:class:`suffixlm.arpa.BackoffLM`, exactly the
+        same probabilities up to float32; :mod:`suffixlm.export`)."""
+        from .export import loglinear_to_backoff
+
+        return loglinear_to_backoff(self)
+
+    def write_arpa(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
+        """Write the model as an ARPA file (``.gz``: compressed), atomically, never over
+        one of ``inputs``."""
+        bo = self.to_backoff()
+        bo.sources = tuple(os.fspath(p) for p in inputs)
+        bo.write_arpa(path)
+
     # ------------------------------------------------------------------ info
     @property
     def n_params_(self) -> int:

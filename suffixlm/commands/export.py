@@ -1,0 +1,43 @@
+"""``suffixlm export``: a log-linear model as an ARPA file."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+
+@click.command("export")
+@click.argument("model_path", metavar="MODEL")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="ARPA file to write (exactly this path; a name ending in .gz is compressed).")
+@click.option("--quiet", is_flag=True, help="No summary.")
+def command(model_path, output, quiet):
+    """Write the log-linear model MODEL (from `suffixlm train`) as an ARPA back-off
+    model, for decoders that read ARPA or KenLM (KenLM, Kaldi, Moses, pyctcdecode...).
+    The file gives the model's own probabilities (to the printed precision): every
+    (context, word) pair seen in training with its probability, every context with its
+    back-off weight (the ratio of normalisers). `suffixlm ppl --arpa OUT` and KenLM on
+    it give the perplexity of `suffixlm ppl MODEL`."""
+    from ..export import loglinear_to_backoff
+    from ..io import SameFileError, check_not_input
+    from .ppl import load_model
+
+    try:
+        check_not_input(output, [model_path])
+    except SameFileError as e:
+        raise click.ClickException(str(e)) from None
+    t0 = time.perf_counter()
+    model = load_model(model_path, False)
+    if not hasattr(model, "weights_"):
+        raise click.ClickException(f"{model_path}: an ARPA file already; nothing to export")
+    backoff = loglinear_to_backoff(model)
+    backoff.sources = (os.fspath(model_path),)
+    try:
+        backoff.write_arpa(output)
+    except (OSError, ValueError) as e:
+        raise click.ClickException(f"{output}: {e}") from None
+    if not quiet:
+        counts = ", ".join(f"{c} {n}-grams" for n, c in enumerate(backoff.counts, start=1))
+        click.echo(f"wrote {output}: {counts}; {os.path.getsize(output)} bytes in {time.perf_counter() - t0:.1f} s")
