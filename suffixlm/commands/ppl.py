@@ -24,8 +24,9 @@ def _fmt_prob(lp: float) -> tuple[str, str]:
     return f"{10.0 ** lp:.6g}", f"{lp:.6g}"
 
 
-def debug_lines(model, corpus, lp):
-    """SRILM -debug 2 style lines: each sentence, p( w | context ) per word, sentence stats."""
+def debug_lines(model, corpus, lp, level=2, texts=None):
+    """SRILM's -debug lines: each sentence (``texts``: its words as read), at level 2
+    p( w | context ) per word, then the sentence's statistics and a blank line."""
     import numpy as np
 
     from ..corpus import Corpus
@@ -40,8 +41,8 @@ def debug_lines(model, corpus, lp):
     for s in range(corpus.n_sentences):
         sent = corpus.sentence(s)
         a = corpus.offsets[s]
-        yield " ".join(words[t] for t in sent[1:-1])
-        for j in range(1, len(sent)):
+        yield " ".join(texts[s]) if texts is not None else " ".join(words[t] for t in sent[1:-1])
+        for j in range(1, len(sent) if level >= 2 else 1):
             w = words[sent[j]]
             prev = words[sent[j - 1]]
             ctx = prev + (" ..." if j > 1 else "")
@@ -52,6 +53,7 @@ def debug_lines(model, corpus, lp):
                 tag = f"[{hits[k]}gram] " if hits is not None else ""
                 yield f"\tp( {w} | {ctx}) \t= {tag}{p} [ {l} ]"
             k += 1
+        k += 0 if level >= 2 else len(sent) - 1
         n_oov = 0 if corpus.vocab.has_unk else int((sent[1:-1] == 2).sum())
         one = Corpus(sent.copy(), np.array([0, len(sent)], dtype=np.int64), corpus.vocab, len(sent) - 2, n_oov)
         first, second = perplexity_report(one, lp[k - (len(sent) - 1):k], "").srilm_text().split("\n")
@@ -60,17 +62,42 @@ def debug_lines(model, corpus, lp):
         yield ""
 
 
+def _mix_options(f):
+    for k in range(9, 1, -1):
+        f = click.option(f"--mix-lambda{k}", f"mix_lambda{k}", type=float, default=None,
+                         help=f"Weight of --mix-lm{k}." if k == 2 else None, hidden=k > 2)(f)
+        f = click.option(f"--mix-lm{k}", f"mix_lm{k}", default=None, metavar="MODEL",
+                         help="More models to mix (--mix-lm2 .. --mix-lm9), each with its --mix-lambdaK."
+                         if k == 2 else None, hidden=k > 2)(f)
+    return f
+
+
 @click.command("ppl")
 @click.argument("files", nargs=-1, required=True, metavar="[MODEL] TEST.txt")
 @click.option("--arpa", "arpa_path", type=click.Path(dir_okay=False), default=None,
               help="ARPA model (SRILM, KenLM or suffixlm kn; .gz too).")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.option("--debug", type=click.IntRange(0, 2), default=0, show_default=True,
-              help="2: print p( w | context ) for every word, like SRILM -debug 2.")
-def command(files, arpa_path, as_json, debug):
+              help="1: a line per sentence; 2: also p( w | context ) per word (SRILM's -debug 1 / 2).")
+@click.option("--mix-lm", "mix_lm", default=None, metavar="MODEL",
+              help="Interpolate with this model (log-linear or ARPA); MODEL gets 1 - the other weights.")
+@click.option("--lambda", "lam", type=float, default=0.5, show_default=True,
+              help="Weight of the main model in a mixture (SRILM's -lambda).")
+@_mix_options
+@click.option("--static", is_flag=True,
+              help="Merge the models into one back-off model (SRILM's default for -mix-lm with back-off models; "
+                   "log-linear models are converted exactly first) instead of interpolating word probabilities.")
+@click.option("--write-lm", "write_lm", default=None, type=click.Path(dir_okay=False), metavar="OUT.arpa",
+              help="Write the statically merged model as ARPA (implies --static).")
+def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **mix):
     """Score TEST.txt with an ARPA model (--arpa MODEL.arpa) or a model file (MODEL),
     printing SRILM's `ngram -ppl` lines: sentences, words, OOVs, zeroprobs, logprob
-    (log10), ppl (</s> counted) and ppl1 (</s> not counted)."""
+    (log10), ppl (</s> counted) and ppl1 (</s> not counted).
+
+    Mixtures (SRILM's -mix-lm, -lambda, -mix-lm2 ... -mix-lambda2 ...): MODEL gets
+    --lambda, --mix-lmK gets --mix-lambdaK, --mix-lm the rest. By default the word
+    probabilities are interpolated (SRILM's `-bayes 0`); --static merges back-off models
+    into one (what SRILM's `ngram -mix-lm` does by default, and writes with -write-lm)."""
     from ..corpus import Corpus, CorpusError, read_lines
     from ..evaluate import perplexity_report
 
@@ -82,16 +109,31 @@ def command(files, arpa_path, as_json, debug):
         if len(files) != 2:
             raise click.UsageError("give MODEL TEST.txt, or --arpa MODEL.arpa TEST.txt")
         model_path, test_path = files
+    extra = [(mix[f"mix_lm{k}"], mix[f"mix_lambda{k}"]) for k in range(2, 10)]
+    for k, (m, w) in enumerate(extra, start=2):
+        if (m is None) != (w is None):
+            raise click.UsageError(f"--mix-lm{k} and --mix-lambda{k} go together")
+        if m is not None and mix_lm is None:
+            raise click.UsageError(f"--mix-lm{k} needs --mix-lm")
+    extra = [(m, w) for m, w in extra if m is not None]
+    if write_lm is not None:
+        static = True
+        if mix_lm is None:
+            raise click.UsageError("--write-lm writes a merged model: give --mix-lm")
     from .kn import return_freed_memory_to_os
 
     return_freed_memory_to_os()
     try:
-        sentences = [toks for _, toks in read_lines(test_path)]
+        lines = [toks for _, toks in read_lines(test_path)]
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
-    model = load_model(model_path, arpa_path is not None, only_for=sentences)
+    # a merge recomputes back-off weights from every n-gram: no restriction to the text
+    only_for = None if static and mix_lm is not None else lines
+    model = load_model(model_path, arpa_path is not None, only_for=only_for)
+    if mix_lm is not None:
+        model = _mixture(model, mix_lm, lam, extra, static, write_lm, only_for, [model_path, test_path])
     vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
-    corpus = Corpus.from_sentences(sentences, vocab, source=str(test_path))
+    corpus = Corpus.from_sentences(lines, vocab, source=str(test_path))
     lp = model.log10_probs(corpus)
     report = perplexity_report(corpus, lp, str(test_path))
     if as_json:
@@ -100,7 +142,29 @@ def command(files, arpa_path, as_json, debug):
         d["order"] = getattr(model, "order", None)
         click.echo(json.dumps(d, indent=2))
         return
-    if debug >= 2:
-        for line in debug_lines(model, corpus, lp):
+    if debug >= 1:
+        for line in debug_lines(model, corpus, lp, debug, lines):
             click.echo(line)
     click.echo(report.srilm_text())
+
+
+def _mixture(main, mix_lm, lam, extra, static, write_lm, only_for, inputs):
+    from ..mix import MixtureLM, full_weights, merge_static
+
+    paths = [mix_lm] + [m for m, _ in extra]
+    models = [main] + [load_model(p, False, only_for=only_for) for p in paths]
+    try:
+        weights = full_weights([lam] + [w for _, w in extra], len(models))
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    if not static:
+        return MixtureLM(models, weights)
+    backoff = [m if hasattr(m, "ngrams") else m.to_backoff() for m in models]
+    merged = merge_static(backoff, weights)
+    if write_lm is not None:
+        merged.sources = tuple(str(p) for p in inputs + paths)
+        try:
+            merged.write_arpa(write_lm)
+        except (OSError, ValueError) as e:
+            raise click.ClickException(f"{write_lm}: {e}") from None
+    return merged
