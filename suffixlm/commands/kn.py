@@ -56,9 +56,12 @@ def parse_min_counts(text: str | None, order: int) -> list[int] | None:
               help="Vocabulary file (one word per line); other words become <unk>.")
 @click.option("--unk/--no-unk", default=True, show_default=True,
               help="Keep <unk> as a word (open vocabulary, SRILM -unk).")
+@click.option("--prune", "prune", type=float, default=None,
+              help="Prune the model by relative entropy at this threshold before writing it "
+                   "(SRILM -prune; see `suffixlm prune`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def command(train_file, output, order, modified, min_count, vocab_path, unk, as_json, quiet):
+def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, as_json, quiet):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
     from ..arpa import ArpaError
@@ -66,6 +69,10 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, as_
     from ..kn import DiscountWarning, KneserNeyLM
 
     min_counts = parse_min_counts(min_count, order)
+    if prune is not None:
+        from .prune import parse_threshold
+
+        prune = parse_threshold(prune, "--prune")
     return_freed_memory_to_os()
     t0 = time.perf_counter()
     try:
@@ -75,6 +82,11 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, as_
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DiscountWarning)
         lm = KneserNeyLM(order, modified=modified, min_counts=min_counts).fit(corpus)
+    if prune is not None:
+        from ..prune import prune_entropy
+
+        unpruned_counts = lm.model_.counts
+        lm.model_ = prune_entropy(lm.model_, prune)
     t1 = time.perf_counter()
     try:
         lm.write_arpa(output)
@@ -95,6 +107,9 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, as_
         "count_of_counts": info["count_of_counts"], "parameters": lm.model_.n_parameters,
         "estimate_seconds": round(t1 - t0, 3), "write_seconds": round(t2 - t1, 3),
     }
+    if prune is not None:
+        summary["prune"] = prune
+        summary["ngrams_unpruned"] = unpruned_counts
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -102,5 +117,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, as_
     for n, (c, d) in enumerate(zip(lm.model_.counts, info["discounts"]), start=1):
         ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
         click.echo(f"  {n}-grams: {c:>10}  {ds}")
+    if prune is not None:
+        click.echo(f"pruned at threshold {prune:g}: n-grams {unpruned_counts} -> {lm.model_.counts}")
     click.echo(f"wrote {output} ({summary['parameters']} parameters) in {t2 - t0:.2f} s "
                f"(estimate {t1 - t0:.2f} s, write {t2 - t1:.2f} s)")

@@ -71,7 +71,7 @@ def test_arpa_reader_recognises_gzip_by_content(tmp_path):
         p = tmp_path / name
         p.write_bytes(data)
         assert is_arpa_file(p)
-        assert read_arpa(p).counts == [5]  # <unk> added with log 0
+        assert read_arpa(p).counts == [4]  # the file's count (<unk> is added in memory with log 0, not written)
 
 
 def test_stdin_is_read_through_gzip_and_left_open(monkeypatch):

@@ -1,0 +1,303 @@
+"""Numba kernels of relative-entropy pruning (:mod:`suffixlm.prune`): SRILM's context
+trie as flat arrays, its back-off walk, and the pruning and back-off weight passes.
+
+The trie: node 0 is the empty context; the node of a context ``h1 .. hk`` (oldest
+first) is the child of the node of ``h2 .. hk`` by the word ``h1``, stored in an
+open-addressing hash map (``_hash_kernels``) under the key ``parent * V + h1``.
+Probabilities are a second map, key ``context_node * V + word`` -> index into the
+concatenated log-probabilities of every order. Numbers follow SRILM's types: ``LogP``
+is float32 (log10), ``Prob`` float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._hash_kernels import _slot, hash_find
+
+LN10 = 2.30258509299404568402  # M_LN10
+PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
+
+
+@njit(cache=True)
+def _insert(keys, vals, shift, key, next_id):
+    """Value of ``key`` in the map, inserting it with ``next_id`` when absent.
+    Returns (value, is new). The caller sizes the table so that it never fills."""
+    size = keys.shape[0]
+    h = _slot(key, shift)
+    while True:
+        t = keys[h]
+        if t == key:
+            return vals[h], False
+        if t == -1:
+            keys[h] = key
+            vals[h] = next_id
+            return next_id, True
+        h += 1
+        if h == size:
+            h = 0
+
+
+@njit(cache=True)
+def insert_nodes(rows, ncols, V, keys, vals, shift, next_id, parent, word, depth):
+    """Insert the contexts ``rows[:, :ncols]`` and all their suffixes as trie nodes.
+    Returns (node id of each row int64[m], next free id)."""
+    m = rows.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        node = 0
+        for j in range(ncols - 1, -1, -1):
+            w = rows[i, j]
+            nxt, new = _insert(keys, vals, shift, node * V + w, next_id)
+            if new:
+                parent[nxt] = node
+                word[nxt] = w
+                depth[nxt] = depth[node] + 1
+                next_id += 1
+            node = nxt
+        out[i] = node
+    return out, next_id
+
+
+@njit(cache=True)
+def find_nodes(rows, ncols, V, keys, vals, shift):
+    """int64[m]: the node of each context ``rows[:, :ncols]``, -1 where there is none."""
+    m = rows.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        node = 0
+        for j in range(ncols - 1, -1, -1):
+            node = hash_find(keys, vals, shift, node * V + rows[i, j])
+            if node < 0:
+                break
+        out[i] = node
+    return out
+
+
+@njit(cache=True)
+def insert_probs(ctx, words, V, keys, vals, shift, first):
+    """Map ``ctx[i] * V + words[i]`` -> ``first + i``. Returns the number of keys that
+    were already there (an n-gram listed twice)."""
+    dup = 0
+    for i in range(ctx.shape[0]):
+        _, new = _insert(keys, vals, shift, ctx[i] * V + words[i], first + i)
+        if not new:
+            dup += 1
+    return dup
+
+
+@njit(cache=True)
+def _to_prob(lp):
+    """SRILM's ``LogPtoProb``: 10^lp in double, 0 for log 0."""
+    if lp == -np.inf:
+        return 0.0
+    return np.exp(np.float64(lp) * LN10)
+
+
+@njit(cache=True)
+def word_prob_bo(w, ctx, start, clen, V, nkeys, nvals, nshift, node_alive, node_bow,
+                 pkeys, pvals, pshift, prob_alive, lp):
+    """SRILM's ``Ngram::wordProbBO(w, context, clen)``: ``ctx[start:]`` is the context,
+    most recent word first; float32 sums. Returns float32 log10 p."""
+    logp = np.float32(-np.inf)
+    bow = np.float32(0.0)
+    node = 0
+    i = 0
+    while True:
+        g = hash_find(pkeys, pvals, pshift, node * V + w)
+        if g >= 0 and prob_alive[g]:
+            logp = lp[g]
+            bow = np.float32(0.0)
+        if i >= clen:
+            break
+        nxt = hash_find(nkeys, nvals, nshift, node * V + ctx[start + i])
+        if nxt < 0 or not node_alive[nxt]:
+            break
+        bow = np.float32(bow + node_bow[nxt])
+        node = nxt
+        i += 1
+    return np.float32(logp + bow)
+
+
+@njit(cache=True)
+def _reversed_context(node, d, parent, word, ctx):
+    """Fill ``ctx[:d]`` with the context of ``node`` (depth d), most recent word first."""
+    nd = node
+    for k in range(d - 1, -1, -1):
+        ctx[k] = word[nd]
+        nd = parent[nd]
+
+
+@njit(cache=True)
+def _context_prob(ctx, clen, order, bos, eos, unk, unk_nonevent, V, nkeys, nvals, nshift, node_alive,
+                  node_bow, pkeys, pvals, pshift, prob_alive, lp):
+    """SRILM's ``LM::contextProb``: log10 P(h) of the context ``ctx[:clen]`` (most recent
+    word first) as the product of its words' probabilities, oldest first, the oldest
+    ``<s>`` scored as ``</s>``; a non-event of probability 0 is skipped. float32 sum."""
+    joint = np.float32(0.0)
+    for k in range(clen, 0, -1):
+        w = ctx[k - 1]
+        if k == clen and w == bos:
+            w = eos
+        cl = clen - k
+        if cl > order - 1:
+            cl = order - 1
+        wp = word_prob_bo(w, ctx, k, cl, V, nkeys, nvals, nshift, node_alive, node_bow,
+                          pkeys, pvals, pshift, prob_alive, lp)
+        nonevent = w == bos or (unk_nonevent and w == unk)
+        if wp != -np.inf or not nonevent:
+            joint = np.float32(joint + wp)
+    return joint
+
+
+@njit(cache=True)
+def _bow_fixups(num, den, lp, probs, a, b, prob_alive):
+    """The end of SRILM's ``Ngram::computeBOW`` (no minimum back-off mass): rounding
+    fixes and sanity checks. A context whose back-off distribution has no mass left
+    gets its probabilities scaled to sum to 1 (in ``lp``, as SRILM does). Returns
+    (valid, numerator, denominator)."""
+    if abs(num) < PROB_EPSILON:
+        num = 0.0
+    if abs(den) < PROB_EPSILON:
+        den = 0.0
+    if den < PROB_EPSILON and num > PROB_EPSILON:
+        scale = np.float32(-np.log10(1.0 - num))
+        for j in range(a, b):
+            g = probs[j]
+            if prob_alive[g]:
+                lp[g] = np.float32(lp[g] + scale)
+        return True, 0.0, 0.0
+    if num < 0.0:
+        return False, num, den
+    if den <= 0.0:
+        if num > PROB_EPSILON:
+            return False, num, den
+        return True, 0.0, 0.0
+    return True, num, den
+
+
+@njit(cache=True)
+def prune_depth(d, nodes, order, threshold, V, nkeys, nvals, nshift, parent, word, node_alive, node_bow,
+                n_children, probs_start, probs, pkeys, pvals, pshift, prob_alive, lp, last_word, ngram_node,
+                bos, eos, unk, unk_nonevent, score):
+    """One pass of SRILM's ``Ngram::pruneProbs``: the contexts ``nodes`` of depth ``d``
+    and their (d+1)-grams. Removes the n-grams whose relative perplexity change is
+    below ``threshold`` unless the n-gram is itself a live context; then removes the
+    contexts left without n-grams and without longer contexts. Writes the criterion of
+    every n-gram it scores into ``score``. Returns the number of n-grams removed."""
+    ctx = np.empty(order + 1, dtype=np.int64)
+    bo = np.empty(probs.shape[0], dtype=np.float32)
+    n_pruned = 0
+    for t in range(nodes.shape[0]):
+        nd = nodes[t]
+        _reversed_context(nd, d, parent, word, ctx)
+        a = probs_start[nd]
+        b = probs_start[nd + 1]
+        num = 1.0
+        den = 1.0
+        for j in range(a, b):
+            g = probs[j]
+            num -= _to_prob(lp[g])
+            bo[j] = word_prob_bo(last_word[g], ctx, 0, d - 1, V, nkeys, nvals, nshift, node_alive, node_bow,
+                                 pkeys, pvals, pshift, prob_alive, lp)
+            den -= _to_prob(bo[j])
+        ok, num, den = _bow_fixups(num, den, lp, probs, a, b, prob_alive)
+        if not ok:
+            continue
+        cprob = _context_prob(ctx, d, order, bos, eos, unk, unk_nonevent, V, nkeys, nvals, nshift, node_alive,
+                              node_bow, pkeys, pvals, pshift, prob_alive, lp)
+        p_h = _to_prob(cprob)
+        old_bow = node_bow[nd]
+        all_pruned = True
+        for j in range(a, b):
+            g = probs[j]
+            p = lp[g]
+            new_bow = np.float32(np.log10(num + _to_prob(p)) - np.log10(den + _to_prob(bo[j])))
+            delta_prob = np.float32(np.float32(bo[j] + new_bow) - p)
+            delta_h = -p_h * (_to_prob(p) * np.float64(delta_prob)
+                              + num * np.float64(np.float32(new_bow - old_bow)))
+            change = _to_prob(delta_h) - 1.0
+            score[g] = change
+            pruned = threshold > 0 and change < threshold
+            if pruned:
+                hw = ngram_node[g]
+                if hw >= 0 and node_alive[hw]:
+                    pruned = False
+            if pruned:
+                prob_alive[g] = False
+                n_pruned += 1
+            else:
+                all_pruned = False
+        if all_pruned and n_children[nd] == 0:
+            node_alive[nd] = False
+            n_children[parent[nd]] -= 1
+    return n_pruned
+
+
+@njit(cache=True)
+def recompute_bows(d, nodes, order, V, nkeys, nvals, nshift, parent, word, node_alive, node_bow, probs_start,
+                   probs, pkeys, pvals, pshift, prob_alive, lp, last_word):
+    """SRILM's ``Ngram::computeBOWs(d)`` for d >= 1: the back-off weight of every live
+    context of depth ``d`` from its live n-grams and the lower orders as they are now.
+    Returns the number of contexts whose weight SRILM rejects (set to log 0)."""
+    ctx = np.empty(order + 1, dtype=np.int64)
+    n_bad = 0
+    for t in range(nodes.shape[0]):
+        nd = nodes[t]
+        if not node_alive[nd]:
+            continue
+        _reversed_context(nd, d, parent, word, ctx)
+        a = probs_start[nd]
+        b = probs_start[nd + 1]
+        num = 1.0
+        den = 1.0
+        for j in range(a, b):
+            g = probs[j]
+            if not prob_alive[g]:
+                continue
+            num -= _to_prob(lp[g])
+            den -= _to_prob(word_prob_bo(last_word[g], ctx, 0, d - 1, V, nkeys, nvals, nshift, node_alive,
+                                         node_bow, pkeys, pvals, pshift, prob_alive, lp))
+        ok, num, den = _bow_fixups(num, den, lp, probs, a, b, prob_alive)
+        if not ok:
+            node_bow[nd] = np.float32(-np.inf)
+            n_bad += 1
+        elif num < PROB_EPSILON and den < PROB_EPSILON:
+            node_bow[nd] = np.float32(0.0)
+        else:
+            node_bow[nd] = np.float32(np.log10(num) - np.log10(den))
+    return n_bad
+
+
+@njit(cache=True)
+def distribute_unigram_mass(lp, event):
+    """SRILM's ``computeBOWs(0)``: the mass the unigrams leave (0 below Prob_Epsilon)
+    goes to the zero-probability events, or, when there is none, to every event.
+    ``event``: bool per unigram row. Returns the mass, NaN when the unigrams sum above
+    1 (SRILM then changes nothing)."""
+    num = 1.0
+    for i in range(lp.shape[0]):
+        num -= _to_prob(lp[i])
+    if abs(num) < PROB_EPSILON:
+        num = 0.0
+    if num < 0.0:
+        return np.nan
+    n_words = 0
+    n_zero = 0
+    for i in range(lp.shape[0]):
+        if event[i]:
+            n_words += 1
+            if lp[i] == -np.inf:
+                n_zero += 1
+    if n_zero > 0:
+        add = num / n_zero
+        for i in range(lp.shape[0]):
+            if event[i] and lp[i] == -np.inf:
+                lp[i] = np.float32(np.log10(add)) if add > 0 else np.float32(-np.inf)
+    elif n_words > 0:
+        add = num / n_words
+        for i in range(lp.shape[0]):
+            if event[i]:
+                lp[i] = np.float32(np.log10(_to_prob(lp[i]) + add))
+    return num
