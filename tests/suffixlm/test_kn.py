@@ -27,7 +27,7 @@ from suffixlm.kn import (
 TOY = ["a b", "a b", "b a", "c"]
 
 
-def _synthetic_sentences(seed=0, n_sent=300, n_words=300):
+def _synthetic_sentences(seed=0, n_sent=300, n_words=300, lengths=(2, 12)):
     """Zipf-distributed words with a sticky Markov chain, so that n-grams repeat and every
     count-of-counts n1..n4 is non-zero up to order 3."""
     rng = np.random.default_rng(seed)
@@ -38,7 +38,7 @@ def _synthetic_sentences(seed=0, n_sent=300, n_words=300):
     for _ in range(n_sent):
         w = rng.choice(n_words, p=p)
         s = [w]
-        for _ in range(rng.integers(2, 12)):
+        for _ in range(rng.integers(*lengths)):
             w = follow[w, rng.integers(0, 3)] if rng.random() < 0.7 else rng.choice(n_words, p=p)
             s.append(w)
         out.append(" ".join(f"w{i}" for i in s))

@@ -21,25 +21,14 @@ from suffixlm.corpus import BOS_ID, EOS_ID, Corpus
 from suffixlm.evaluate import score
 from suffixlm.kn import DiscountWarning, KneserNeyLM
 from suffixlm.prune import prune_entropy, pruning_criterion
+from tests.suffixlm.test_kn import _synthetic_sentences as synthetic_sentences
 
 EPS = 3e-6  # SRILM's Prob_Epsilon
 
 
-def _synthetic_sentences(seed=0, n_sent=250, n_words=40):
+def _synthetic_sentences(seed=0):
     """Zipf-distributed words with a sticky Markov chain: n-grams repeat at every order."""
-    rng = np.random.default_rng(seed)
-    p = 1.0 / np.arange(1, n_words + 1)
-    p /= p.sum()
-    follow = rng.integers(0, n_words, size=(n_words, 3))
-    out = []
-    for _ in range(n_sent):
-        w = rng.choice(n_words, p=p)
-        s = [w]
-        for _ in range(rng.integers(1, 10)):
-            w = follow[w, rng.integers(0, 3)] if rng.random() < 0.7 else rng.choice(n_words, p=p)
-            s.append(w)
-        out.append(" ".join(f"w{i}" for i in s))
-    return out
+    return synthetic_sentences(seed, n_sent=250, n_words=40, lengths=(1, 10))
 
 
 @functools.lru_cache(maxsize=None)
