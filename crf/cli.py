@@ -67,6 +67,13 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
 
     if not patterns and not init_model:
         raise click.UsageError("give a pattern file (-p) or a model to start from (--init)")
+    from suffixlm.io import check_not_input
+
+    try:
+        # before any work: the model never replaces the training text, patterns or devel
+        check_not_input(model, [train, devel, *patterns])
+    except ValueError as exc:
+        raise _fail(exc) from None
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
     t0 = time.perf_counter()
@@ -174,44 +181,56 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
     crf.set_params(threads=threads)
     n_obs = crf.space_.n_columns
     stats = [0, 0, 0, 0]
+    import contextlib
+
+    from suffixlm.io import atomic_write, check_not_input
+
+    if outfile != "-":
+        try:
+            # OUT is never one of the inputs, and is replaced only once labelling succeeded
+            check_not_input(outfile, [infile, model_path])
+        except ValueError as exc:
+            raise _fail(exc) from None
     try:
         fin = open_text(infile)
     except OSError as exc:
         raise _fail(exc) from None
-    out = open_text(outfile, "w") if outfile != "-" else sys.stdout
-    try:
-        raw: list[str] = []
-        X, G = [], []
-        has_gold = None
-        for start, rows in iter_sequences(fin, infile, raw=raw):
-            n = len(rows[0])
-            if has_gold is None:
-                if n == n_obs + 1 and not no_label:
-                    has_gold = True
-                elif n == n_obs:
-                    has_gold = False
+    with contextlib.ExitStack() as stack:
+        stack.callback(fin.close)
+        try:
+            out = sys.stdout if outfile == "-" else stack.enter_context(
+                atomic_write(outfile, binary=False, inputs=[infile, model_path]))
+        except OSError as exc:
+            raise _fail(exc) from None
+        try:
+            raw: list[str] = []
+            X, G = [], []
+            has_gold = None
+            for start, rows in iter_sequences(fin, infile, raw=raw):
+                n = len(rows[0])
+                if has_gold is None:
+                    if n == n_obs + 1 and not no_label:
+                        has_gold = True
+                    elif n == n_obs:
+                        has_gold = False
+                    else:
+                        raise DataError(f"{infile}:{start}: {n} columns, the model expects {n_obs} "
+                                        f"observation column(s) (+1 optional gold label)")
+                    if check and not has_gold:
+                        raise DataError(f"{infile}:{start}: --check needs the gold label as an extra last column")
+                if has_gold:
+                    X.append([r[:-1] for r in rows])
+                    G.append([r[-1] for r in rows])
                 else:
-                    raise DataError(f"{infile}:{start}: {n} columns, the model expects {n_obs} "
-                                    f"observation column(s) (+1 optional gold label)")
-                if check and not has_gold:
-                    raise DataError(f"{infile}:{start}: --check needs the gold label as an extra last column")
-            if has_gold:
-                X.append([r[:-1] for r in rows])
-                G.append([r[-1] for r in rows])
-            else:
-                X.append(rows)
-            if len(X) >= BATCH:
+                    X.append(rows)
+                if len(X) >= BATCH:
+                    _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
+                    X, G, raw[:] = [], [], []
+            if X:
                 _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
-                X, G, raw[:] = [], [], []
-        if X:
-            _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
-    except (DataError, ValueError) as exc:
-        raise _fail(exc) from None
-    finally:
-        fin.close()
-        if out is not sys.stdout:
-            out.close()
-        else:
+        except (DataError, ValueError) as exc:
+            raise _fail(exc) from None
+        if out is sys.stdout:
             out.flush()
     if check and stats[1]:
         click.echo(f"token error: {100.0 * stats[0] / stats[1]:.2f}%  "

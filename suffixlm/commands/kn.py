@@ -66,7 +66,13 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
     from ..arpa import ArpaError
     from ..corpus import CorpusError, load_training_corpus
+    from ..io import check_not_input
     from ..kn import DiscountWarning, KneserNeyLM
+
+    try:
+        check_not_input(output, [train_file, vocab_path])  # before any work
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
 
     min_counts = parse_min_counts(min_count, order)
     if prune is not None:

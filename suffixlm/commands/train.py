@@ -69,8 +69,14 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
             batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, quiet, as_json):
     """Train a log-linear language model on TRAIN.txt (one sentence per line)."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
+    from ..io import check_not_input
     from ..model import LogLinearLM
 
+    inputs = [train_file, valid_file, vocab_file]
+    try:
+        check_not_input(output, inputs)  # before any work: the model never replaces an input
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     lam = _lam(lam_text)
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
@@ -131,8 +137,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     try:
-        model.save(output)
-    except OSError as e:
+        model.save(output, inputs=[p for p in inputs if p is not None])
+    except (OSError, ValueError) as e:
         raise click.ClickException(f"{output}: cannot write model ({e.strerror or e})") from None
     summary = {
         "model": output,

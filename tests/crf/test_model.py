@@ -138,6 +138,18 @@ def test_cli_end_to_end(tiny_file, tmp_path):
             assert b == ""
     r = runner.invoke(main, ["crf", "eval", str(out)])
     assert r.exit_code == 0 and "FB1: 100.00" in r.output
+    # nothing lost: OUT may not be IN or the model, and a failed run leaves OUT as it was
+    before = tiny_file.read_bytes()
+    r = runner.invoke(main, ["crf", "label", "-m", str(model), str(tiny_file), str(tiny_file)])
+    assert r.exit_code != 0 and "refusing to overwrite" in r.output and tiny_file.read_bytes() == before
+    r = runner.invoke(main, ["crf", "label", "-m", str(model), str(tiny_file), str(model)])
+    assert r.exit_code != 0 and "refusing to overwrite" in r.output
+    labelled = out.read_bytes()
+    bad_in = tmp_path / "bad_in.txt"
+    bad_in.write_text("a b\nc\n")
+    r = runner.invoke(main, ["crf", "label", "-m", str(model), str(bad_in), str(out)])
+    assert r.exit_code != 0 and out.read_bytes() == labelled
+    assert sorted(p.name for p in tmp_path.iterdir() if ".tmp" in p.name) == []
     # unlabelled input from stdin, n-best with scores
     unl = "\n".join(" ".join(x.split()[:2]) for x in src)
     r = runner.invoke(main, ["crf", "label", "-m", str(model), "--nbest", "2", "--score", "-", "-"], input=unl)
@@ -159,3 +171,13 @@ def test_cli_end_to_end(tiny_file, tmp_path):
     assert r.exit_code != 0 and "no sequence" in r.output
     r = runner.invoke(main, ["crf", "label", "-m", str(tiny_file), str(tiny_file)])
     assert r.exit_code != 0 and "Error" in r.output and "Traceback" not in r.output
+
+
+def test_crf_train_never_replaces_its_inputs(tiny_file, tmp_path):
+    pat = tmp_path / "p.pat"
+    pat.write_text("\n".join(PATTERNS) + "\n")
+    before = tiny_file.read_bytes(), pat.read_bytes()
+    for out in (tiny_file, pat):
+        r = CliRunner().invoke(main, ["crf", "train", "-p", str(pat), str(tiny_file), str(out)])
+        assert r.exit_code != 0 and "refusing to overwrite" in r.output
+    assert (tiny_file.read_bytes(), pat.read_bytes()) == before

@@ -117,3 +117,21 @@ def test_train_with_kn_base_and_signed_weights(tmp_path):
             "--epochs", "30", "--quiet", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1])["nonzero"] > 0
     assert (LogLinearLM.load(model).weights_ < 0).any()
+
+
+def test_outputs_never_replace_inputs_and_are_checked_before_work(tmp_path):
+    from click.testing import CliRunner
+
+    from suffixlm.cli import main
+
+    text = tmp_path / "train.txt"
+    text.write_text("the cat sat\nthe dog sat\na cat saw a dog\n")
+    before = text.read_bytes()
+    for args in (["train", str(text), "-o", str(text)], ["kn", str(text), "-o", str(text), "--order", "2"],
+                 ["train", str(text), "-o", str(tmp_path / "m.lm"), "--lam", "auto", "--valid", str(text)]):
+        r = CliRunner().invoke(main, args)
+        if "--valid" in args:  # valid may be the training text; the output is elsewhere
+            assert r.exit_code == 0, r.output
+            continue
+        assert r.exit_code != 0 and "refusing to overwrite" in r.output, r.output
+        assert text.read_bytes() == before
