@@ -324,6 +324,11 @@ class BackoffLM(KenLMInterface):
                 body = data.find(b"\n", p)
                 body = len(data) if body < 0 else body + 1
                 end = marks[j + 1][0] if j + 1 < len(marks) else len(data)
+                # every n-gram line takes at least 2n + 2 bytes ("0\ta b\n"): a header
+                # count the section cannot hold is refused before anything is allocated
+                if n in expected and expected[n] > (end - body) // (2 * n + 2) + 1:
+                    fail(p, f"header says ngram {n}={expected[n]}, more than the {end - body} bytes of the "
+                            f"section can hold")
                 sections[n] = (p, body, end)
             elif t == b"\\end\\":
                 saw_end = True

@@ -314,3 +314,16 @@ def test_numbers_outside_the_exact_fast_path_are_parsed_by_python(tmp_path):
     words = lm.vocab.words
     got = {(words[r[0]], words[r[1]]): v for r, v in zip(rows.tolist(), lp)}
     assert got == want
+
+
+def test_header_counts_the_file_cannot_hold_are_refused_before_allocating():
+    import resource
+
+    from suffixlm.arpa import ArpaError, BackoffLM
+
+    text = ("\n\\data\\\nngram 1=2\nngram 2=100000000000\n\n\\1-grams:\n-1\ta\n-1\t</s>\n\n"
+            "\\2-grams:\n-1\ta </s>\n\n\\end\\\n").encode()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ArpaError, match="ngram 2=100000000000, more than"):
+        BackoffLM.from_arpa_bytes(text, name="big.arpa")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB: nothing sized by the header
