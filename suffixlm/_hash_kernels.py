@@ -15,30 +15,36 @@ def _slot(key, shift):
 
 
 @njit(cache=True)
-def hash_insert(table_keys, table_vals, shift, keys, next_id):
-    """Insert non-negative ``keys`` into an open-addressing map (empty slot = -1);
-    a new key gets value ``next_id``, ``next_id + 1``, ... in order of first appearance.
-    Returns (value of every key int64[n], next free id). The caller keeps the load
+def hash_insert_one(table_keys, table_vals, shift, key, next_id):
+    """Value of non-negative ``key``, inserting it with value ``next_id`` when absent
+    (empty slot = -1). Returns (value, whether it was new). The caller keeps the load
     below one half."""
     size = table_keys.shape[0]
+    h = _slot(key, shift)
+    while True:
+        t = table_keys[h]
+        if t == key:
+            return table_vals[h], False
+        if t == -1:
+            table_keys[h] = key
+            table_vals[h] = next_id  # int32 storage in the ARPA maps: fewer than 2^31 entries
+            return table_vals[h], True
+        h += 1
+        if h == size:
+            h = 0
+
+
+@njit(cache=True)
+def hash_insert(table_keys, table_vals, shift, keys, next_id):
+    """Insert non-negative ``keys`` (``hash_insert_one``); a new key gets value
+    ``next_id``, ``next_id + 1``, ... in order of first appearance. Returns (value of
+    every key int64[n], next free id)."""
     out = np.empty(keys.shape[0], dtype=np.int64)
     for i in range(keys.shape[0]):
-        k = keys[i]
-        h = _slot(k, shift)
-        while True:
-            t = table_keys[h]
-            if t == k:
-                out[i] = table_vals[h]
-                break
-            if t == -1:
-                table_keys[h] = k
-                table_vals[h] = next_id  # int32 storage: fewer than 2^31 entries
-                out[i] = next_id
-                next_id += 1
-                break
-            h += 1
-            if h == size:
-                h = 0
+        v, new = hash_insert_one(table_keys, table_vals, shift, keys[i], next_id)
+        out[i] = v
+        if new:
+            next_id += 1
     return out, next_id
 
 

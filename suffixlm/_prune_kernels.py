@@ -14,29 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._hash_kernels import _slot, hash_find
+from ._hash_kernels import hash_find, hash_insert_one
 
 LN10 = 2.30258509299404568402  # M_LN10
 PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
-
-
-@njit(cache=True)
-def _insert(keys, vals, shift, key, next_id):
-    """Value of ``key`` in the map, inserting it with ``next_id`` when absent.
-    Returns (value, is new). The caller sizes the table so that it never fills."""
-    size = keys.shape[0]
-    h = _slot(key, shift)
-    while True:
-        t = keys[h]
-        if t == key:
-            return vals[h], False
-        if t == -1:
-            keys[h] = key
-            vals[h] = next_id
-            return next_id, True
-        h += 1
-        if h == size:
-            h = 0
 
 
 @njit(cache=True)
@@ -49,7 +30,7 @@ def insert_nodes(rows, ncols, V, keys, vals, shift, next_id, parent, word, depth
         node = 0
         for j in range(ncols - 1, -1, -1):
             w = rows[i, j]
-            nxt, new = _insert(keys, vals, shift, node * V + w, next_id)
+            nxt, new = hash_insert_one(keys, vals, shift, node * V + w, next_id)
             if new:
                 parent[nxt] = node
                 word[nxt] = w
@@ -81,7 +62,7 @@ def insert_probs(ctx, words, V, keys, vals, shift, first):
     were already there (an n-gram listed twice)."""
     dup = 0
     for i in range(ctx.shape[0]):
-        _, new = _insert(keys, vals, shift, ctx[i] * V + words[i], first + i)
+        _, new = hash_insert_one(keys, vals, shift, ctx[i] * V + words[i], first + i)
         if not new:
             dup += 1
     return dup
@@ -178,6 +159,25 @@ def _bow_fixups(num, den, lp, probs, a, b, prob_alive):
 
 
 @njit(cache=True)
+def _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_start, probs, pkeys, pvals,
+                    pshift, prob_alive, lp, last_word, ctx, bo):
+    """SRILM's ``computeBOW`` sums for context node ``nd`` of depth ``d`` (its words in
+    ``ctx``): numerator 1 - sum p(w | h) and denominator 1 - sum p_BO(w | h') over its
+    live n-grams; each p_BO (log10) is left in ``bo`` at the n-gram's slot."""
+    num = 1.0
+    den = 1.0
+    for j in range(probs_start[nd], probs_start[nd + 1]):
+        g = probs[j]
+        if not prob_alive[g]:
+            continue
+        num -= _to_prob(lp[g])
+        bo[j] = word_prob_bo(last_word[g], ctx, 0, d - 1, V, nkeys, nvals, nshift, node_alive, node_bow,
+                             pkeys, pvals, pshift, prob_alive, lp)
+        den -= _to_prob(bo[j])
+    return num, den
+
+
+@njit(cache=True)
 def prune_depth(d, nodes, order, threshold, V, nkeys, nvals, nshift, parent, word, node_alive, node_bow,
                 n_children, probs_start, probs, pkeys, pvals, pshift, prob_alive, lp, last_word, ngram_node,
                 bos, eos, unk, unk_nonevent, score):
@@ -194,14 +194,8 @@ def prune_depth(d, nodes, order, threshold, V, nkeys, nvals, nshift, parent, wor
         _reversed_context(nd, d, parent, word, ctx)
         a = probs_start[nd]
         b = probs_start[nd + 1]
-        num = 1.0
-        den = 1.0
-        for j in range(a, b):
-            g = probs[j]
-            num -= _to_prob(lp[g])
-            bo[j] = word_prob_bo(last_word[g], ctx, 0, d - 1, V, nkeys, nvals, nshift, node_alive, node_bow,
-                                 pkeys, pvals, pshift, prob_alive, lp)
-            den -= _to_prob(bo[j])
+        num, den = _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_start, probs, pkeys,
+                                   pvals, pshift, prob_alive, lp, last_word, ctx, bo)
         ok, num, den = _bow_fixups(num, den, lp, probs, a, b, prob_alive)
         if not ok:
             continue
@@ -242,6 +236,7 @@ def recompute_bows(d, nodes, order, V, nkeys, nvals, nshift, parent, word, node_
     context of depth ``d`` from its live n-grams and the lower orders as they are now.
     Returns the number of contexts whose weight SRILM rejects (set to log 0)."""
     ctx = np.empty(order + 1, dtype=np.int64)
+    bo = np.empty(probs.shape[0], dtype=np.float32)
     n_bad = 0
     for t in range(nodes.shape[0]):
         nd = nodes[t]
@@ -250,15 +245,8 @@ def recompute_bows(d, nodes, order, V, nkeys, nvals, nshift, parent, word, node_
         _reversed_context(nd, d, parent, word, ctx)
         a = probs_start[nd]
         b = probs_start[nd + 1]
-        num = 1.0
-        den = 1.0
-        for j in range(a, b):
-            g = probs[j]
-            if not prob_alive[g]:
-                continue
-            num -= _to_prob(lp[g])
-            den -= _to_prob(word_prob_bo(last_word[g], ctx, 0, d - 1, V, nkeys, nvals, nshift, node_alive,
-                                         node_bow, pkeys, pvals, pshift, prob_alive, lp))
+        num, den = _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_start, probs, pkeys,
+                                   pvals, pshift, prob_alive, lp, last_word, ctx, bo)
         ok, num, den = _bow_fixups(num, den, lp, probs, a, b, prob_alive)
         if not ok:
             node_bow[nd] = np.float32(-np.inf)

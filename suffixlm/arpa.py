@@ -484,6 +484,21 @@ class _Int64Map:
         return out, int(next_id)
 
 
+def row_index(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """int64[k]: the index in ``table`` (int rows[m, n], each row once, any order) of
+    every row of ``rows`` (k, n). Raises RuntimeError when one is missing: the callers
+    look up n-grams that must be there (contexts among the model's n-grams)."""
+    dt = np.dtype((np.void, table.dtype.itemsize * table.shape[1]))
+    t = np.ascontiguousarray(table).view(dt).ravel()
+    r = np.ascontiguousarray(rows.astype(table.dtype)).view(dt).ravel()
+    order = np.argsort(t)
+    pos = np.minimum(np.searchsorted(t[order], r), max(len(t) - 1, 0))
+    idx = order[pos] if len(t) else np.zeros(len(r), dtype=np.int64)
+    if len(r) and (not len(t) or not np.array_equal(table[idx], rows)):
+        raise RuntimeError("internal error: a context is not among the model's n-grams")
+    return idx.astype(np.int64)
+
+
 def _fmt(x: float) -> str:
     x = float(x)
     if x == -np.inf:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _export_kernels as K
-from .arpa import LOG_ZERO, BackoffLM
+from .arpa import LOG_ZERO, BackoffLM, row_index
 from .corpus import BOS_ID, UNK_ID
 
 LN10 = float(np.log(10.0))
@@ -40,26 +40,11 @@ def _attach_bows(rows: np.ndarray, ctx_rows: np.ndarray, ctx_bow: np.ndarray):
     """(bow float32[m], has_bow bool[m]) of the n-grams ``rows`` (m, d) from the contexts
     ``ctx_rows`` (k, d): every context is one of the n-grams (a context's last word was
     predicted after the words before it)."""
-    m = len(rows)
-    bow = np.zeros(m, dtype=np.float32)
-    has = np.zeros(m, dtype=bool)
-    if not len(ctx_rows):
-        return bow, has
-    both = np.concatenate([rows, ctx_rows])
-    tag = np.concatenate([np.zeros(m, dtype=np.int8), np.ones(len(ctx_rows), dtype=np.int8)])
-    order = np.lexsort((tag,) + tuple(both[:, k] for k in range(both.shape[1] - 1, -1, -1)))
-    srt = both[order]
-    is_ctx = tag[order] == 1
-    same_as_prev = np.zeros(len(order), dtype=bool)
-    same_as_prev[1:] = np.all(srt[1:] == srt[:-1], axis=1)
-    ok = is_ctx & same_as_prev
-    ok[1:] &= ~is_ctx[:-1]
-    if ok.sum() != len(ctx_rows):
-        raise RuntimeError("internal error: a trie context is not among the model's n-grams")
-    at = np.flatnonzero(ok)
-    ngram_index = order[at - 1]
-    bow[ngram_index] = ctx_bow[order[at] - m]
-    has[ngram_index] = True
+    bow = np.zeros(len(rows), dtype=np.float32)
+    has = np.zeros(len(rows), dtype=bool)
+    idx = row_index(rows, ctx_rows)
+    bow[idx] = ctx_bow
+    has[idx] = True
     return bow, has
 
 

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .arpa import BackoffLM
+from .arpa import BackoffLM, row_index
 from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
 from .query import KenLMInterface
 
@@ -259,7 +259,7 @@ def merge_two(a: BackoffLM, b: BackoffLM, lam: float) -> BackoffLM:
     for n in range(1, N + 1):
         parts = [r for r in (ra[n - 1] if n <= a.order else None, rb[n - 1] if n <= b.order else None)
                  if r is not None]
-        rows = np.unique(np.concatenate(parts), axis=0) if len(parts) > 1 else np.unique(parts[0], axis=0)
+        rows = np.unique(np.concatenate(parts), axis=0)
         lp = _mix_log10(_rows_to(a, rows, vocab), _rows_to(b, rows, vocab), lam).astype(np.float32)
         levels.append([rows.astype(np.int32), lp])
     # back-off weights, lower orders first: bow(h) from h's explicit children and their
@@ -272,13 +272,13 @@ def merge_two(a: BackoffLM, b: BackoffLM, lam: float) -> BackoffLM:
         _, first = np.unique(child[:, :n], axis=0, return_index=True)
         starts = np.sort(first).astype(np.int64)
         ends = np.append(starts[1:], len(child)).astype(np.int64)
-        ctx_of = _find_rows(ctx_rows, child[starts, :n])
+        ctx_of = row_index(ctx_rows, child[starts, :n])
         if n == 1:
-            lower = levels[0][1][_find_rows(levels[0][0], child[:, 1:])]
+            lower = levels[0][1][row_index(levels[0][0], child[:, 1:])]
         else:
             partial = BackoffLM(vocab, [(r, p, bw, np.ones(len(r), dtype=bool))
                                         for (r, p), bw in zip(levels[:n], bows[:n])])
-            lower = _rows_to(partial, child[:, 1:], vocab).astype(np.float32)
+            lower = _rows_to(partial, child[:, 1:], vocab)
         lp = levels[n][1]
         bow, _ = KK.backoff_weights(starts, ends, np.ones(len(child), dtype=bool), lp, lower.astype(np.float32))
         bows[n - 1][ctx_of] = bow
@@ -289,23 +289,6 @@ def merge_two(a: BackoffLM, b: BackoffLM, lam: float) -> BackoffLM:
     out = BackoffLM(vocab, ngrams)
     out.sources = tuple(a.sources) + tuple(b.sources)
     return out
-
-
-def _find_rows(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Index in ``table`` (sorted unique rows, as np.unique gives) of every row of ``rows``."""
-    if table.shape[1] == 1:
-        idx = np.searchsorted(table[:, 0], rows[:, 0])
-    else:
-        dt = np.dtype((np.void, table.dtype.itemsize * table.shape[1]))
-        t = np.ascontiguousarray(table).view(dt).ravel()
-        r = np.ascontiguousarray(rows.astype(table.dtype)).view(dt).ravel()
-        order = np.argsort(t)
-        pos = np.searchsorted(t[order], r)
-        pos = np.minimum(pos, len(t) - 1)
-        idx = order[pos]
-    if not np.array_equal(table[idx], rows):
-        raise RuntimeError("internal error: a context of the merged model is not one of its n-grams")
-    return idx
 
 
 def merge_static(models: Sequence[BackoffLM], weights: Sequence[float]) -> BackoffLM:

@@ -109,16 +109,13 @@ class KenLMInterface:
     def _step(self, context: tuple[int, ...], word: int) -> tuple[float, int, tuple[int, ...]]:
         raise NotImplementedError
 
-    def _query_vocab(self):
-        return self.vocab
-
     # -- KenLM -------------------------------------------------------------------
     def __contains__(self, word) -> bool:
         """Whether ``word`` is in the vocabulary (``<unk>`` is not, as in KenLM)."""
-        return self._query_vocab().index.get(_as_str(word), UNK_ID) != UNK_ID
+        return self.vocab.index.get(_as_str(word), UNK_ID) != UNK_ID
 
     def _word_id(self, word) -> int:
-        return self._query_vocab().id(_as_str(word))
+        return self.vocab.id(_as_str(word))
 
     def _full(self, context: tuple[int, ...], wid: int) -> tuple[FullScoreReturn, tuple[int, ...]]:
         lp, n, nxt = self._step(tuple(context), int(wid))
@@ -146,7 +143,7 @@ class KenLMInterface:
     def full_scores(self, sentence: str, bos: bool = True, eos: bool = True) -> Iterator[tuple[float, int, bool]]:
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (split on
         whitespace; give no ``<s>``), then for ``</s>`` when ``eos``."""
-        vocab = self._query_vocab()
+        vocab = self.vocab
         context: tuple[int, ...] = (BOS_ID,) if bos else ()
         for word in _as_str(sentence).split():
             ret, context = self._full(context, vocab.id(word))
@@ -174,7 +171,7 @@ class KenLMInterface:
 
     # -- files and corpora (SRILM's statistics) -----------------------------------
     def _as_corpus(self, data) -> Corpus:
-        vocab = self._query_vocab()
+        vocab = self.vocab
         if isinstance(data, Corpus):
             return data
         if isinstance(data, (list, tuple)):
