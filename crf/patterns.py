@@ -19,30 +19,57 @@ Commands:
 - ``%x[off,col]``       the value of column ``col`` at row ``t + off``;
 - ``%t[off,col,"re"]``  ``true`` / ``false``: does the regular expression match the
   value (anywhere; anchor with ``^``/``$``);
-- ``%m[off,col,"re"]``  the first substring matched by ``re`` (empty if none).
+- ``%m[off,col,"re"]``  the substring the regular expression matches (empty if none).
 
 **Row offset first**, as in CRF++ and in Wapiti's code (Wapiti's man page says
-``[col,off]`` but its reader takes the offset first).  ``off`` may be written
-``@n``: an absolute position, counted from the start of the sequence for n >= 0 and
-from its end for n < 0 (``@-1`` is the last token).  An upper-case command letter
-(``%X``, ``%T``, ``%M``) lower-cases the value before using it.  Regular expressions
-are Python's ``re`` syntax (a superset of Wapiti's small regex language for the
-usual cases).  Positions outside the sequence take Wapiti's padding values
-``_x-1`` ... ``_x-4``, ``_x-#`` before the start and ``_x+1`` ... ``_x+4``, ``_x+#``
-after the end.  Columns count from 0 over the observation columns (the label
-column cannot be referenced).
+``[col,off]`` but its reader takes the offset first).  Positions outside the sequence
+take Wapiti's padding values ``_x-1`` ... ``_x-4``, ``_x-#`` before the start and
+``_x+1`` ... ``_x+4``, ``_x+#`` after the end.  Columns count from 0 over the
+observation columns (the label column cannot be referenced).  As in Wapiti, ``off``
+may also be written
+
+- ``@n``: an absolute row, the same for every t: ``@1`` is the first row, ``@2`` the
+  second, ``@-1`` the last, ``@-2`` the one before; ``@0`` is the padding before the
+  start (``_x-1``);
+- ``*c``: an indirect row: column ``c`` of the current row holds the offset, read as
+  C's ``atoi`` reads it (leading white space, a sign, decimal digits; anything else
+  reads as 0), so ``%x[*2,0]`` is column 0 at row ``t + int(column 2 at t)``.
+
+An upper-case command letter (``%X``, ``%T``, ``%M``) lower-cases the command's result,
+as Wapiti does: ``%M`` matches the value as it is and lower-cases the substring, ``%T``
+is the same as ``%t`` (``^\\u`` still tests for a capital).
+
+Regular expressions are Wapiti's small dialect, not Python's ``re`` (see
+``crf._wapiti_regex``): ``.`` any character; classes ``\\a`` alphabetic, ``\\d`` digit,
+``\\l`` lower case, ``\\u`` upper case, ``\\p`` punctuation, ``\\s`` space, ``\\w``
+letter or digit, upper case for the complement (``\\D`` a non-digit); ``\\`` before any
+other character makes it literal; ``*`` (lazy: fewest repetitions first) and ``?``
+(greedy) after one character or class; ``^`` first and ``$`` last are anchors.
+Nothing else is special: ``[``, ``(``, ``+``, ``|``, ``{`` are literal characters (a
+:class:`PatternWarning` says so, as a pattern file written for ``re`` still parses).
+``%m`` gives the match Wapiti gives: the leftmost start, then the first path of
+Wapiti's backtracking (so ``%m[0,0,"\\d*"]`` is always empty and
+``%m[0,0,"\\d\\d*$"]`` the digits the value ends with), found in time linear in the
+length of the value.  ASCII characters are classified as C's ``<ctype.h>`` does
+(Wapiti); other characters, which Wapiti sees as bytes outside every class, by
+Python's ``str`` methods (``isalpha``, ``isdecimal``, ``islower``, ``isupper``,
+``isspace``; punctuation: Unicode categories P* and S*), one character at a time.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
 
-__all__ = ["PatternError", "Command", "Pattern", "parse_patterns", "read_patterns", "expand_patterns",
-           "UNIGRAM", "BIGRAM"]
+from ._wapiti_regex import RegexError, WapitiRegex, compile_regex
+
+__all__ = ["PatternError", "PatternWarning", "Command", "Pattern", "parse_patterns", "read_patterns",
+           "expand_patterns", "UNIGRAM", "BIGRAM"]
 
 UNIGRAM = 1
 BIGRAM = 2
@@ -55,16 +82,25 @@ class PatternError(ValueError):
     """Malformed pattern file or pattern referring to a missing column."""
 
 
+class PatternWarning(UserWarning):
+    """A regular expression using characters that are operators in Python's ``re`` but literal in Wapiti's."""
+
+
 @dataclass(frozen=True)
 class Command:
-    """One ``%x``/``%t``/``%m`` command of a pattern."""
+    """One ``%x``/``%t``/``%m`` command of a pattern.
+
+    ``offset`` is a row offset, an absolute row (``absolute``: ``@offset``) or, for
+    ``indirect`` (``*offset``), the column holding the row offset.
+    """
 
     op: str  # "x", "t" or "m"
-    lower: bool  # upper-case command letter: lower-case the value first
+    lower: bool  # upper-case command letter: lower-case the result
     offset: int
     absolute: bool
     column: int
     regex: str | None = None
+    indirect: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +117,12 @@ class Pattern:
     commands: tuple[Command, ...]
 
 
-_CMD_RE = re.compile(r'%([xtmXTM])\[\s*(@?)([+-]?\d+)\s*,\s*(\d+)\s*(?:,\s*"((?:[^"\\]|\\.)*)"\s*)?\]')
+_CMD_RE = re.compile(r'%([xtmXTM])\[\s*([@*]?)\s*([+-]?\d+)\s*,\s*(\d+)\s*(?:,\s*"((?:[^"\\]|\\.)*)"\s*)?\]')
+
+
+@lru_cache(maxsize=None)
+def _compiled(regex: str) -> WapitiRegex:
+    return compile_regex(regex)
 
 
 def _parse_line(text: str, where: str) -> Pattern:
@@ -106,12 +147,20 @@ def _parse_line(text: str, where: str) -> Pattern:
             raise PatternError(f"{where}: %x takes [off,col] only")
         if regex is not None:
             try:
-                re.compile(regex)
-            except re.error as exc:
+                rx = _compiled(regex)
+            except RegexError as exc:
                 raise PatternError(f"{where}: bad regular expression {regex!r}: {exc}") from None
+            if rx.literal_re_operators:
+                chars = " ".join(rx.literal_re_operators)
+                warnings.warn(f"{where}: in {regex!r}, {chars} match themselves: Wapiti's regular expressions "
+                              f"have no classes, groups, '+' or '|' (escape them, e.g. \\[, to say so)",
+                              PatternWarning, stacklevel=3)
+        offset = int(m.group(3))
+        if m.group(2) == "*" and offset < 0:
+            raise PatternError(f"{where}: %{op}[*{offset},...]: the column holding the row offset cannot be negative")
         pieces.append(text[pos : m.start()])
-        commands.append(Command(op.lower(), op.isupper(), int(m.group(3)), m.group(2) == "@",
-                                int(m.group(4)), regex))
+        commands.append(Command(op.lower(), op.isupper(), offset, m.group(2) == "@", int(m.group(4)), regex,
+                                m.group(2) == "*"))
         pos = m.end()
     pieces.append(text[pos:])
     for piece in pieces:
@@ -145,17 +194,37 @@ def read_patterns(path: str | Path) -> tuple[str, list[Pattern]]:
 
 def max_column(patterns: list[Pattern]) -> int:
     """Largest column index used by the patterns (-1 if none)."""
-    return max((c.column for p in patterns for c in p.commands), default=-1)
+    return max((max(c.column, c.offset) if c.indirect else c.column for p in patterns for c in p.commands),
+               default=-1)
 
 
-def _shifted(column: list[str], bounds: list[tuple[int, int]], cmd: Command) -> list[str]:
-    """Value of ``column`` at the commanded row for every token of the corpus."""
+_ATOI_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+def _atoi(value: str) -> int:
+    """C's ``atoi`` (what Wapiti reads an indirect offset with): 0 where no number starts the string."""
+    m = _ATOI_RE.match(value)
+    return int(m.group(1)) if m else 0
+
+
+def _shifted(columns: list[list[str]], bounds: list[tuple[int, int]], cmd: Command) -> list[str]:
+    """Value of column ``cmd.column`` at the commanded row for every token of the corpus."""
+    column = columns[cmd.column]
     out: list[str] = []
     off = cmd.offset
+    if cmd.indirect:
+        offsets = columns[off]
+        for s, e in bounds:
+            T = e - s
+            for t in range(T):
+                i = t + _atoi(offsets[s + t])
+                out.append(_PAD_BEFORE[min(-i - 1, 4)] if i < 0 else
+                           _PAD_AFTER[min(i - T, 4)] if i >= T else column[s + i])
+        return out
     for s, e in bounds:
         T = e - s
         if cmd.absolute:
-            i = off if off >= 0 else T + off
+            i = off - 1 if off >= 0 else T + off  # Wapiti: @1 is the first row, @-1 the last
             if i < 0:
                 v = _PAD_BEFORE[min(-i - 1, 4)]
             elif i >= T:
@@ -178,22 +247,23 @@ def _shifted(column: list[str], bounds: list[tuple[int, int]], cmd: Command) -> 
 
 
 def _apply(values: list[str], cmd: Command) -> list[str]:
-    if cmd.lower:
-        cache_l: dict[str, str] = {}
-        values = [cache_l.get(v) or cache_l.setdefault(v, v.lower()) for v in values]
+    """The command's result for every value; matching is done once per distinct value."""
     if cmd.op == "x":
+        if cmd.lower:
+            cache_l: dict[str, str] = {}
+            values = [cache_l.get(v) or cache_l.setdefault(v, v.lower()) for v in values]
         return values
-    rx = re.compile(cmd.regex)  # type: ignore[arg-type]
+    rx = _compiled(cmd.regex)  # type: ignore[arg-type]
     cache: dict[str, str] = {}
     out = []
     for v in values:
         r = cache.get(v)
         if r is None:
-            m = rx.search(v)
             if cmd.op == "t":
-                r = "true" if m else "false"
+                r = "true" if rx.search(v) is not None else "false"
             else:
-                r = m.group(0) if m else ""
+                # Wapiti lower-cases %M's result, not the value it matches
+                r = rx.first_match(v).lower() if cmd.lower else rx.first_match(v)
             cache[v] = r
         out.append(r)
     return out
@@ -215,11 +285,12 @@ def expand_patterns(
         s += T
     for p in patterns:
         for cmd in p.commands:
-            if cmd.column >= len(columns):
-                raise PatternError(
-                    f"pattern {p.text!r} uses column {cmd.column} but {name} has "
-                    f"{len(columns)} observation column(s) (columns count from 0)"
-                )
+            for col in (cmd.column, cmd.offset) if cmd.indirect else (cmd.column,):
+                if col >= len(columns):
+                    raise PatternError(
+                        f"pattern {p.text!r} uses column {col} but {name} has "
+                        f"{len(columns)} observation column(s) (columns count from 0)"
+                    )
     return _expand(patterns, columns, bounds, s)
 
 
@@ -230,7 +301,7 @@ def _expand(patterns, columns, bounds, s) -> Iterator[list[str]]:
         for cmd in p.commands:
             vals = cache.get(cmd)
             if vals is None:
-                vals = cache[cmd] = _apply(_shifted(columns[cmd.column], bounds, cmd), cmd)
+                vals = cache[cmd] = _apply(_shifted(columns, bounds, cmd), cmd)
             lists.append(vals)
         if not lists:
             yield [p.pieces[0]] * s

@@ -2,9 +2,12 @@
 # written for CoNLL-2002 (Dutch and Spanish): columns 0 = word, 1 = part of
 # speech; the IOB2 entity tag is the last column.
 # %x[off,col] value at row t+off; %t[off,col,"re"] true/false: does re match;
-# %m[off,col,"re"] the substring re matches (empty if none). An upper-case
-# command letter (%X, %T, %M) lower-cases the value first. Out-of-sentence rows
-# read as Wapiti's padding values _x-1, _x-2, _x+1, _x+2.
+# %m[off,col,"re"] the substring re matches (empty if none); "re" in Wapiti's
+# regex dialect (crf/patterns.py: . ^ $ * ? and the classes \u upper, \l lower,
+# \d digit, \a letter, \w letter or digit, \p punctuation, \s space, upper-cased
+# for the complement; * takes as few as it can). %X and %M lower-case the value
+# they give. Out-of-sentence rows read as Wapiti's padding values _x-1, _x-2,
+# _x+1, _x+2.
 
 # lower-cased words in a +-2 window
 u:w-2=%X[-2,0]
@@ -39,18 +42,19 @@ u:suf2=%M[0,0,"..$"]
 u:suf3=%M[0,0,"...$"]
 u:suf4=%M[0,0,"....$"]
 
-# word shape. Upper case: A-Z plus the Latin-1 capitals (the corpora are Latin-1 text)
-u:cap0=%t[0,0,"^[A-ZÀ-ÖØ-Þ]"]
-u:cap-1=%t[-1,0,"^[A-ZÀ-ÖØ-Þ]"]
-u:cap+1=%t[1,0,"^[A-ZÀ-ÖØ-Þ]"]
-u:allcap=%t[0,0,"^[A-ZÀ-ÖØ-Þ]+$"]
-u:innercap=%t[0,0,".[A-ZÀ-ÖØ-Þ]"]
-u:digit=%t[0,0,"[0-9]"]
-u:alldigit=%t[0,0,"^[0-9]+$"]
+# word shape (\u: an upper-case letter, Latin-1 capitals included; \d: a digit;
+# \W: neither letter nor digit)
+u:cap0=%t[0,0,"^\u"]
+u:cap-1=%t[-1,0,"^\u"]
+u:cap+1=%t[1,0,"^\u"]
+u:allcap=%t[0,0,"^\u\u*$"]
+u:innercap=%t[0,0,".\u"]
+u:digit=%t[0,0,"\d"]
+u:alldigit=%t[0,0,"^\d\d*$"]
 u:hyphen=%t[0,0,"-"]
-u:punct=%t[0,0,"^[^0-9A-Za-zÀ-ÖØ-öø-ÿ]+$"]
+u:punct=%t[0,0,"^\W\W*$"]
 # previous word with the current capitalisation (w-1 = _x-1: sentence-initial capital)
-u:w-1,cap0=%X[-1,0]|%t[0,0,"^[A-ZÀ-ÖØ-Þ]"]
+u:w-1,cap0=%X[-1,0]|%t[0,0,"^\u"]
 
 # label bigrams (pure transitions y', y)
 B

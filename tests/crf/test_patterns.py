@@ -39,19 +39,26 @@ def test_combinations_literals_and_kinds():
 
 
 def test_test_match_and_lowercase_commands():
-    out = expand('u:%t[0,0,"^[A-Z]"]\nu:%m[0,0,"a."]\nu:%X[0,0]\nu:%T[0,0,"^c"]\nu:%M[0,1,"[a-z]+"]')
+    # Wapiti's regular expressions; an upper-case letter lower-cases the result, not the value matched
+    out = expand('u:%t[0,0,"^\\u"]\nu:%m[0,0,"a."]\nu:%X[0,0]\nu:%T[0,0,"^c"]\nu:%M[0,1,"\\u\\u*$"]\n'
+                 'u:%T[0,0,"^C"]')
     assert out[0] == ["u:true", "u:true", "u:false"]
     assert out[1] == ["u:", "u:at", "u:at"]
     assert out[2] == ["u:the", "u:cat", "u:sat"]
-    assert out[3] == ["u:false", "u:true", "u:false"]
+    assert out[3] == ["u:false", "u:false", "u:false"]
     assert out[4] == ["u:dt", "u:nn", "u:vbd"]
+    assert out[5] == ["u:false", "u:true", "u:false"]
 
 
 def test_absolute_positions():
-    out = expand("u:%x[@0,0]\nu:%x[@-1,1]\nu:%x[@5,0]")
+    # Wapiti's convention: @1 is the first row, @-1 the last, @0 the padding before the start
+    out = expand("u:%x[@1,0]\nu:%x[@-1,1]\nu:%x[@5,0]\nu:%x[@0,0]\nu:%x[@-4,0]\nu:%x[@3,0]")
     assert out[0] == ["u:The"] * 3
     assert out[1] == ["u:VBD"] * 3
-    assert out[2] == ["u:_x+3"] * 3
+    assert out[2] == ["u:_x+2"] * 3
+    assert out[3] == ["u:_x-1"] * 3
+    assert out[4] == ["u:_x-1"] * 3
+    assert out[5] == ["u:sat"] * 3
 
 
 def test_sequences_do_not_leak_into_each_other():
@@ -59,7 +66,8 @@ def test_sequences_do_not_leak_into_each_other():
     assert out[0] == ["u:_x-1/Cat", "u:The/sat", "u:Cat/_x+1", "u:_x-1/_x+1"]
 
 
-@pytest.mark.parametrize("bad", ["x:%x[0,0]", "u:%t[0,0]", 'u:%x[0,0,"a"]', "u:%x[0]", 'u:%t[0,0,"("]'])
+@pytest.mark.parametrize("bad", ["x:%x[0,0]", "u:%t[0,0]", 'u:%x[0,0,"a"]', "u:%x[0]", 'u:%t[0,0,"*a"]',
+                                 'u:%m[0,0,"a**"]', "u:%x[*-1,0]"])
 def test_malformed_patterns_are_rejected(bad):
     with pytest.raises(PatternError):
         parse_patterns(bad, "pats")
