@@ -31,47 +31,83 @@ All arrays are int64 / float64, ``topo`` lists nodes parents-first.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._tree_kernels import find_sorted
 
+#: Fixed blocks of the parallel sums: the result does not depend on the thread count.
+_BLOCKS = 64
 
-@njit(cache=True)
-def forward_pass(w, topo, node_parent, collapsed, succ_offsets, param_parent, lnB, gamma, u0, S, expS, Z):
+
+@njit(cache=True, parallel=True)
+def forward_pass(w, topo, level_start, node_parent, collapsed, succ_offsets, param_parent, lnB, gamma, u0,
+                 S, expS, Z):
     """Fill S, expS (float64[n_params]) and Z (float64[n_nodes]) for weights w.
 
+    topo, level_start: the breadth-first schedule (``_tree_kernels.bfs_levels``); the
+    nodes of one level are independent given their parents', so each level runs in
+    parallel (every node's values are computed alone: the result is the same for any
+    thread count).
     With a base measure (module docstring of ``suffixlm.base``): lnB[q] = ln B(v | j) of
     each param, gamma[j] the base's interpolation weight of node j's edge, u0 the base
     mass of the words that are no root param; expS[q] then holds B(v | j) exp(S[q]).
     Without one: lnB = 0, gamma = 1, u0 = the number of such words."""
-    for t in range(topo.shape[0]):
-        j = topo[t]
-        pj = node_parent[j]
-        c = collapsed[j]
-        if pj < 0:
-            z = u0
-            for q in range(succ_offsets[j], succ_offsets[j + 1]):
-                s = c * w[q]
-                S[q] = s
-                e = np.exp(s + lnB[q])
-                expS[q] = e
-                z += e
-        else:
-            g = gamma[j]
-            z = g * Z[pj]
-            for q in range(succ_offsets[j], succ_offsets[j + 1]):
-                pq = param_parent[q]
-                s = S[pq] + c * w[q]
-                S[q] = s
-                e = np.exp(s + lnB[q])
-                expS[q] = e
-                z += e - g * expS[pq]
-        Z[j] = z
+    for d in range(level_start.shape[0] - 1):
+        for t in prange(level_start[d], level_start[d + 1]):
+            j = topo[t]
+            pj = node_parent[j]
+            c = collapsed[j]
+            if pj < 0:
+                z = u0
+                for q in range(succ_offsets[j], succ_offsets[j + 1]):
+                    s = c * w[q]
+                    S[q] = s
+                    e = np.exp(s + lnB[q])
+                    expS[q] = e
+                    z += e
+            else:
+                g = gamma[j]
+                z = g * Z[pj]
+                for q in range(succ_offsets[j], succ_offsets[j + 1]):
+                    pq = param_parent[q]
+                    s = S[pq] + c * w[q]
+                    S[q] = s
+                    e = np.exp(s + lnB[q])
+                    expS[q] = e
+                    z += e - g * expS[pq]
+            Z[j] = z
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
+def _loss_terms(w, collapsed, param_node, gcum, Z, n_end, emp, A, fill_A):
+    """sum_j n_end[j] ln Z[j] - sum_q emp[q] collapsed[node q] w[q], in fixed blocks;
+    with fill_A also A[j] = n_end[j] gcum[j] / Z[j] (alpha of the module docstring)."""
+    n_nodes = n_end.shape[0]
+    n_params = w.shape[0]
+    part = np.zeros(_BLOCKS)
+    for b in prange(_BLOCKS):
+        s = 0.0
+        for j in range(b * n_nodes // _BLOCKS, (b + 1) * n_nodes // _BLOCKS):
+            a = n_end[j]
+            if a != 0.0:
+                s += a * np.log(Z[j])
+                if fill_A:
+                    A[j] = a * gcum[j] / Z[j]
+            elif fill_A:
+                A[j] = 0.0
+        for q in range(b * n_params // _BLOCKS, (b + 1) * n_params // _BLOCKS):
+            if emp[q] != 0.0:
+                s -= emp[q] * collapsed[param_node[q]] * w[q]
+        part[b] = s
+    loss = 0.0
+    for b in range(_BLOCKS):
+        loss += part[b]
+    return loss
+
+
+@njit(cache=True, parallel=True)
 def loss_and_gradient(
-    w, topo, node_parent, collapsed, succ_offsets, param_parent, param_node, gcum,
+    w, topo, level_start, child_start, collapsed, succ_offsets, param_parent, param_node, gcum,
     S, expS, Z, n_end, emp, A, grad,
 ):
     """Loss sum_i -ln p(y_i | x_i) and its gradient per trie coordinate (into ``grad``).
@@ -82,45 +118,41 @@ def loss_and_gradient(
     gcum  : float64[n_nodes]  product of the base measure's gamma from the root to each
                               node (1 without a base measure): a word whose deepest param
                               q is at node j has base B(v | j) gcum[e] / gcum[j] at node e
+    topo, level_start, child_start: the breadth-first schedule (``bfs_levels``).
     Requires ``forward_pass`` to have filled S, expS, Z for the same w.
     Returns the summed loss (not divided by the number of positions), without the
     constant - sum ln B(y | x) of a base measure.
+
+    One bottom-up pass, a level at a time (deepest first), each node in parallel: a
+    node gathers from its children (whose values are final) the subtree sum A and,
+    for each of its params, sum over child params of E[q'] - r[q] A(node q'), with
+    r[q] = expS[q] / gcum[j]; then adds r[q] A(j). A node writes only its own values,
+    so the result is the same for any thread count.
     """
-    n_nodes = topo.shape[0]
-    loss = 0.0
-    for j in range(n_nodes):
-        a = n_end[j]
-        if a != 0.0:
-            loss += a * np.log(Z[j])
-            A[j] = a * gcum[j] / Z[j]
-        else:
-            A[j] = 0.0
-    for q in range(w.shape[0]):
-        if emp[q] != 0.0:
-            loss -= emp[q] * collapsed[param_node[q]] * w[q]
-    # subtree sums of alpha, children before parents
-    for t in range(n_nodes - 1, -1, -1):
-        j = topo[t]
-        pj = node_parent[j]
-        if pj >= 0:
-            A[pj] += A[j]
-    # own share of each param: A(node) minus what child params take
-    for q in range(w.shape[0]):
-        grad[q] = A[param_node[q]]
-    for q in range(w.shape[0]):
-        pq = param_parent[q]
-        if pq >= 0:
-            grad[pq] -= A[param_node[q]]
-    for q in range(w.shape[0]):
-        grad[q] *= expS[q] / gcum[param_node[q]]
-    for t in range(n_nodes - 1, -1, -1):
-        j = topo[t]
-        for q in range(succ_offsets[j], succ_offsets[j + 1]):
-            pq = param_parent[q]
-            if pq >= 0:
-                grad[pq] += grad[q]
-    for q in range(w.shape[0]):
-        grad[q] -= emp[q]
+    loss = _loss_terms(w, collapsed, param_node, gcum, Z, n_end, emp, A, True)
+    for d in range(level_start.shape[0] - 2, -1, -1):
+        for t in prange(level_start[d], level_start[d + 1]):
+            j = topo[t]
+            lo = succ_offsets[j]
+            hi = succ_offsets[j + 1]
+            for q in range(lo, hi):
+                grad[q] = 0.0
+            gj = gcum[j]
+            a = A[j]
+            for tc in range(child_start[t], child_start[t + 1]):
+                c = topo[tc]
+                ac = A[c]
+                a += ac
+                for qc in range(succ_offsets[c], succ_offsets[c + 1]):
+                    pq = param_parent[qc]
+                    grad[pq] += grad[qc] - expS[pq] / gj * ac
+            A[j] = a
+            for q in range(lo, hi):
+                grad[q] += expS[q] / gj * a
+    n_params = w.shape[0]
+    for b in prange(_BLOCKS):
+        for q in range(b * n_params // _BLOCKS, (b + 1) * n_params // _BLOCKS):
+            grad[q] -= emp[q]
     return loss
 
 
@@ -202,17 +234,9 @@ def score_positions(
         out[p] = s - np.log(z)
 
 
-@njit(cache=True)
-def loss_value(w, collapsed, param_node, Z, n_end, emp):
+def loss_value(w, collapsed, param_node, gcum, Z, n_end, emp):
     """The summed loss alone (after ``forward_pass``)."""
-    loss = 0.0
-    for j in range(n_end.shape[0]):
-        if n_end[j] != 0.0:
-            loss += n_end[j] * np.log(Z[j])
-    for q in range(w.shape[0]):
-        if emp[q] != 0.0:
-            loss -= emp[q] * collapsed[param_node[q]] * w[q]
-    return loss
+    return _loss_terms(w, collapsed, param_node, gcum, Z, n_end, emp, Z, False)
 
 
 @njit(cache=True)

@@ -63,6 +63,45 @@ def bfs_order(parent):
 
 
 @njit(cache=True)
+def bfs_levels(parent):
+    """The breadth-first schedule of a forest for level-parallel passes.
+
+    Returns (topo, level_start, child_start): topo = :func:`bfs_order`; the nodes of
+    depth d are topo[level_start[d]:level_start[d + 1]]; the children of topo[t] are
+    topo[child_start[t]:child_start[t + 1]] (breadth-first order lists the children of
+    each node together, and those of earlier nodes first). Nodes of one level never
+    share a child, so a pass may treat them in parallel."""
+    topo = bfs_order(parent)
+    n = topo.shape[0]
+    pos = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        pos[topo[t]] = t
+    depth = np.zeros(n, dtype=np.int64)
+    n_roots = 0
+    n_levels = 1 if n > 0 else 0
+    child_start = np.zeros(n + 1, dtype=np.int64)
+    for t in range(n):
+        p = parent[topo[t]]
+        if p < 0:
+            n_roots += 1
+        else:
+            d = depth[pos[p]] + 1
+            depth[t] = d
+            if d + 1 > n_levels:
+                n_levels = d + 1
+            child_start[pos[p] + 1] += 1
+    child_start[0] = n_roots
+    for t in range(n):
+        child_start[t + 1] += child_start[t]
+    level_start = np.zeros(n_levels + 1, dtype=np.int64)
+    for t in range(n):
+        level_start[depth[t] + 1] += 1
+    for d in range(n_levels):
+        level_start[d + 1] += level_start[d]
+    return topo, level_start, child_start
+
+
+@njit(cache=True)
 def find_sorted(words, lo, hi, w):
     """Index of ``w`` in the sorted slice words[lo:hi], or -1."""
     while lo < hi:

@@ -26,7 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from . import _lm_kernels as K
-from ._tree_kernels import bfs_order
+from ._tree_kernels import bfs_levels
 from .corpus import UNK_ID, Corpus, Vocabulary, load_training_corpus
 from .io import load_container, save_container
 from .objective import LMObjective
@@ -419,7 +419,7 @@ class LogLinearLM(KenLMInterface):
     # ------------------------------------------------------------------ scoring
     def _prepare_scoring(self):
         t = self.tree_
-        self._topo = bfs_order(t.parent)
+        self._topo, self._level_start, _ = bfs_levels(t.parent)
         self._param_parent = t.param_parent()
         self._param_node = t.param_node()
         self._collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
@@ -432,8 +432,8 @@ class LogLinearLM(KenLMInterface):
         if self._scored_w is not self.weights_:
             t = self.tree_
             b = self.base_
-            K.forward_pass(self.weights_, self._topo, t.parent, self._collapsed, t.succ_offsets, self._param_parent,
-                           b.lnB, b.gamma, b.u0, self._S, self._expS, self._Z)
+            K.forward_pass(self.weights_, self._topo, self._level_start, t.parent, self._collapsed, t.succ_offsets,
+                           self._param_parent, b.lnB, b.gamma, b.u0, self._S, self._expS, self._Z)
             self._scored_w = self.weights_
 
     def _check_fitted(self):

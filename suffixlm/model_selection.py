@@ -39,7 +39,8 @@ def lam_path(n_predictions: int, start: float = PATH_START, factor: float = PATH
 
 def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PATH_START,
                factor: float = PATH_FACTOR, smallest: float = PATH_MIN, patience: int = PATIENCE,
-               report: Callable[[float, float], None] | None = None):
+               report: Callable[[float, float], None] | None = None,
+               refine: Callable[[object], object] | None = None):
     """Fit along :func:`lam_path` and keep the model of lowest perplexity on ``valid``.
 
     fit(lam) -> a fitted :class:`suffixlm.model.LogLinearLM`. It may return the same
@@ -48,6 +49,9 @@ def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PAT
     never changes them in place). corpus: the training :class:`suffixlm.corpus.Corpus`
     (its size scales the path); valid: held-out text the model's ``perplexity``
     accepts. ``report(lam, valid_ppl)`` after each fit.
+    ``refine(best) -> model``: run on the chosen fit at the end (e.g. the path at a
+    looser tolerance, then the chosen lambda to the final tolerance from its weights);
+    its validation perplexity is added to the results with ``"refined": True``.
     Returns (best model, [{"lam": ..., "valid_ppl": ...} per fit]).
     """
     if valid is None:
@@ -70,4 +74,11 @@ def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PAT
             worse += 1
             if worse >= patience:
                 break
-    return best[1], results
+    model = best[1]
+    if refine is not None:
+        model = refine(model)
+        ppl = float(model.corpus_perplexity(valid))
+        results.append({"lam": model.lam_, "valid_ppl": ppl, "refined": True})
+        if report is not None:
+            report(model.lam_, ppl)
+    return model, results

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from . import _lm_kernels as K
-from ._tree_kernels import bfs_order
+from ._tree_kernels import bfs_levels
 
 
 class LMObjective:
@@ -41,7 +41,7 @@ class LMObjective:
         self.target_param = np.ascontiguousarray(target_param[keep])
         self.n_samples = int(self.end_node.shape[0])
         t = tree
-        self.topo = bfs_order(t.parent)
+        self.topo, self.level_start, self.child_start = bfs_levels(t.parent)
         self.param_node = t.param_node()
         self.param_parent = t.param_parent()
         self.collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
@@ -83,8 +83,8 @@ class LMObjective:
     def _forward(self, w):
         t = self.tree
         b = self.base
-        K.forward_pass(w, self.topo, t.parent, self.collapsed, t.succ_offsets, self.param_parent,
-                       b.lnB, b.gamma, b.u0, self.S, self.expS, self.Z)
+        K.forward_pass(w, self.topo, self.level_start, t.parent, self.collapsed, t.succ_offsets,
+                       self.param_parent, b.lnB, b.gamma, b.u0, self.S, self.expS, self.Z)
 
     def _stats(self, batch):
         """(events per end node, per param, their number, their - sum ln B)."""
@@ -106,9 +106,9 @@ class LMObjective:
         self._forward(w)
         n_end, emp, n, base_loss = self._stats(batch)
         t = self.tree
-        loss = base_loss + K.loss_and_gradient(w, self.topo, t.parent, self.collapsed, t.succ_offsets,
-                                               self.param_parent, self.param_node, self.base.gcum, self.S,
-                                               self.expS, self.Z, n_end, emp, self.A, self.grad)
+        loss = base_loss + K.loss_and_gradient(w, self.topo, self.level_start, self.child_start, self.collapsed,
+                                               t.succ_offsets, self.param_parent, self.param_node, self.base.gcum,
+                                               self.S, self.expS, self.Z, n_end, emp, self.A, self.grad)
         self._unstats(batch)
         self.seconds_gradient += time.perf_counter() - t0
         g = self.grad / n
@@ -119,6 +119,6 @@ class LMObjective:
     def value(self, w, batch=None):
         self._forward(w)
         n_end, emp, n, base_loss = self._stats(batch)
-        loss = base_loss + K.loss_value(w, self.collapsed, self.param_node, self.Z, n_end, emp)
+        loss = base_loss + K.loss_value(w, self.collapsed, self.param_node, self.base.gcum, self.Z, n_end, emp)
         self._unstats(batch)
         return loss / n

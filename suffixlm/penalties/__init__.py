@@ -126,6 +126,7 @@ class Penalty:
         self.nonneg = bool(nonneg)
         self.prox_seconds = 0.0
         self.prox_calls = 0
+        self._last_omega = None  # Omega of the last prox's result, where the kernel gives it
         self._check_structure(structure)
 
     def _check_structure(self, structure: ForestStructure) -> None:
@@ -143,6 +144,15 @@ class Penalty:
         self.prox_seconds += time.perf_counter() - t0
         self.prox_calls += 1
         return v
+
+    def prox_value(self, v: np.ndarray, step: float) -> tuple[np.ndarray, float]:
+        """``prox(v, step)`` and ``value`` of its result (the tree norms compute that
+        value inside the operator, while the vector is in post-order)."""
+        self._last_omega = None
+        self.prox(v, step)
+        if self._last_omega is None:
+            return v, self.value(v)
+        return v, self.strength * float(self._last_omega) if self.strength else 0.0
 
     def in_metric(self, scale: np.ndarray) -> "Penalty":
         """The same penalty whose ``prox`` works in the metric scaled by ``scale`` (float64[n],
@@ -189,7 +199,8 @@ class _TreeNorm(Penalty):
     _linf = True
 
     def _omega(self, w, s):
-        return value_tree(w, s.order, s.parent_post, s.weights_post, self._linf, s.scratch("a"))
+        return value_tree(w, s.order, s.parent_post, s.weights_post, self._linf, s.scratch("acc"), s.scratch("a"),
+                          s.chunks)
 
 
 class L2Tree(_TreeNorm):
@@ -207,8 +218,9 @@ class L2Tree(_TreeNorm):
 
     def _prox(self, v, kappa):
         s = self.structure
-        prox_l2_tree(v, s.order, s.parent_post, s.weights_post, kappa, self.nonneg,
-                     s.scratch("a"), s.scratch("gamma"), s.scratch("shrink"))
+        self._last_omega = prox_l2_tree(v, s.order, s.parent_post, s.weights_post, kappa, self.nonneg, s.chunks,
+                                        self.value_structure.weights_post, s.scratch("a"), s.scratch("gamma"),
+                                        s.scratch("shrink"))
 
 
 class LinfTree(_TreeNorm):
@@ -218,10 +230,11 @@ class LinfTree(_TreeNorm):
 
     def _prox(self, v, kappa):
         s = self.structure
-        prox_linf_tree(v, s.order, s.parent_post, s.counts_post, s.weights_post, kappa,
-                       self.nonneg, s.scratch("a"), s.scratch("hval"), s.scratch("hcnt"),
-                       s.scratch("hchild", np.int64), s.scratch("hsib", np.int64),
-                       s.scratch("hroot", np.int64), s.scratch("tau"))
+        self._last_omega = prox_linf_tree(v, s.order, s.parent_post, s.counts_post, s.weights_post, kappa,
+                                          self.nonneg, s.chunks, self.value_structure.weights_post, s.scratch("a"),
+                                          s.scratch("hval"), s.scratch("hcnt"), s.scratch("hchild", np.int64),
+                                          s.scratch("hsib", np.int64), s.scratch("hroot", np.int64),
+                                          s.scratch("tau"))
 
 
 class LinfTreePivot(_TreeNorm):
@@ -363,6 +376,10 @@ class NestedSum:
         for p in self.parts:
             p.prox(v, step)
         return v
+
+    def prox_value(self, v: np.ndarray, step: float) -> tuple[np.ndarray, float]:
+        self.prox(v, step)
+        return v, self.value(v)
 
     def in_metric(self, scale: np.ndarray) -> "NestedSum":
         return NestedSum([p.in_metric(scale) for p in self.parts])

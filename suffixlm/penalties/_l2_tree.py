@@ -8,23 +8,24 @@ Linear time. Works on magnitudes; signs are kept (nonneg: on max(v, 0)).
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._structure import gather_post, scatter_post
+from ._value import sum_parts, value_post
 
 
 @njit(cache=True)
-def l2_tree_post(a, parent_post, weights_post, kappa, gamma, shrink):
-    """Algorithm 2 on a vector already in post-order (in place).
+def l2_tree_post(a, parent_post, weights_post, kappa, gamma, shrink, lo, hi):
+    """Algorithm 2 on a vector already in post-order (in place), on the post positions
+    lo <= i < hi (whole trees).
 
     a float64[n] (magnitudes, post-order); parent_post int64[n]; weights_post
     float64[n]; gamma, shrink float64[n] scratch.
     """
-    n = a.shape[0]
-    for i in range(n):
+    for i in range(lo, hi):
         gamma[i] = 0.0
     # UpwardPass
-    for i in range(n):
+    for i in range(lo, hi):
         g = gamma[i] + a[i] * a[i]
         s = 0.0
         if g > 0.0:
@@ -36,16 +37,25 @@ def l2_tree_post(a, parent_post, weights_post, kappa, gamma, shrink):
         if p >= 0:
             gamma[p] += s * s * g
     # DownwardPass
-    for i in range(n - 1, -1, -1):
+    for i in range(hi - 1, lo - 1, -1):
         p = parent_post[i]
         if p >= 0:
             shrink[i] *= shrink[p]
         a[i] *= shrink[i]
 
 
-@njit(cache=True)
-def prox_l2_tree(values, order, parent_post, weights_post, kappa, nonneg, a, gamma, shrink):
-    """In place on values float64[n] (node order); a, gamma, shrink: scratch."""
-    gather_post(values, order, nonneg, a)
-    l2_tree_post(a, parent_post, weights_post, kappa, gamma, shrink)
-    scatter_post(a, order, nonneg, values)
+@njit(cache=True, parallel=True)
+def prox_l2_tree(values, order, parent_post, weights_post, kappa, nonneg, chunks, value_weights_post,
+                 a, gamma, shrink):
+    """In place on values float64[n] (node order); a, gamma, shrink: scratch. The ranges
+    of whole trees ``chunks`` are independent: in parallel. Returns
+    sum_x value_weights_post[x] ||result_subtree(x)||_2 (Omega of the result)."""
+    part = np.zeros(chunks.shape[0] - 1)
+    for c in prange(chunks.shape[0] - 1):
+        lo = chunks[c]
+        hi = chunks[c + 1]
+        gather_post(values, order, nonneg, a, lo, hi)
+        l2_tree_post(a, parent_post, weights_post, kappa, gamma, shrink, lo, hi)
+        part[c] = value_post(a, parent_post, value_weights_post, False, gamma, lo, hi)
+        scatter_post(a, order, nonneg, values, lo, hi)
+    return sum_parts(part)

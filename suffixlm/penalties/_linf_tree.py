@@ -17,9 +17,10 @@ clipped at the smallest threshold on its path to the root: one downward pass.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._structure import gather_post, scatter_post
+from ._value import sum_parts, value_post
 
 
 @njit(cache=True)
@@ -38,8 +39,9 @@ def _link(hval, hchild, hsib, a, b):
 
 @njit(cache=True)
 def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
-                   hval, hcnt, hchild, hsib, hroot, tau):
-    """Algorithm 4 on a vector already in post-order (in place).
+                   hval, hcnt, hchild, hsib, hroot, tau, lo, hi):
+    """Algorithm 4 on a vector already in post-order (in place), on the post positions
+    lo <= i < hi (whole trees: a range of ``ForestStructure.chunks``).
 
     a float64[n] magnitudes in post-order; parent_post int64[n]; counts_post,
     weights_post float64[n]. Scratch: hval, hcnt, tau float64[n]; hchild, hsib,
@@ -47,12 +49,11 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
     entry ids are post positions (an entry merged from popped ones reuses the id of
     the first popped).
     """
-    n = a.shape[0]
     inf = np.inf
-    for i in range(n):
+    for i in range(lo, hi):
         hroot[i] = -1
         tau[i] = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         root = hroot[i]  # meld of the children's heaps
         mass = tau[i]  # l1 norm of the (already clipped) subtree: tau of Alg. 4
         ai = a[i]
@@ -135,7 +136,7 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
                 q = hroot[p]
                 hroot[p] = root if q < 0 else _link(hval, hchild, hsib, q, root)
     # clips are nested: a node ends clipped at the smallest threshold above it
-    for i in range(n - 1, -1, -1):
+    for i in range(hi - 1, lo - 1, -1):
         p = parent_post[i]
         t = tau[i]
         if p >= 0 and tau[p] < t:
@@ -145,11 +146,20 @@ def linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
             a[i] = t
 
 
-@njit(cache=True)
-def prox_linf_tree(values, order, parent_post, counts_post, weights_post, kappa, nonneg,
+@njit(cache=True, parallel=True)
+def prox_linf_tree(values, order, parent_post, counts_post, weights_post, kappa, nonneg, chunks, value_weights_post,
                    a, hval, hcnt, hchild, hsib, hroot, tau):
-    """In place on values float64[n] (node order); the other arrays as above."""
-    gather_post(values, order, nonneg, a)
-    linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
-                   hval, hcnt, hchild, hsib, hroot, tau)
-    scatter_post(a, order, nonneg, values)
+    """In place on values float64[n] (node order); the other arrays as above. The ranges
+    of whole trees ``chunks`` (``ForestStructure.chunks``) are independent: in parallel.
+    Returns sum_x value_weights_post[x] max_subtree(x) |result| (Omega of the result,
+    computed on the post-order magnitudes while they are at hand)."""
+    part = np.zeros(chunks.shape[0] - 1)
+    for c in prange(chunks.shape[0] - 1):
+        lo = chunks[c]
+        hi = chunks[c + 1]
+        gather_post(values, order, nonneg, a, lo, hi)
+        linf_tree_post(a, parent_post, counts_post, weights_post, kappa,
+                       hval, hcnt, hchild, hsib, hroot, tau, lo, hi)
+        part[c] = value_post(a, parent_post, value_weights_post, True, tau, lo, hi)
+        scatter_post(a, order, nonneg, values, lo, hi)
+    return sum_parts(part)

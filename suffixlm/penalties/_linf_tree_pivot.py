@@ -96,6 +96,6 @@ def linf_tree_pivot_post(a, subtree_size, counts_post, weights_post, kappa, pv, 
 def prox_linf_tree_pivot(values, order, subtree_size, counts_post, weights_post, kappa,
                          nonneg, seed, a, pv, pc):
     """In place on values float64[n] (node order); a, pv, pc: scratch."""
-    gather_post(values, order, nonneg, a)
+    gather_post(values, order, nonneg, a, 0, order.shape[0])
     linf_tree_pivot_post(a, subtree_size, counts_post, weights_post, kappa, pv, pc, seed)
-    scatter_post(a, order, nonneg, values)
+    scatter_post(a, order, nonneg, values, 0, order.shape[0])

@@ -84,14 +84,15 @@ def _permute(values, order):
 
 
 @njit(cache=True)
-def gather_post(values, order, nonneg, out):
-    """out[i] = |values[order[i]]|, or max(values[order[i]], 0) when nonneg.
+def gather_post(values, order, nonneg, out, lo, hi):
+    """out[i] = |values[order[i]]|, or max(values[order[i]], 0) when nonneg, for the
+    post positions lo <= i < hi.
 
     The positive-orthant projection of Algorithm 1 (step 2) when nonneg; otherwise
     the magnitudes, the signs being restored by scatter_post (every operator here
     acts on magnitudes and keeps signs).
     """
-    for i in range(order.shape[0]):
+    for i in range(lo, hi):
         v = values[order[i]]
         if v < 0.0:
             v = 0.0 if nonneg else -v
@@ -99,14 +100,37 @@ def gather_post(values, order, nonneg, out):
 
 
 @njit(cache=True)
-def scatter_post(a, order, nonneg, values):
-    """values[order[i]] = a[i], with the sign values[order[i]] had unless nonneg."""
-    for i in range(order.shape[0]):
+def scatter_post(a, order, nonneg, values, lo, hi):
+    """values[order[i]] = a[i] for lo <= i < hi, with the sign values[order[i]] had
+    unless nonneg."""
+    for i in range(lo, hi):
         x = order[i]
         if values[x] < 0.0 and not nonneg:
             values[x] = 0.0 - a[i]
         else:
             values[x] = a[i]
+
+
+#: Chunks of whole trees that the parallel kernels treat independently: a fixed number,
+#: so that results never depend on the thread count.
+N_CHUNKS = 64
+
+
+@njit(cache=True)
+def _tree_chunks(roots_post, subtree_size, n, n_chunks):
+    """Post-order positions cutting the forest into at most ``n_chunks`` ranges of whole
+    trees of about n / n_chunks nodes each (a tree larger than that is one range).
+    roots_post: post positions of the roots, increasing. Returns int64[k + 1]."""
+    bounds = np.empty(roots_post.shape[0] + 1, dtype=np.int64)
+    bounds[0] = 0
+    k = 0
+    target = max(1, n // n_chunks)
+    for r in range(roots_post.shape[0]):
+        end = roots_post[r] + 1
+        if end - bounds[k] >= target or r == roots_post.shape[0] - 1:
+            k += 1
+            bounds[k] = end
+    return bounds[:k + 1]
 
 
 class ForestStructure:
@@ -129,6 +153,8 @@ class ForestStructure:
     - ``counts_post``, ``weights_post`` float64[n]: counts and weights in post-order;
       ``weight_per_count`` float64[n] = weights / counts (node order).
     - ``counts_all_one`` bool.
+    - ``chunks`` int64[k + 1]: post positions cutting the forest into ranges of whole
+      trees, which the kernels treat in parallel.
 
     Scratch arrays are allocated on first use and kept, so repeated calls of
     ``prox_inplace`` on the same structure allocate nothing; for the same reason
@@ -153,6 +179,8 @@ class ForestStructure:
         self.counts_post = _permute(counts_f, order)
         self.weights_post = _permute(weights, order)
         self.weight_per_count = weights / counts_f
+        roots_post = np.sort(position[roots]) if roots.shape[0] else np.zeros(0, dtype=np.int64)
+        self.chunks = _tree_chunks(roots_post, subtree_size, self.n, N_CHUNKS)
         self._scratch: dict[str, np.ndarray] = {}
 
     @classmethod

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ._kernels import weighted_dot
+from ._kernels import bound_terms, gradient_step
 
 
 class SmoothProblem(Protocol):
@@ -28,25 +28,28 @@ class SmoothProblem(Protocol):
     def value(self, w: np.ndarray, batch: np.ndarray | None = None) -> float: ...
 
 
-def quadratic_upper_bound_holds(f_new, f_old, g, d, metric, L) -> bool:
-    """f(y + d) <= f(y) + <g, d> + L/2 ||d||^2 in the metric (None: plain), with a tiny
-    relative slack for rounding."""
-    if metric is None:
-        rhs = f_old + float(g @ d) + 0.5 * L * float(d @ d)
-    else:
-        rhs = f_old + weighted_dot(g, d, metric) + 0.5 * L * weighted_dot(d, d, metric)
-    return f_new <= rhs + 1e-12 * max(1.0, abs(f_old))
+def quadratic_upper_bound_holds(f_new, f_old, g, x, y, metric, L) -> bool:
+    """f(x) <= f(y) + <g, x - y> + L/2 ||x - y||^2 in the metric (None: plain), with a
+    tiny relative slack for rounding."""
+    lin, quad = bound_terms(g, x, y, metric if metric is not None else x, metric is not None)
+    return f_new <= f_old + lin + 0.5 * L * quad + 1e-12 * max(1.0, abs(f_old))
 
 
-def prox_gradient_step(y, g, L, penalty):
+def prox_gradient_step(y, g, L, penalty, with_value=False):
     """prox_{Omega / L}(y - g / L), projected on w >= 0 first when the penalty is
-    non-negative (Algorithm 1 of Nelakanti et al., ParamUpdate)."""
-    v = y - g / L
+    non-negative (Algorithm 1 of Nelakanti et al., ParamUpdate): a new array. With
+    ``with_value``, (that array, Omega of it) (0 without a penalty), in one call where
+    the penalty has ``prox_value``."""
+    v = np.empty_like(y)
+    gradient_step(y, g, float(L), penalty is not None and penalty.nonneg, v)
     if penalty is None:
-        return v
-    if penalty.nonneg:
-        np.maximum(v, 0.0, out=v)
-    return penalty.prox(v, 1.0 / L)
+        return (v, 0.0) if with_value else v
+    if not with_value:
+        return penalty.prox(v, 1.0 / L)
+    if hasattr(penalty, "prox_value"):
+        return penalty.prox_value(v, 1.0 / L)
+    v = penalty.prox(v, 1.0 / L)  # any object with prox and value (the solvers' protocol)
+    return v, penalty.value(v)
 
 
 def estimate_lipschitz(value_grad, y, g) -> tuple[float, int]:

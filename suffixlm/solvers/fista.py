@@ -26,6 +26,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ._kernels import extrapolate
 from ._problem import estimate_lipschitz, prox_gradient_step, quadratic_upper_bound_holds
 from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
 from .stopping import RelativeDecrease
@@ -86,13 +87,13 @@ def fista(
         L_prev = L
         L = L * L_decrease  # try a longer step first; backtracking raises it again
         while True:
-            x_new = prox_gradient_step(y, gy, L, penalty)
+            x_new, omega_new = prox_gradient_step(y, gy, L, penalty, with_value=True)
             fx = value(x_new)
             n_evals += 1
-            if quadratic_upper_bound_holds(fx, fy, gy, x_new - y, metric, L):
+            if quadratic_upper_bound_holds(fx, fy, gy, x_new, y, metric, L):
                 break
             L *= 2.0
-        F_new = fx + omega(x_new)
+        F_new = fx + omega_new
         if F_new > F_old:
             info = clock.record(history, it, F_old, step=1.0 / L, n_evals=n_evals, loss=fx, restart=True)
             if stop_on_stall and t == 1.0:  # already a plain step from x: nothing left to gain
@@ -112,7 +113,8 @@ def fista(
             continue
         # Scheinberg, Goldfarb & Bai (2014): t update for a step size that may grow
         t_new = (1.0 + math.sqrt(1.0 + 4.0 * (L / L_prev) * t * t)) / 2.0
-        y = x_new + ((t - 1.0) / t_new) * (x_new - x)
+        y = np.empty_like(x)
+        extrapolate(x_new, x, (t - 1.0) / t_new, y)
         stop = rule.update(F_old, F_new)
         x, t, F_old = x_new, t_new, F_new
         fy, gy = value_grad(y)

@@ -90,7 +90,7 @@ def sage(
             while True:
                 W_new = prox_gradient_step(W_bar, g, rho, penalty)
                 n_evals += 1
-                if quadratic_upper_bound_holds(problem.value(W_new, batch), f_bar, g, W_new - W_bar, metric, rho):
+                if quadratic_upper_bound_holds(problem.value(W_new, batch), f_bar, g, W_new, W_bar, metric, rho):
                     break
                 rho *= 2.0
             Z = Z - (rho * (W_bar - W_new) + mu * (Z - W_bar)) / (rho * tau + mu)

@@ -21,6 +21,7 @@ import pytest
 from suffixlm.corpora import sample_path
 
 from suffixlm import _lm_kernels as K
+from suffixlm._tree_kernels import bfs_levels
 from suffixlm.corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
 from suffixlm.model import LogLinearLM
 from suffixlm.suffixtree import SuffixTree
@@ -132,7 +133,8 @@ def test_smoothed_weights_follow_the_docstring_recursion_on_tree_nodes(m, extra,
     assert (w > 0).all()  # every count exceeds D: positive weights, as the model requires
     # S, expS, Z are what forward_pass gives for these weights
     S2, expS2, Z2 = np.empty_like(S), np.empty_like(expS), np.empty_like(Z)
-    K.forward_pass(w, np.arange(tree.n_nodes, dtype=np.int64), tree.parent,
+    topo, level_start, _ = bfs_levels(tree.parent)
+    K.forward_pass(w, topo, level_start, tree.parent,
                    np.ascontiguousarray(tree.collapsed, dtype=np.int64), tree.succ_offsets, tree.param_parent(),
                    np.zeros(tree.n_params), np.ones(tree.n_nodes), float(n_unseen), S2, expS2, Z2)
     np.testing.assert_allclose(S, S2, rtol=1e-13, atol=1e-13)
@@ -319,3 +321,23 @@ def test_fista_optimum_is_a_fixed_point_of_the_proximal_step(penalty, lam):
         assert F(np.maximum(w + 1e-3 * rng.normal(size=w.shape), 0.0)) > lm.objective_
     if penalty != "l2sq":  # a sparse solution: the penalty is active
         assert 0 < np.count_nonzero(w) < 0.9 * obj.P
+
+
+@pytest.mark.parametrize("base,penalty", [("none", "linf-tree"), ("kn", "linf-tree"), ("kn", "l2-tree")])
+def test_training_is_independent_of_the_thread_count(base, penalty):
+    """The parallel kernels (levels of the tree, chunks of the forest, fixed blocks of the
+    sums) give bit-identical weights with 1 and 2 threads."""
+    import numba
+
+    text = sample_path("tiny_lm.train.txt").read_text().splitlines()
+    before = numba.get_num_threads()
+    weights = []
+    try:
+        for k in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(k)
+            lm = LogLinearLM(order=4, penalty=penalty, base=base, positive=base == "none", max_iter=15, tol=0.0)
+            weights.append(lm.fit(text).weights_)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(weights[0], weights[1])
+    assert np.count_nonzero(weights[0]) > 0

@@ -411,3 +411,57 @@ def test_empty_and_kappa_zero():
         v = random_values(rng, 30)
         np.testing.assert_array_equal(prox(name, v, parent, 0.0, nonneg=False), v)
         np.testing.assert_array_equal(prox(name, v, parent, 0.0), np.maximum(v, 0))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("scaled", [False, True])
+def test_prox_value_is_prox_then_value(name, scaled):
+    """``prox_value`` (the tree norms compute Omega inside the operator) equals prox then
+    value, also for a penalty rescaled to a metric (whose value keeps the true weights),
+    on a forest of many trees cut into several parallel chunks."""
+    from suffixlm.penalties import make_penalty
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    parent = random_forest(rng, n, n_roots=200)
+    counts = None if name == "l2-tree" else rng.integers(1, 3, size=n)
+    s = ForestStructure.from_parent(parent, counts=counts, weights=rng.uniform(0.2, 2.0, size=n))
+    assert s.chunks.shape[0] > 3 and s.chunks[-1] == n
+    pen = make_penalty(name, s, 0.7, nonneg=False)
+    if scaled:
+        # a scale constant on every tree (as the LM's per-word preconditioner)
+        root = np.arange(n)
+        while np.any(parent[root] >= 0):
+            root = np.where(parent[root] >= 0, parent[root], root)
+        pen = pen.in_metric(rng.uniform(0.5, 2.0, size=n)[root])
+    for _ in range(3):
+        v = random_values(rng, n)
+        a, omega = pen.prox_value(v.copy(), 0.3)
+        b = pen.prox(v.copy(), 0.3)
+        np.testing.assert_array_equal(a, b)
+        assert omega == pytest.approx(pen.value(b), rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("name", ["l2-tree", "linf-tree"])
+def test_parallel_prox_independent_of_thread_count(name):
+    """The chunked parallel kernels give bit-identical results with 1 and 2 threads."""
+    import numba
+
+    from suffixlm.penalties import make_penalty
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    parent = random_forest(rng, n, n_roots=300)
+    s = ForestStructure.from_parent(parent)
+    pen = make_penalty(name, s, 0.5)
+    v = random_values(rng, n)
+    before = numba.get_num_threads()
+    out = []
+    try:
+        for k in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(k)
+            out.append(pen.prox_value(v.copy(), 0.2) + (pen.value(v),))
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert out[0][1:] == out[1][1:]
