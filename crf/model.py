@@ -2,23 +2,27 @@
 
 Model file: a ``.npz`` archive read with ``allow_pickle=False`` holding
 
-    meta         uint8   UTF-8 JSON: {"format": "suffixlm-crf", "version": 1,
+    meta         uint8   UTF-8 JSON: {"format": "suffixlm-crf", "version": 2,
                           "labels", "patterns" (pattern file text), "n_columns",
-                          "params", "sha256" (of the arrays below, in order)}
+                          "params", "n_features", "sha256" (``_digest``: of the other
+                          header entries and of the arrays below)}
     obs_blob     uint8   observation strings, UTF-8, concatenated
     obs_offsets  int64   (n_obs + 1,) byte offsets into obs_blob
-    kinds        int8    (n_obs,) 1 unigram | 2 bigram
+    kinds        int8    (n_obs,) 1 unigram | 2 bigram | 3 both
     theta        float64 (n_params,) weights in the layout of crf.features
 
 Only observations with a non-zero weight are stored (after l1 training this is
 what makes models small).  Files are written and read by ``suffixlm.io``'s
 container (``save_container`` / ``load_container``): atomically, and with every
-array's dtype and shape checked on reading.
+array's dtype and shape checked on reading; ``CRF.load`` then checks every value.
+Version 1 files (whose sha256 covered the arrays only) are still read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import sys
 import time
@@ -40,7 +44,7 @@ _L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
 
 FORMAT_NAME = "suffixlm-crf"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: the checksum covered the arrays only (still read)
 
 
 class ModelError(ValueError):
@@ -78,13 +82,116 @@ def _patterns_of(spec) -> list[Pattern]:
 # arrays of a model file, in the order of their checksum, with their (dtype, ndim)
 _CONTAINER_SPEC = {"obs_blob": (np.uint8, 1), "obs_offsets": (np.int64, 1), "kinds": (np.int8, 1),
                    "theta": (np.float64, 1)}
+_PARAMS = ("algorithm", "penalty", "rho1", "rho2", "max_iter", "max_iterations", "stopeps", "stopwin", "history",
+           "seed")
 
 
-def _digest(arrays) -> str:
+def _digest(meta: dict, arrays) -> str:
+    """sha256 of everything that decides the model's behaviour (format version 2): the
+    header's entries but the digest itself (canonical JSON: sorted keys, no spaces), then
+    each array of ``_CONTAINER_SPEC`` with its name, dtype and shape. Unkeyed: it catches
+    accidents; the loader checks every value on its own as well."""
     h = hashlib.sha256()
-    for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
+    header = {k: v for k, v in meta.items() if k != "sha256"}
+    h.update(json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    for name in _CONTAINER_SPEC:
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\n{name} {a.dtype.str} {a.shape}\n".encode("ascii"))
+        h.update(a.tobytes())
     return h.hexdigest()
+
+
+def _digest_v1(arrays) -> str:
+    """Format version 1's sha256: the bytes of the arrays alone, in order."""
+    h = hashlib.sha256()
+    for name in _CONTAINER_SPEC:
+        h.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return h.hexdigest()
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _checked_header(path, meta: dict) -> dict:
+    """The header's entries, each checked: labels (at least one, distinct strings),
+    patterns (they parse, and use only the model's columns), n_columns, params (known
+    names, values of the right types), n_features. The patterns come back parsed."""
+    from .patterns import max_column
+
+    def bad(key, what):
+        return ModelError(f"{path}: header entry {key!r}: {what}")
+
+    known = {"format", "version", "labels", "patterns", "n_columns", "params", "n_features", "sha256"}
+    for key in meta:
+        if key not in known:
+            raise ModelError(f"{path}: header: unexpected entry {key!r}")
+    for key in ("labels", "patterns", "n_columns", "params"):
+        if key not in meta:
+            raise ModelError(f"{path}: header: missing entry {key!r}")
+    labels = meta["labels"]
+    if not (isinstance(labels, list) and labels and all(isinstance(lab, str) for lab in labels)):
+        raise bad("labels", "not a non-empty list of strings")
+    if len(set(labels)) != len(labels):
+        raise bad("labels", "a label appears twice")
+    n_columns = meta["n_columns"]
+    if not (_is_int(n_columns) and n_columns >= 0):
+        raise bad("n_columns", f"{n_columns!r} is not an integer >= 0")
+    if not isinstance(meta["patterns"], str):
+        raise bad("patterns", "not a string")
+    try:
+        patterns = parse_patterns(meta["patterns"], f"{path}:patterns")
+    except ValueError as exc:
+        raise ModelError(str(exc)) from None
+    if max_column(patterns) >= n_columns:
+        raise bad("patterns", f"a pattern uses column {max_column(patterns)}, the model has {n_columns} "
+                              "observation column(s)")
+    params = meta["params"]
+    if not isinstance(params, dict):
+        raise bad("params", "not an object")
+    for key in ("algorithm", "rho1", "rho2", "stopeps", "stopwin", "history"):
+        if key not in params:
+            raise bad("params", f"missing parameter {key!r}")
+    for key, v in params.items():
+        if key not in _PARAMS:
+            raise bad("params", f"unknown parameter {key!r}")
+        ok = (isinstance(v, str) if key in ("algorithm", "penalty") else
+              _is_number(v) and math.isfinite(v) if key in ("rho1", "rho2", "stopeps") else
+              v is None or _is_int(v) if key in ("max_iter", "max_iterations", "seed") else _is_int(v))
+        if not ok:
+            raise bad("params", f"{key} = {v!r} has the wrong type")
+    n_features = meta.get("n_features")
+    if n_features is not None and not (_is_int(n_features) and n_features >= 0):
+        raise bad("n_features", f"{n_features!r} is not an integer >= 0")
+    return {"labels": labels, "patterns": patterns, "n_columns": n_columns, "params": params,
+            "n_features": n_features}
+
+
+def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
+    """The observation strings (distinct, UTF-8) and their kinds (1 unigram, 2 bigram, 3
+    both) from ``obs_blob``, ``obs_offsets`` (0 .. size of the blob, non-decreasing)
+    and ``kinds``."""
+    blob = data["obs_blob"].tobytes()
+    off, kinds = data["obs_offsets"], data["kinds"]
+    if off.shape[0] != kinds.shape[0] + 1:
+        raise ModelError(f"{path}: obs_offsets: {off.shape[0]} entries, kinds has {kinds.shape[0]} "
+                         f"(needs {kinds.shape[0] + 1})")
+    if off[0] != 0 or off[-1] != len(blob) or np.any(np.diff(off) < 0):
+        raise ModelError(f"{path}: obs_offsets: not non-decreasing from 0 to the {len(blob)} bytes of obs_blob")
+    if np.any((kinds < 1) | (kinds > 3)):
+        raise ModelError(f"{path}: kinds: entry {int(np.flatnonzero((kinds < 1) | (kinds > 3))[0])} is not "
+                         "1 (unigram), 2 (bigram) or 3 (both)")
+    try:
+        observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
+    except UnicodeDecodeError:
+        raise ModelError(f"{path}: obs_blob: an observation is not valid UTF-8") from None
+    if len(set(observations)) != len(observations):
+        raise ModelError(f"{path}: obs_blob: an observation appears twice")
+    return observations, kinds
 
 
 class CRF:
@@ -169,8 +276,42 @@ class CRF:
         self._rho1()
         return self
 
+    def _check_params(self) -> None:
+        """Each numeric parameter's type and range: ``TypeError`` for a value that is not
+        a number (bools included), ``ValueError`` naming the parameter for one outside its
+        range (``nan`` and infinities included)."""
+        def number(name, v, none_ok=False):
+            if v is None and none_ok:
+                return
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} must be a number, got {v!r}")
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+
+        def integer(name, v, low, high=None, none_ok=False):
+            if v is None and none_ok:
+                return
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer, got {v!r}")
+            if v < low or (high is not None and v > high):
+                bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+                raise ValueError(f"{name} must be an integer {bounds}, got {v!r}")
+
+        number("rho1", self.rho1, none_ok=True)
+        number("rho2", self.rho2)
+        number("stopeps", self.stopeps)
+        integer("max_iter", self.max_iter, 0, none_ok=True)
+        integer("stopwin", self.stopwin, 0)
+        integer("history", self.history, 1)
+        integer("seed", self.seed, 0, 2**32 - 1)
+        integer("threads", self.threads, 1, none_ok=True)
+        if self.recursion not in ("auto", "dense", "sparse"):
+            raise ValueError(f"recursion must be 'auto', 'dense' or 'sparse', not {self.recursion!r}")
+
     def _rho1(self) -> float:
-        """rho1 after checking the algorithm / penalty combination (ValueError if invalid)."""
+        """rho1 after checking the parameters (``_check_params``) and the algorithm /
+        penalty combination (ValueError if invalid)."""
+        self._check_params()
         a = self.algorithm
         if a not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {a!r}")
@@ -466,40 +607,50 @@ class CRF:
                        "rho2": self.rho2, "max_iter": self.max_iter, "stopeps": self.stopeps,
                        "stopwin": self.stopwin, "history": self.history, "seed": self.seed},
             "n_features": int(self.n_features_),
-            "sha256": _digest(arrays.values()),
         }
+        meta["sha256"] = _digest({"format": FORMAT_NAME, "version": FORMAT_VERSION, **meta}, arrays)
         save_container(path, arrays, meta, FORMAT_NAME, FORMAT_VERSION, meta_key="meta", inputs=inputs)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CRF":
-        """Read a model written by :meth:`save`; ModelError on any inconsistency."""
-        data, meta = load_container(path, FORMAT_NAME, (FORMAT_VERSION,), _CONTAINER_SPEC, meta_key="meta",
+        """Read a model written by :meth:`save` (this format version or version 1).
+
+        The checksum is checked first (it catches accidents, not an attacker, who can
+        recompute it), then every value independently: the header's entries (labels,
+        patterns, column count, training parameters), the observation arrays and the
+        weights, whose number must be the one the labels and observations give and which
+        must be finite. ModelError, naming the file and the field, on any inconsistency."""
+        data, meta = load_container(path, FORMAT_NAME, (1, FORMAT_VERSION), _CONTAINER_SPEC, meta_key="meta",
                                     error=ModelError)
-        if _digest(data[k] for k in _CONTAINER_SPEC) != meta.get("sha256"):
+        digest = _digest(meta, data) if meta["version"] >= 2 else _digest_v1(data)
+        if digest != meta.get("sha256"):
             raise ModelError(f"{path}: checksum mismatch, the model file was modified or damaged")
-        blob = data["obs_blob"].tobytes()
-        off = data["obs_offsets"]
-        if not (len(off) == len(data["kinds"]) + 1 and off[0] == 0 and off[-1] == len(blob)
-                and np.all(np.diff(off) >= 0) and np.all((data["kinds"] >= 1) & (data["kinds"] <= 3))):
-            raise ModelError(f"{path}: inconsistent observation arrays (corrupt model file)")
+        h = _checked_header(path, meta)
+        observations, kinds = _checked_observations(path, data)
+        theta = data["theta"]
+        L = len(h["labels"])  # FeatureSpace's layout, before the space is built
+        n_params = int(np.count_nonzero(kinds & 1)) * L + int(np.count_nonzero(kinds & 2)) * L * L
+        if theta.shape[0] != n_params:
+            raise ModelError(f"{path}: theta: {theta.shape[0]} weights, the {L} labels and the observations' "
+                             f"kinds need {n_params}")
+        if not np.all(np.isfinite(theta)):
+            raise ModelError(f"{path}: theta: weight {int(np.flatnonzero(~np.isfinite(theta))[0])} is not finite")
+        if h["n_features"] is not None and h["n_features"] < n_params:
+            raise ModelError(f"{path}: header entry 'n_features': {h['n_features']}, fewer than the "
+                             f"{n_params} weights kept")
+        params = h["params"]
         try:
-            observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
-            params = meta["params"]
             model = cls(patterns=None, algorithm=params["algorithm"], penalty=params.get("penalty", "l1"),
                         rho1=params["rho1"], rho2=params["rho2"],
                         max_iter=params.get("max_iter", params.get("max_iterations")), stopeps=params["stopeps"],
                         stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0))
-            model._rho1()
-            patterns = parse_patterns(meta["patterns"], f"{path}:patterns")
-            space = FeatureSpace(patterns, observations, data["kinds"], meta["labels"], meta["n_columns"])
+            model.check_params()
         except (KeyError, TypeError, ValueError) as exc:
-            raise ModelError(f"{path}: bad model metadata ({exc})") from None
-        if space.n_params != data["theta"].shape[0]:
-            raise ModelError(f"{path}: weight vector has {data['theta'].shape[0]} entries, "
-                             f"the feature space needs {space.n_params}")
+            raise ModelError(f"{path}: header entry 'params': {exc}") from None
+        space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"])
         model.space_ = space
-        model.theta_ = data["theta"]
+        model.theta_ = np.ascontiguousarray(theta, dtype=np.float64)
         model.pattern_text_ = meta["patterns"]
-        model.n_features_ = meta.get("n_features", space.n_params)
+        model.n_features_ = h["n_features"] if h["n_features"] is not None else space.n_params
         model.n_active_features_ = int(np.count_nonzero(model.theta_))
         return model

@@ -578,45 +578,193 @@ class LogLinearLM(KenLMInterface):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "LogLinearLM":
-        """Read a model written by ``save``. Never unpickles; a truncated, tampered or
-        foreign file raises ``ModelFormatError``."""
-        def spec(meta):
-            return {**_CONTAINER_SPEC, **(_BASE_SPEC if meta.get("base", "none") != "none" else {})}
+        """Read a model written by ``save``. Never unpickles. Every value a kernel or a
+        probability relies on is checked: the header's entries, the vocabulary, the
+        suffix tree (built again from the training text it stores and compared, array by
+        array: ``SuffixTree.from_arrays``), the weights and the base measure. A
+        truncated, tampered or foreign file raises ``ModelFormatError`` naming the file
+        and the field."""
+        from .options import LM_BASES
+
+        def spec(meta):  # base arrays with a base measure (an unknown one is refused with the header)
+            base = meta.get("base", "none")
+            return {**_CONTAINER_SPEC, **(_BASE_SPEC if base != "none" and base in LM_BASES else {})}
 
         data, meta = load_container(path, FORMAT, (FORMAT_VERSION,), spec, error=ModelFormatError)
+        h = _checked_header(path, meta)
+        vocab = _checked_vocab(path, data["vocab_utf8"], h)
         try:
-            words = bytes(data["vocab_utf8"]).decode("utf-8").split("\n")
-            vocab = Vocabulary(words, has_unk=bool(meta["has_unk"]))
-            tree_fields = {k[5:]: v for k, v in data.items() if k.startswith("tree.")}
-            tree = SuffixTree.from_arrays(tree_fields, len(vocab))
-            w = np.ascontiguousarray(data["weights"], dtype=np.float64)
-            m = cls(order=int(meta["order"]), penalty=str(meta["penalty"]), lam=float(meta["lam"]),
-                    alpha=meta["alpha"], base=str(meta.get("base", "none")),
-                    positive=bool(meta.get("positive", True)))
+            tree = SuffixTree.from_arrays({k[5:]: v for k, v in data.items() if k.startswith("tree.")}, len(vocab),
+                                          collapse=not _uses_trie(h["penalty"], h["alpha"], h["base"]))
+        except ValueError as e:
+            raise ModelFormatError(f"{path}: {e}") from None
+        if tree.max_depth != h["order"] - 1:
+            raise ModelFormatError(f"{path}: tree.max_depth: {tree.max_depth}, the header's order "
+                                   f"{h['order']} needs {h['order'] - 1}")
+        if h["n_params"] != tree.n_params:
+            raise ModelFormatError(f"{path}: header entry 'n_params': {h['n_params']}, the suffix tree has "
+                                   f"{tree.n_params}")
+        m = cls(order=h["order"], penalty=h["penalty"], lam=h["lam"], alpha=h["alpha"], base=h["base"],
+                positive=h["positive"])
+        try:
             m._check_params()
-            n_unseen = float(meta["n_unseen"])
-            from .base import from_arrays, no_base
-
-            if m.base == "none":
-                base = no_base(tree, n_unseen)
-            else:
-                base = from_arrays(m.base, tree, data["base.lnB"], data["base.gamma"], float(meta["base_u0"]),
-                                   float(meta["base_ln_unseen"]))
-            objective = float(meta.get("objective", float("nan")))
-        except (KeyError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as e:
-            raise ModelFormatError(f"{path}: corrupt model file ({e})") from None
-        if w.shape != (tree.n_params,) or not np.all(np.isfinite(w)) or (m.positive and np.any(w < 0)):
-            raise ModelFormatError(f"{path}: weights do not match the suffix tree (corrupt file)")
-        if tree.succ_words.size and int(tree.succ_words.max()) >= len(vocab):
-            raise ModelFormatError(f"{path}: suffix tree refers to words outside the vocabulary (corrupt file)")
-        if tree.max_depth != m.order - 1:
-            raise ModelFormatError(f"{path}: suffix tree depth does not match the model order (corrupt file)")
+        except ValueError as e:
+            raise ModelFormatError(f"{path}: header: {e}") from None
+        n_unseen = m._n_unseen(tree, vocab)
+        if h["n_unseen"] != n_unseen:
+            raise ModelFormatError(f"{path}: header entry 'n_unseen': {h['n_unseen']!r}, the vocabulary and the "
+                                   f"suffix tree leave {n_unseen:g} words unseen")
+        w = _checked_weights(path, data["weights"], tree, h["positive"])
+        base = _checked_base(path, h, data, tree, n_unseen)
         m.vocab_ = vocab
         m.tree_ = tree
         m.weights_ = w
         m.lam_ = m.lam  # the value the model was trained with (save writes lam_)
         m.n_unseen_ = n_unseen
         m.base_ = base
-        m.objective_ = objective
+        m.objective_ = float(h["objective"])
         m._prepare_scoring()
         return m
+
+
+# ---------------------------------------------------------------------- model files
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_finite(v) -> bool:
+    return _is_number(v) and math.isfinite(v)
+
+
+def _header_entries():
+    """Entries of a model file's header: name -> (default, or ``_REQUIRED``; test of a
+    valid value; what a valid value is). Entries with a default are absent from files
+    of older writers."""
+    from .options import LM_BASES
+
+    return {
+        "order": (_REQUIRED, lambda v: _is_int(v) and 1 <= v <= SuffixTree.MAX_STORED_DEPTH + 1,
+                  f"an integer in 1 .. {SuffixTree.MAX_STORED_DEPTH + 1}"),
+        "penalty": (_REQUIRED, lambda v: isinstance(v, str) and v in PENALTIES, f"one of {', '.join(PENALTIES)}"),
+        "lam": (_REQUIRED, lambda v: _is_finite(v) and v >= 0, "a finite number >= 0"),
+        "alpha": (_REQUIRED, lambda v: v is None or (_is_finite(v) and v > 0), "null or a finite number > 0"),
+        "has_unk": (_REQUIRED, lambda v: isinstance(v, bool), "true or false"),
+        "vocab_size": (_REQUIRED, _is_int, "an integer"),
+        "n_unseen": (_REQUIRED, _is_finite, "a finite number"),
+        "n_params": (_REQUIRED, _is_int, "an integer"),
+        "objective": (float("nan"), _is_number, "a number"),
+        "base": ("none", lambda v: isinstance(v, str) and v in LM_BASES, f"one of {', '.join(LM_BASES)}"),
+        "positive": (True, lambda v: isinstance(v, bool), "true or false"),
+        "base_u0": (None, _is_finite, "a finite number"),
+        "base_ln_unseen": (None, _is_finite, "a finite number"),
+    }
+
+
+_REQUIRED = object()
+
+
+def _checked_header(path, meta: dict) -> dict:
+    """The header's entries, each checked for its type and range (defaults filled in)."""
+    entries = _header_entries()
+    for key in meta:
+        if key not in entries and key not in ("format", "version"):
+            raise ModelFormatError(f"{path}: header: unexpected entry {key!r}")
+    out = {}
+    for key, (default, valid, what) in entries.items():
+        if key not in meta:
+            if default is _REQUIRED:
+                raise ModelFormatError(f"{path}: header: missing entry {key!r}")
+            out[key] = default
+            continue
+        v = meta[key]
+        if not valid(v):
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+            raise ModelFormatError(f"{path}: header entry {key!r}: {shown} is not {what}")
+        out[key] = v
+    if out["base"] != "none" and (out["base_u0"] is None or out["base_ln_unseen"] is None):
+        raise ModelFormatError(f"{path}: header: a model with base {out['base']!r} needs 'base_u0' and "
+                               "'base_ln_unseen'")
+    return out
+
+
+def _checked_vocab(path, raw: np.ndarray, h: dict) -> Vocabulary:
+    """The vocabulary of member ``vocab_utf8``: UTF-8 words, one a line, none empty or
+    holding white space (a corpus word never does), as many as the header says."""
+    try:
+        text = raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ModelFormatError(f"{path}: vocab_utf8: invalid UTF-8 at byte {e.start}") from None
+    words = text.split("\n")
+    if text.split() != words:
+        raise ModelFormatError(f"{path}: vocab_utf8: a word is empty or holds white space")
+    try:
+        vocab = Vocabulary(words, has_unk=h["has_unk"])
+    except ValueError as e:
+        raise ModelFormatError(f"{path}: vocab_utf8: {e}") from None
+    if len(vocab) != h["vocab_size"]:
+        raise ModelFormatError(f"{path}: header entry 'vocab_size': {h['vocab_size']}, vocab_utf8 holds "
+                               f"{len(vocab)} words")
+    return vocab
+
+
+def _checked_weights(path, w: np.ndarray, tree: SuffixTree, positive: bool) -> np.ndarray:
+    """One finite weight per parameter of the tree, >= 0 for a positive model."""
+    if w.shape != (tree.n_params,):
+        raise ModelFormatError(f"{path}: weights: {w.shape[0]} entries, the suffix tree has {tree.n_params} "
+                               "parameters")
+    if not np.all(np.isfinite(w)):
+        raise ModelFormatError(f"{path}: weights: entry {int(np.flatnonzero(~np.isfinite(w))[0])} is not finite")
+    if positive and np.any(w < 0):
+        raise ModelFormatError(f"{path}: weights: entry {int(np.flatnonzero(w < 0)[0])} is negative in a model "
+                               "with positive weights")
+    return np.ascontiguousarray(w, dtype=np.float64)
+
+
+def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float):
+    """The base measure: none (its header values those ``save`` writes for it), or the
+    stored arrays, checked against the tree: ln B <= 0 and finite per parameter, gamma
+    finite and > 0 per node with finite, non-zero products along every path, and the
+    mass u0 of the unseen words (and the ln B of each) as ``kneser_ney_base`` derives
+    them from the root's ln B."""
+    from .base import from_arrays, no_base
+
+    if h["base"] == "none":
+        for key, want in (("base_u0", n_unseen), ("base_ln_unseen", 0.0)):
+            if h[key] is not None and h[key] != want:
+                raise ModelFormatError(f"{path}: header entry {key!r}: {h[key]!r}, a model without a base "
+                                       f"measure has {want!r}")
+        return no_base(tree, n_unseen)
+    lnB, gamma = data["base.lnB"], data["base.gamma"]
+    for key, a, n, what in (("base.lnB", lnB, tree.n_params, "parameters"), ("base.gamma", gamma, tree.n_nodes,
+                                                                             "nodes")):
+        if a.shape != (n,):
+            raise ModelFormatError(f"{path}: {key}: {a.shape[0]} entries, the suffix tree has {n} {what}")
+        if not np.all(np.isfinite(a)):
+            raise ModelFormatError(f"{path}: {key}: entry {int(np.flatnonzero(~np.isfinite(a))[0])} is not finite")
+    if np.any(lnB > 0):
+        raise ModelFormatError(f"{path}: base.lnB: entry {int(np.flatnonzero(lnB > 0)[0])} is > 0 (a log-probability)")
+    if np.any(gamma <= 0):
+        raise ModelFormatError(f"{path}: base.gamma: entry {int(np.flatnonzero(gamma <= 0)[0])} is <= 0")
+    u0, ln_unseen = h["base_u0"], h["base_ln_unseen"]
+    root = slice(tree.succ_offsets[0], tree.succ_offsets[1])
+    seen = float(np.exp(lnB[root]).sum())
+    want_u0 = max(1.0 - seen, 0.0) if n_unseen > 0 else 0.0
+    if not abs(u0 - want_u0) <= 1e-9:  # exp and sum may round differently on another machine
+        raise ModelFormatError(f"{path}: header entry 'base_u0': {u0!r}, the root's base.lnB leave {want_u0!r} "
+                               "to the unseen words")
+    want_ln = math.log(max(u0, 1e-300) / n_unseen) if n_unseen > 0 else 0.0
+    if not math.isclose(ln_unseen, want_ln, rel_tol=1e-12, abs_tol=1e-12):
+        raise ModelFormatError(f"{path}: header entry 'base_ln_unseen': {ln_unseen!r}, base_u0 shared by "
+                               f"{n_unseen:g} unseen words gives {want_ln!r}")
+    try:
+        with np.errstate(over="ignore"):  # an overflowing product is refused below
+            base = from_arrays(h["base"], tree, lnB, gamma, u0, ln_unseen)
+    except ValueError as e:
+        raise ModelFormatError(f"{path}: base.gamma: {e}") from None
+    if not np.all(np.isfinite(base.gcum)):
+        raise ModelFormatError(f"{path}: base.gamma: the product along a path from the root overflows")
+    return base

@@ -88,11 +88,12 @@ into ``j`` is labelled with depths ``depth[parent[j]] + 1 .. depth[j]``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
 from . import _suffixtree_kernels as _k
-from .corpus import Corpus
+from .corpus import BOS_ID, EOS_ID, Corpus
 
 
 @dataclass(eq=False)
@@ -156,69 +157,56 @@ class SuffixTree:
         d["max_depth"] = np.array(self.max_depth, dtype=np.int64)
         return d
 
+    #: Largest ``max_depth`` a stored tree may have: scoring sizes buffers by it, and no
+    #: model of order 65,536 is ever meant (``suffixlm train`` allows 64).
+    MAX_STORED_DEPTH = 1 << 16
+
     @classmethod
-    def from_arrays(cls, d: dict, vocab_size: int) -> "SuffixTree":
-        """Rebuild a tree from :meth:`to_arrays`'s arrays (e.g. read from a model file),
-        checking every invariant the kernels rely on, so that a tampered file cannot make
-        a kernel read outside an array or silently score wrong (ValueError otherwise)."""
-        a = {}
-        for k in cls.FIELDS:
-            if k not in d:
-                raise ValueError(f"missing array tree.{k}")
-            x = d[k]
-            if x.dtype.kind not in "iu" or x.ndim != 1:
-                raise ValueError(f"tree.{k} is not a 1-d integer array")
-            a[k] = np.ascontiguousarray(x, dtype=np.int32 if k in ("child_first_word", "succ_words", "tokens") else np.int64)
+    def from_arrays(cls, d: dict, vocab_size: int, collapse: bool | None = None) -> "SuffixTree":
+        """The tree of :meth:`to_arrays`'s arrays (e.g. read from a model file), checked.
+
+        The tree is a function of the training text it stores (``tokens``, ``offsets``) and
+        of ``max_depth``. So that text is checked (signed integers; every sentence ``<s> ..
+        </s>``; ids in ``[0, vocab_size)``), the tree is built again from it, and every other
+        stored array must equal the built one, value for value: a tampered file can make no
+        kernel read outside an array nor score with a tree that is not its text's (a child
+        listed under itself, a child list out of order, a wrong root, an edge label that
+        points elsewhere, a count...). ``collapse``: the stored arrays are the suffix tree
+        (True), the suffix trie (False) or either (None).
+
+        Raises ``ValueError`` whose message starts with the field (``tree.children: ...``).
+        """
+        for k in cls.FIELDS + ("max_depth",):
+            ndim = 0 if k == "max_depth" else 1
+            x = d.get(k)
+            if not isinstance(x, np.ndarray) or x.dtype not in (np.int32, np.int64) or x.ndim != ndim:
+                raise ValueError(f"tree.{k}: missing or not a {ndim}-d array of int32 or int64")
+        tokens = d["tokens"].astype(np.int32)  # exact: the ids are checked against vocab_size below
+        offsets = d["offsets"].astype(np.int64)
+        n_tokens = tokens.shape[0]
+        if offsets.shape[0] < 2 or offsets[0] != 0 or offsets[-1] != n_tokens:
+            raise ValueError(f"tree.offsets: sentence offsets must run from 0 to the {n_tokens} tokens")
+        if np.any(np.diff(offsets) < 2):
+            raise ValueError("tree.offsets: not increasing by >= 2 (every sentence is <s> .. </s>)")
+        if np.any(d["tokens"] < 0) or np.any(d["tokens"] >= vocab_size):
+            raise ValueError(f"tree.tokens: word ids outside the vocabulary [0, {vocab_size})")
+        if np.any(tokens[offsets[:-1]] != BOS_ID) or np.any(tokens[offsets[1:] - 1] != EOS_ID):
+            raise ValueError("tree.tokens: a sentence does not start with <s> and end with </s>")
         max_depth = int(d["max_depth"])
-        n = a["parent"].shape[0]
-        P = a["succ_words"].shape[0]
-        T = a["tokens"].shape[0]
-        idx = np.arange(n)
-
-        def need(cond, what):
-            if not bool(cond):
-                raise ValueError(what)
-
-        need(n >= 1 and a["parent"][0] == -1 and np.all(a["parent"][1:] >= 0) and np.all(a["parent"][1:] < idx[1:]),
-             "bad tree.parent")
-        for k in ("depth", "collapsed", "count", "context_position"):
-            need(a[k].shape[0] == n, f"tree.{k} has the wrong length")
-        need(np.all(a["collapsed"] >= 1) and np.all(a["depth"] >= 0) and np.all(a["depth"] <= max_depth), "bad depths")
-        need(np.all(a["depth"][1:] - a["collapsed"][1:] == a["depth"][a["parent"][1:]]), "bad collapsed counts")
-        need(np.all(a["context_position"] >= a["depth"]) and np.all(a["context_position"] < T), "bad tree.context_position")
-        for off, arr, size in (("child_offsets", "children", n - 1), ("succ_offsets", "succ_words", P)):
-            o = a[off]
-            need(o.shape[0] == n + 1 and o[0] == 0 and o[-1] == a[arr].shape[0] == size and np.all(np.diff(o) >= 0),
-                 f"bad tree.{off}")
-        need(np.all((a["children"] > 0) & (a["children"] < n)) and a["child_first_word"].shape[0] == n - 1,
-             "bad tree.children")
-        # each node but the root is listed exactly once, among the children of its parent
-        owner = np.repeat(idx, np.diff(a["child_offsets"]))
-        need(np.all(a["parent"][a["children"]] == owner) and np.all(np.bincount(a["children"], minlength=n)[1:] == 1),
-             "tree.children do not match tree.parent")
-        need(a["succ_counts"].shape[0] == P, "bad tree.succ_counts")
-        for k in ("succ_words", "child_first_word", "tokens"):
-            need(np.all((a[k] >= 0) & (a[k] < vocab_size)), f"tree.{k} refers to words outside the vocabulary")
-        o = a["offsets"]
-        need(o.shape[0] >= 2 and o[0] == 0 and o[-1] == T and np.all(np.diff(o) >= 0), "bad tree.offsets")
-        # successor lists must be strictly ascending within each node (binary search)
-        sw = a["succ_words"].astype(np.int64)
-        starts = np.zeros(P, dtype=bool)
-        starts[a["succ_offsets"][:-1][np.diff(a["succ_offsets"]) > 0]] = True
-        need(np.all((np.diff(sw) > 0) | starts[1:]), "tree.succ_words not sorted")
-        need(a["depth"][0] == 0 and a["collapsed"][0] == 1, "bad root")
-        # children of a node in increasing order of the first symbol of their edge, which
-        # is that symbol (the context walk binary-searches child_first_word)
-        j = a["children"]
-        first = a["tokens"][a["context_position"][j] - a["depth"][a["parent"][j]] - 1]
-        need(np.array_equal(a["child_first_word"], first), "tree.child_first_word does not match the edges")
-        starts = np.zeros(n - 1, dtype=bool)
-        starts[a["child_offsets"][:-1][np.diff(a["child_offsets"]) > 0]] = True
-        need(np.all((np.diff(first.astype(np.int64)) > 0) | starts[1:]), "tree.children not sorted by first word")
-        tree = cls(max_depth=max_depth, position_node=np.zeros(0, np.int64), **a)
-        # every param's parent param must exist (v after j implies v after parent(j))
-        need(np.all(tree.param_parent()[a["succ_offsets"][1]:] >= 0), "successor sets are not nested")
-        return tree
+        if not 0 <= max_depth <= cls.MAX_STORED_DEPTH:
+            raise ValueError(f"tree.max_depth: {max_depth}, expected 0 .. {cls.MAX_STORED_DEPTH}")
+        # the build reads the text alone; no context is longer than its sentence, so a
+        # deeper cap builds the same tree
+        text = SimpleNamespace(tokens=tokens, offsets=offsets)
+        built = cls.build(text, min(max_depth, int(np.diff(offsets).max()) - 1), collapse=collapse is not False)
+        if collapse is None and _first_difference(d, built) is not None:
+            built = built.expand_to_trie()
+        diff = _first_difference(d, built)
+        if diff is not None:
+            raise ValueError(diff)
+        arrays = {k: getattr(built, k) for k in cls.FIELDS}
+        arrays.update(tokens=tokens, offsets=offsets)
+        return cls(max_depth=max_depth, position_node=np.zeros(0, np.int64), **arrays)
 
     @classmethod
     def build(cls, corpus: Corpus, max_depth: int, collapse: bool = True, method: str = "sort") -> "SuffixTree":
@@ -355,6 +343,24 @@ class SuffixTree:
 
 
 METHODS = ("sort", "ukkonen")
+
+
+def _first_difference(stored: dict, built: SuffixTree) -> str | None:
+    """How the first of ``stored``'s arrays (:data:`SuffixTree.FIELDS` but the text) that
+    differs from ``built``'s does, or None when all are equal."""
+    for k in SuffixTree.FIELDS:
+        if k in ("tokens", "offsets"):
+            continue
+        a, b = stored[k], getattr(built, k)
+        if a.shape != b.shape:
+            return (f"tree.{k}: {a.shape[0]} entries, the suffix tree of the stored training text "
+                    f"(tree.tokens, tree.offsets, tree.max_depth) has {b.shape[0]}")
+        bad = np.flatnonzero(a != b)
+        if bad.size:
+            i = int(bad[0])
+            return (f"tree.{k}: entry {i} is {int(a[i])}, the suffix tree of the stored training text "
+                    f"(tree.tokens, tree.offsets, tree.max_depth) has {int(b[i])}")
+    return None
 
 
 def _sort_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_symbols: int) -> dict:
