@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -45,6 +46,9 @@ SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/
 
 FORMAT_NAME = "suffixlm-crf"
 FORMAT_VERSION = 2  # 1: the checksum covered the arrays only (still read)
+#: Commands whose meaning changed after format version 1 (regular expressions: Python's
+#: ``re`` then, Wapiti's dialect now; absolute rows: 0-based then, Wapiti's 1-based now).
+_V1_CHANGED_PATTERNS = re.compile(r"%[tmTM]\[|%[xtmXTM]\[\s*@")
 
 
 class ModelError(ValueError):
@@ -647,6 +651,10 @@ class CRF:
             model.check_params()
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"{path}: header entry 'params': {exc}") from None
+        if meta["version"] < 2 and _V1_CHANGED_PATTERNS.search(meta["patterns"]):
+            raise ModelError(f"{path}: header entry 'patterns': a version-1 model whose patterns use %t/%m regular "
+                             f"expressions or @ positions, which meant Python's re and 0-based rows when it was "
+                             f"written and mean Wapiti's dialect now: train the model again")
         space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"])
         model.space_ = space
         model.theta_ = np.ascontiguousarray(theta, dtype=np.float64)

@@ -101,6 +101,12 @@ def test_version_1_files_still_load(saved, tmp_path):
     with pytest.raises(ModelError, match=re.escape(str(bad)) + ".*theta"):
         CRF.load(bad)
     assert FORMAT_VERSION == 2 and read(path)[2] == 2  # the writer writes the new version
+    # patterns whose meaning changed since version 1 (regular expressions, @ rows): refused
+    for i, text in enumerate(['%t[0,0,"^[A-Z]"]', '%m[0,0,"..$"]', "%x[@0,0]", '%T[0,0,"a"]']):
+        bad = as_version_1(tmp_path, lambda a, m: m.update(patterns=m["patterns"] + "\nu:z=" + text + "\n"),
+                           f"v1-pattern{i}.crf")
+        with pytest.raises(ModelError, match=re.escape(str(bad)) + ".*'patterns'.*train the model again"):
+            CRF.load(bad)
 
 
 # ---------------------------------------------------------------- the digest covers the header
