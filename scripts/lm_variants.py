@@ -34,6 +34,8 @@ from _bench_common import ROOT, shared, write_json
 
 sys.path.insert(0, str(ROOT))
 
+from suffixlm.model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE, select_lam  # noqa: E402
+
 PRESETS = {
     "base": {},
     "loo": {"loo": 1.0},
@@ -117,7 +119,8 @@ def write_table() -> None:
         lines.append(f"| {label} | " + " | ".join(cells) + " | | | |")
     lines += ["", "Commands:", ""]
     for d in data.values():
-        lines += [f"    {c['command']}" for c in d.get("commands", [])] or [f"    {d['machine']['command']}"]
+        lines += list(dict.fromkeys(f"    {c['command']}" for c in d.get("commands", []))) or [
+            f"    {d['machine']['command']}"]
     (BENCH_DIR / "lm_variants.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -159,12 +162,15 @@ def main() -> None:
     ap.add_argument("--orders", default="3,4,5,6")
     ap.add_argument("--variants", default="base,loo,discount,loo+discount")
     ap.add_argument("--penalty", default="linf-tree")
-    ap.add_argument("--alpha", type=float, default=0.85)
-    ap.add_argument("--lam-max", type=float, default=30.0, help="first lambda, times 1/n")
+    ap.add_argument("--alpha", type=float, default=None)
+    ap.add_argument("--lam-max", type=float, default=PATH_START, help="first lambda, times 1/n")
     ap.add_argument("--lam-min", type=float, default=0.01, help="last lambda at most, times 1/n")
-    ap.add_argument("--step", type=float, default=1.5)
+    ap.add_argument("--step", type=float, default=PATH_FACTOR)
     ap.add_argument("--iters", type=int, default=3000)
-    ap.add_argument("--tol", type=float, default=1e-7)
+    ap.add_argument("--tol", type=float, default=1e-6, help="final solver tolerance")
+    ap.add_argument("--path-tol", type=float, default=PATH_TOL,
+                    help="solver tolerance along the path (the chosen lambda is refitted to --tol)")
+    ap.add_argument("--patience", type=int, default=PATIENCE, help="rises of the valid ppl that end the path")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -187,32 +193,43 @@ def main() -> None:
             kwargs.update(opts)  # a variant may set alpha or the penalty too
             fixed = kwargs.pop("lam_n", None)  # one fit at this lambda * n instead of a path
             lm = LogLinearLM(**kwargs)
-            lam, best, rises, prev, t_variant = args.lam_max / n, None, 0, None, time.perf_counter()
-            if fixed is not None:
-                lam = float(fixed) / n
-            while lam >= args.lam_min / n * 0.999 and rises < 2 and not (fixed is not None and best is not None):
-                lm.lam = lam
+            t_variant = time.perf_counter()
+            variant_runs = []
+
+            def fit(lam, tol, refined=False):
+                lm.lam, lm.tol = lam, tol
                 t0 = time.perf_counter()
                 lm.fit(train)
                 run = {"variant": spec, "order": order, "lam_n": lam * n, "iterations": lm.n_iter_,
-                       "converged": bool(lm.converged_), "valid_ppl": score(lm, valid, "valid").ppl,
-                       "test_ppl": score(lm, test, "test").ppl, "seconds": time.perf_counter() - t0,
-                       "nonzero": lm.n_nonzero_, "params": lm.n_params_}
-                runs.append(run)
+                       "converged": bool(lm.converged_), "tol": tol, "refined": refined,
+                       "valid_ppl": score(lm, valid, "valid").ppl, "test_ppl": score(lm, test, "test").ppl,
+                       "seconds": time.perf_counter() - t0, "nonzero": lm.n_nonzero_, "params": lm.n_params_}
+                variant_runs.append(run)
                 print(f"{spec:<14} order {order} lam*n {lam * n:8.3g} valid {run['valid_ppl']:8.2f} "
-                      f"test {run['test_ppl']:8.2f} ({run['iterations']} it"
-                      f"{', converged' if run['converged'] else ', CAP'}, {run['seconds']:.1f} s)", flush=True)
-                rises = rises + 1 if prev is not None and run["valid_ppl"] > prev else 0
-                prev = run["valid_ppl"]
-                if best is None or run["valid_ppl"] < best["valid_ppl"]:
-                    best = run
-                lam /= args.step
+                      f"test {run['test_ppl']:8.2f} ({run['iterations']} it at tol {tol:g}"
+                      f"{', converged' if run['converged'] else ', CAP'}{', refined' if refined else ''}, "
+                      f"{run['seconds']:.1f} s)", flush=True)
+                return lm
+
+            def refine(chosen):
+                lm.weights_ = chosen.weights_  # warm start from that fit of the path
+                return fit(chosen.lam_, args.tol, refined=True)
+
+            if fixed is not None:
+                fit(float(fixed) / n, args.tol)
+            else:
+                select_lam(lambda lam: fit(lam, args.path_tol), train, valid, start=args.lam_max, factor=args.step,
+                           smallest=args.lam_min, patience=args.patience,
+                           refine=refine if args.path_tol != args.tol else None)
+            runs += variant_runs
+            final = [r for r in variant_runs if r["refined"]] or variant_runs
+            best = min(final, key=lambda r: r["valid_ppl"])
             kn = anchors.get(order, (None, None))
             row = dict(best, path_seconds=time.perf_counter() - t_variant, kn_default=kn[0], kn_nocut=kn[1],
-                       fits=sum(1 for r in runs if r["variant"] == spec and r["order"] == order))
+                       fits=len(variant_runs), path_iterations=sum(r["iterations"] for r in variant_runs))
             rows.append(row)
             print(f"== {spec} order {order}: test {row['test_ppl']:.2f} at lam*n {row['lam_n']:.3g} "
-                  f"(KN nocut {kn[1]}, default {kn[0]})", flush=True)
+                  f"(KN nocut {kn[1]}, default {kn[0]}), path {row['path_seconds']:.0f} s", flush=True)
     print("\n| variant | order | lam*n | valid ppl | test ppl | KN nocut | KN default | nonzero / params | "
           "path s |\n|---|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -220,7 +237,22 @@ def main() -> None:
               f"{r['kn_nocut']} | {r['kn_default']} | {r['nonzero']:,} / {r['params']:,} | "
               f"{r['path_seconds']:.0f} |")
     out = args.out or f"lm_variants_{args.data}"
-    write_json(out + ".json", {"settings": vars(args), "rows": rows, "runs": runs})
+    # merged into the file: a run replaces the rows of its (variant, order) pairs only
+    import json
+
+    from _bench_common import BENCH_DIR
+
+    path = BENCH_DIR / (out + ".json")
+    old = json.loads(path.read_text()) if path.exists() else {}
+    done = {(r["variant"], r["order"]) for r in rows}
+    keep = [r for r in old.get("rows", []) if (r["variant"], r["order"]) not in done]
+    keep_runs = [r for r in old.get("runs", []) if (r["variant"], r["order"]) not in done]
+    from _bench_common import machine_info
+
+    variants_run = {r["variant"] for r in rows}
+    commands = [c for c in old.get("commands", []) if c["variant"] not in variants_run]
+    commands += [{"variant": v, "command": machine_info()["command"], "settings": vars(args)} for v in variants_run]
+    write_json(out + ".json", {"rows": keep + rows, "runs": keep_runs + runs, "commands": commands})
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """--lam auto as a library function: the grid and the choice on held-out text."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from suffixlm.corpus import load_training_corpus
@@ -83,3 +85,25 @@ def load_training_corpus_lines(tmp_path, lines):
     path = tmp_path / "train.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return load_training_corpus(path)
+
+
+def test_select_lam_refines_the_choice_and_its_larger_neighbour():
+    """With ``refine`` (a loose path), the chosen lambda and the one before it are
+    refined, largest first, and the refined fit of lowest validation perplexity wins,
+    even when the loose path preferred the smaller lambda."""
+    n = 200
+    corpus = SimpleNamespace(n_tokens=n + 20, n_sentences=20)
+    lams = lam_path(n)
+    loose = {lams[0]: 150.0, lams[1]: 140.0, lams[2]: 130.0, lams[3]: 135.0}  # loose minimum at lams[2]
+    exact = {lams[1]: 120.0, lams[2]: 125.0}  # refined: lams[1] is better
+    refined = []
+
+    def refine(m):
+        refined.append(m.lam_)
+        return _Fake(m.lam_, exact[m.lam_])
+
+    best, results = select_lam(lambda lam: _Fake(lam, loose[lam]), corpus, "held-out", refine=refine)
+    assert refined == [lams[1], lams[2]]
+    assert best.lam_ == lams[1]
+    assert [r.get("refined", False) for r in results] == [False] * 4 + [True, True]
+    assert [r["valid_ppl"] for r in results[-2:]] == [120.0, 125.0]
