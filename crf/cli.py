@@ -13,8 +13,11 @@ import click
 
 from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
 from suffixlm.options import CRF_PENALTIES as PENALTIES
+from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output
 
 BATCH = 2000  # sequences labelled per batch (streaming)
+MAX_HISTORY = 1000  # L-BFGS memory: 2 * history vectors of the size of the model
+MAX_NBEST = 1000  # n-best labellings: an (n_tokens of a batch, n) array
 
 
 def _fail(exc: Exception) -> click.ClickException:
@@ -35,45 +38,44 @@ def command() -> None:
                    "perceptron: averaged perceptron; fista: proximal gradient (default with a tree --penalty).")
 @click.option("--penalty", type=click.Choice(PENALTIES), default="l1", show_default=True,
               help="rho1 times: l1, or the l2-tree / linf-tree norm of the nested-window feature subtrees.")
-@click.option("--rho1", type=float, default=None,
+@click.option("--rho1", type=FiniteFloat(0.0), default=None,
               help="Weight of the l1 or tree penalty (default 0.5; 0 for lbfgs, sag, sag-nus).")
-@click.option("--rho2", type=float, default=1e-4, show_default=True, help="l2 penalty (rho2/2 ||theta||^2).")
+@click.option("--rho2", type=FiniteFloat(0.0), default=1e-4, show_default=True, help="l2 penalty (rho2/2 ||theta||^2).")
 @click.option("--devel", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Development file: progress and stopping use its (Viterbi) error.")
-@click.option("--maxiter", type=int, default=0, show_default=True,
+@click.option("--maxiter", type=click.IntRange(0, INT32_MAX), default=0, show_default=True,
               help="Maximum iterations, or passes for sgd-l1, bcd, sag, perceptron (0: the solver's default).")
-@click.option("--stopeps", type=float, default=0.02, show_default=True,
+@click.option("--stopeps", type=FiniteFloat(0.0), default=0.02, show_default=True,
               help="Stop when the objective improves by less than this fraction over the window "
                    "(or, with --devel, its token error varies by less than this many points).")
-@click.option("--stopwin", type=int, default=5, show_default=True, help="Window of the stopping rule (0: off).")
-@click.option("--history", type=int, default=5, show_default=True, help="L-BFGS memory.")
+@click.option("--stopwin", type=click.IntRange(0, INT32_MAX), default=5, show_default=True,
+              help="Window of the stopping rule (0: off).")
+@click.option("--history", type=click.IntRange(1, MAX_HISTORY), default=5, show_default=True, help="L-BFGS memory.")
 @click.option("--grow", is_flag=True,
               help="Incremental feature set (Lavergne et al. 5.4): one round per -p file, or, with one file, "
                    "rounds by pattern depth (single windows first, then their refinements); a refinement "
                    "enters only where the feature it refines is active.")
 @click.option("--init", "init_model", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Start from this model: train it further, growing it with the -p patterns if any.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Order of the stochastic solvers.")
-@click.option("--threads", type=int, default=None, help="Threads (default: all cores).")
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), default=0, show_default=True,
+              help="Order of the stochastic solvers.")
+@click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, grow, init_model,
           seed, threads, quiet, train, model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
+    from suffixlm.io import open_error_message, write_error_message
+
     from .data import DataError, read_sequences, split_labels
     from .model import CRF, ModelError
     from .patterns import PatternError
 
     if not patterns and not init_model:
         raise click.UsageError("give a pattern file (-p) or a model to start from (--init)")
-    from suffixlm.io import check_not_input
-
-    try:
-        # before any work: the model never replaces the training text, patterns or devel
-        check_not_input(model, [train, devel, *patterns])
-    except ValueError as exc:
-        raise _fail(exc) from None
+    # before any work: the model never replaces the training text, patterns or devel, and can be written
+    check_output(model, [train, devel, *patterns])
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
     t0 = time.perf_counter()
@@ -103,21 +105,33 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
         else:
             crf.fit(X, y, Xd, yd)
-        crf.save(model)
     except (DataError, PatternError, ModelError, ValueError) as exc:
         raise _fail(exc) from None
+    except OSError as exc:  # an input that exists but cannot be read
+        raise click.ClickException(open_error_message(getattr(exc, "filename", None) or train, exc)) from None
+    try:
+        crf.save(model)
     except OSError as exc:
-        raise click.ClickException(f"{model}: cannot write the model: {exc}") from None
+        raise click.ClickException(write_error_message(model, exc)) from None
+    except ValueError as exc:
+        raise _fail(exc) from None
     if not quiet:
         click.echo(f"* {crf.n_active_features_} active features of {crf.n_features_}; "
                    f"model written to {model} ({time.perf_counter() - t0:.2f}s)", err=True)
 
 
 def _concatenated(paths) -> list[str]:
-    """The lines of several pattern files, in order."""
+    """The lines of several pattern files, in order (invalid UTF-8: ``InputError`` naming
+    the file and line)."""
+    from suffixlm.io import open_error_message, open_input
+
     lines: list[str] = []
     for p in paths:
-        with open(p, encoding="utf-8") as fh:
+        try:
+            fh = open_input(p, text=True)
+        except OSError as exc:
+            raise click.ClickException(open_error_message(p, exc)) from None
+        with fh:
             lines.extend(fh.read().splitlines())
     return lines
 
@@ -154,8 +168,9 @@ def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):
                    "number of columns).")
 @click.option("--score", is_flag=True, help="Write '# rank log-probability' before each sequence.")
 @click.option("--post", is_flag=True, help="Posterior decoding (max marginal per token) instead of Viterbi.")
-@click.option("--nbest", "nbest_n", type=int, default=1, show_default=True, help="Output the N best labellings.")
-@click.option("--threads", type=int, default=None, help="Threads (default: all cores).")
+@click.option("--nbest", "nbest_n", type=click.IntRange(1, MAX_NBEST), default=1, show_default=True,
+              help="Output the N best labellings.")
+@click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
 @click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def label(model_path, check, no_label, score, post, nbest_n, threads, infile, outfile):
@@ -168,12 +183,13 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
     from .data import DataError, iter_sequences, open_text
     from .model import CRF, ModelError
 
-    if nbest_n < 1:
-        raise click.BadParameter("must be >= 1", param_hint="--nbest")
     if post and nbest_n > 1:
         raise click.UsageError("--post and --nbest are exclusive")
     if check and no_label:
         raise click.UsageError("--check and --no-label are exclusive")
+    # before any work: OUT is never one of the inputs, can be written, and is replaced
+    # only once labelling succeeded
+    check_output(outfile, [infile, model_path])
     try:
         crf = CRF.load(model_path)
     except ModelError as exc:
@@ -183,25 +199,19 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
     stats = [0, 0, 0, 0]
     import contextlib
 
-    from suffixlm.io import atomic_write, check_not_input
+    from suffixlm.io import atomic_write, open_error_message, write_error_message
 
-    if outfile != "-":
-        try:
-            # OUT is never one of the inputs, and is replaced only once labelling succeeded
-            check_not_input(outfile, [infile, model_path])
-        except ValueError as exc:
-            raise _fail(exc) from None
     try:
         fin = open_text(infile)
     except OSError as exc:
-        raise _fail(exc) from None
+        raise click.ClickException(open_error_message(infile, exc)) from None
     with contextlib.ExitStack() as stack:
         stack.callback(fin.close)
         try:
             out = sys.stdout if outfile == "-" else stack.enter_context(
                 atomic_write(outfile, binary=False, inputs=[infile, model_path]))
         except OSError as exc:
-            raise _fail(exc) from None
+            raise click.ClickException(write_error_message(outfile, exc)) from None
         try:
             raw: list[str] = []
             X, G = [], []
@@ -243,13 +253,19 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
 @click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def eval_(per_label, infile):
     """Score `label` output ('... gold predicted' lines): conlleval-style report."""
+    from suffixlm.io import open_error_message
+
     from .data import open_text
     from .evaluate import chunk_scores, conlleval_report, label_scores, read_label_output, token_scores
 
     try:
-        with open_text(infile) as fh:
+        fh = open_text(infile)
+    except OSError as exc:
+        raise click.ClickException(open_error_message(infile, exc)) from None
+    try:
+        with fh:
             gold, guess = read_label_output(fh, infile)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         raise _fail(exc) from None
     click.echo(conlleval_report(chunk_scores(gold, guess)), nl=False)
     if per_label:
@@ -265,19 +281,24 @@ def eval_(per_label, infile):
 def dump(model_path, outfile):
     """Write the non-zero features of MODEL as text: observation, previous label
     ('#' for unigram features), label, weight (tab-separated)."""
-    from .data import open_text
+    import contextlib
+
+    from suffixlm.io import atomic_write, write_error_message
+
     from .model import CRF, ModelError
 
+    check_output(outfile, [model_path])  # before any work
     try:
         crf = CRF.load(model_path)
     except ModelError as exc:
         raise _fail(exc) from None
-    out = open_text(outfile, "w") if outfile != "-" else sys.stdout
     try:
-        for obs, prev, lab, w in crf.space_.describe(crf.theta_):
-            out.write(f"{obs}\t{'#' if prev is None else prev}\t{lab}\t{w:.9g}\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        with contextlib.ExitStack() as stack:
+            out = sys.stdout if outfile == "-" else stack.enter_context(
+                atomic_write(outfile, binary=False, inputs=[model_path]))
+            for obs, prev, lab, w in crf.space_.describe(crf.theta_):
+                out.write(f"{obs}\t{'#' if prev is None else prev}\t{lab}\t{w:.9g}\n")
+    except OSError as exc:
+        raise click.ClickException(write_error_message(outfile, exc)) from None
 
 

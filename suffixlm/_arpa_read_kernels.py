@@ -1,5 +1,7 @@
 """Numba kernels that read ARPA text: the word table (FNV-1a hashing of the 1-gram
-words), decimal numbers (``parse_float``) and whole ``\\n-grams:`` sections."""
+words), decimal numbers (``parse_float``; ``is_minus_infinity`` for printf's ``-inf``,
+read as a probability of zero as SRILM and KenLM read it) and whole ``\\n-grams:``
+sections."""
 
 from __future__ import annotations
 
@@ -65,6 +67,25 @@ def _lookup_word(buf, s, e, table, word_bytes, word_offsets):
                 return w
         h = (h + np.uint64(1)) & mask
     return -1
+
+
+_INFINITY = np.frombuffer(b"infinity", dtype=np.uint8)
+
+
+@njit(cache=True)
+def is_minus_infinity(buf, s, e):
+    """Whether buf[s:e] is ``-inf`` or ``-infinity`` in any letter case (how printf
+    writes log10 0; SRILM and KenLM read it as a probability of zero)."""
+    n = e - s
+    if (n != 4 and n != 9) or buf[s] != 45:
+        return False
+    for i in range(n - 1):
+        c = np.int64(buf[s + 1 + i])
+        if 65 <= c <= 90:
+            c += 32
+        if c != _INFINITY[i]:
+            return False
+    return True
 
 
 #: parse_float's status: not a number / exact / a number to parse in Python (``float()``)
@@ -159,7 +180,8 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
     Each non-blank line is ``prob w1 .. wn [bow]`` (tabs or spaces). Returns rows
     int32[count, n], lp float32[count], bow float32[count], has_bow bool[count],
     count, error code (ERR_*), and the 0-based line index of the error within the
-    section. -99 (SRILM's log-zero) is kept as the number -99.
+    section. -99 (SRILM's log-zero) is kept as the number -99; a probability written
+    ``-inf`` (``is_minus_infinity``) is -inf. The caller checks the values' ranges.
 
     Also returns the numbers :func:`parse_float` cannot round exactly (rare: no tool
     writes them), for the caller to parse in Python: ``slow_key`` int64[n_slow]
@@ -207,6 +229,8 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
             for f in range(2 if nt == n + 2 else 1):
                 k = 0 if f == 0 else n + 1
                 v, status = parse_float(buf, tok_s[k], tok_e[k])
+                if status == NOT_A_NUMBER and f == 0 and is_minus_infinity(buf, tok_s[k], tok_e[k]):
+                    v, status = -np.inf, EXACT
                 if status == NOT_A_NUMBER:
                     err = ERR_PROB if f == 0 else ERR_BOW
                     break

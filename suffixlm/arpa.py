@@ -13,7 +13,12 @@ keeps them), plus a compact query index built on first use:
   concatenated ``float32`` log-probabilities.
 
 Files are parsed by a numba kernel (numbers, words through a byte-string hash
-table); errors name the file and line. ``log10_probs(corpus)`` scores every predicted
+table); errors name the file and line. Numbers are decimals
+(``[+-]digits[.digits][e[+-]digits]``, every section alike); a probability may also
+be ``-inf`` (probability zero, as SRILM and KenLM read it; ``-99`` is kept as the
+number -99). Refused where they are read: ``nan``, ``inf``, a log10 probability above
+0 (as KenLM refuses it; SRILM warns) and a back-off weight that is not finite in
+single precision (as KenLM refuses it). ``log10_probs(corpus)`` scores every predicted
 position (all tokens but ``<s>``) by the ARPA back-off rule, walking contexts like SRILM's ``Ngram::wordProbBO`` with the same
 single-precision sums, so scoring an SRILM ARPA file reproduces ``ngram -ppl``.
 """
@@ -32,6 +37,8 @@ from .ngrams import count_ngrams
 from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
+COMPUTED_LOG10_TOLERANCE = 1e-6  # a model built in memory may round log10 1 up by this (evaluate's tolerance)
+_NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # parse_float's grammar
 
 
 class ArpaError(InputError):
@@ -64,13 +71,13 @@ class BackoffLM(KenLMInterface):
     """
 
     def __init__(self, vocab: Vocabulary, ngrams: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
+        if not isinstance(vocab, Vocabulary):
+            raise TypeError(f"vocab must be a Vocabulary, got {type(vocab).__name__}")
+        if len(ngrams) == 0:
+            raise ValueError("a back-off model needs its 1-grams at least")
         self.vocab = vocab
         self.order = len(ngrams)
-        self.ngrams = [
-            (np.ascontiguousarray(r, dtype=np.int32).reshape(-1, n + 1),
-             np.asarray(p, dtype=np.float32), np.asarray(b, dtype=np.float32), np.asarray(h, dtype=bool))
-            for n, (r, p, b, h) in enumerate(ngrams)
-        ]
+        self.ngrams = [_checked_order(n, entry, len(vocab)) for n, entry in enumerate(ngrams, start=1)]
         self._index = None
         self._kenlm_index = None
         self.restricted = False
@@ -155,6 +162,9 @@ class BackoffLM(KenLMInterface):
         return self._kenlm_index
 
     def _model_tokens(self, corpus: Corpus) -> np.ndarray:
+        if not isinstance(corpus, Corpus):
+            raise TypeError(f"expected a Corpus, got {type(corpus).__name__}")
+        corpus.check()  # the query kernel indexes by the word ids and offsets
         if corpus.vocab is self.vocab or corpus.vocab.words == self.vocab.words:
             return corpus.tokens.astype(np.int64)
         mapping = np.array([self.vocab.id(w) for w in corpus.vocab.words], dtype=np.int64)
@@ -230,6 +240,9 @@ class BackoffLM(KenLMInterface):
             out.write(f"\n\\{n}-grams:\n".encode())
             for a in range(0, len(rows), chunk):
                 r, p, b, h = rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk]
+                # a computed log10 1 rounded up (within COMPUTED_LOG10_TOLERANCE) is written
+                # as 0: readers (this one, KenLM) refuse a positive log10 probability
+                p = np.where(p > 0, np.float32(0), p)
                 buf = np.empty(int(word_len[r].sum()) + len(r) * (2 * 24 + n + 3) + 64, dtype=np.uint8)
                 start = 0
                 while start < len(r):
@@ -355,11 +368,15 @@ class BackoffLM(KenLMInterface):
                     fail(pos, f"more 1-grams than the header's ngram 1={expected[1]}")
                 if len(toks) not in (2, 3):
                     fail(pos, f"expected 'prob word [bow]', got {len(toks)} fields")
-                try:
-                    prob = float(toks[0])
-                    bw = float(toks[2]) if len(toks) == 3 else 0.0
-                except ValueError:
+                prob = _number(toks[0], probability=True)
+                bw = _number(toks[2], probability=False) if len(toks) == 3 else 0.0
+                if prob is None or bw is None:
                     fail(pos, f"not a number: {raw.strip()[:60].decode('utf-8', 'replace')!r}")
+                with np.errstate(over="ignore"):
+                    if not prob <= 0.0:
+                        fail(pos, _bad_prob(raw))
+                    if not np.isfinite(np.float32(bw)):
+                        fail(pos, _bad_bow(raw))
                 try:
                     words.append(toks[1].decode("utf-8"))
                 except UnicodeDecodeError:
@@ -381,8 +398,9 @@ class BackoffLM(KenLMInterface):
         # absent specials: <s> as context only (log 0), </s> and <unk> get log 0
         extra = [w for w in (BOS, EOS, UNK) if w not in index]
         rows1 = np.concatenate([vid, np.array([vocab.index[w] for w in extra], dtype=np.int64)])
-        lp1 = np.array(uni_lp + [-np.inf] * len(extra), dtype=np.float32)
-        bow1 = np.array(uni_bow + [0.0] * len(extra), dtype=np.float32)
+        with np.errstate(over="ignore"):  # a probability below float32's range is log 0
+            lp1 = np.array(uni_lp + [-np.inf] * len(extra), dtype=np.float32)
+            bow1 = np.array(uni_bow + [0.0] * len(extra), dtype=np.float32)
         hb1 = np.array(uni_hb + [False] * len(extra), dtype=bool)
         ngrams = [(rows1.reshape(-1, 1), lp1, bow1, hb1)]
 
@@ -398,8 +416,9 @@ class BackoffLM(KenLMInterface):
             rows, lp, bow, hb, count, err, line, slow_key, slow_start, slow_end = K.parse_ngram_section(
                 buf, b, e, n, expected[n], table, word_bytes, word_offsets)
             # the rare numbers the kernel cannot round exactly: Python's float() does
-            for key, start, end in zip(slow_key.tolist(), slow_start.tolist(), slow_end.tolist()):
-                (bow if key % 2 else lp)[key // 2] = np.float32(float(data[start:end]))
+            with np.errstate(over="ignore"):
+                for key, start, end in zip(slow_key.tolist(), slow_start.tolist(), slow_end.tolist()):
+                    (bow if key % 2 else lp)[key // 2] = np.float32(float(data[start:end]))
             if err != K.ERR_NONE:
                 err_pos = b
                 for _ in range(line):
@@ -415,6 +434,12 @@ class BackoffLM(KenLMInterface):
                 fail(err_pos, f"{msg}: {text!r}")
             if count != expected[n]:
                 fail(e, f"header says ngram {n}={expected[n]} but the section has {count} entries")
+            bad = ~(lp <= 0.0) | (hb & ~np.isfinite(bow))
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                at = _entry_position(data, b, e, k)
+                line = data[at:data.find(b"\n", at) if data.find(b"\n", at) >= 0 else len(data)]
+                fail(at, _bad_prob(line) if not lp[k] <= 0.0 else _bad_bow(line))
             if keep is not None:
                 m = keep(rows)
                 rows, lp, bow, hb = rows[m], lp[m], bow[m], hb[m]
@@ -423,6 +448,76 @@ class BackoffLM(KenLMInterface):
         lm.restricted = keep is not None
         lm.implicit_unigrams = len(extra)
         return lm
+
+
+def _checked_order(n: int, entry, V: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The n-grams of order ``n`` given to ``BackoffLM``, converted (rows int32[m, n]
+    C-contiguous, float32 values, bool flags) after checking what the query kernels rely
+    on: integer word ids within the vocabulary, one value of each kind per row, no NaN,
+    no log10 probability above ``COMPUTED_LOG10_TOLERANCE``. ``TypeError`` / ``ValueError``."""
+    try:
+        rows, lp, bow, has_bow = entry
+    except (TypeError, ValueError):
+        raise TypeError(f"ngrams[{n - 1}] must be (rows, logprob, bow, has_bow)") from None
+    rows, lp, bow, has_bow = (np.asarray(x) for x in (rows, lp, bow, has_bow))
+    if rows.size and rows.dtype.kind not in "iu":
+        raise TypeError(f"order {n}: word ids must be integers, got dtype {rows.dtype}")
+    if rows.size == 0:
+        rows = rows.reshape(0, n)
+    if rows.ndim != 2 or rows.shape[1] != n:
+        raise ValueError(f"order {n}: rows must have shape (m, {n}), got {rows.shape}")
+    m = rows.shape[0]
+    if m and (int(rows.min()) < 0 or int(rows.max()) >= V):
+        raise ValueError(f"order {n}: a word id is outside the vocabulary of {V} words")
+    for name, x, kinds in (("logprob", lp, "fiu"), ("bow", bow, "fiu"), ("has_bow", has_bow, "biu")):
+        if x.shape != (m,):
+            raise ValueError(f"order {n}: {name} must have shape ({m},), got {x.shape}")
+        if m and x.dtype.kind not in kinds:
+            raise TypeError(f"order {n}: {name} has dtype {x.dtype}")
+    with np.errstate(over="ignore"):  # no copy of arrays that are float32 already
+        lp, bow = np.asarray(lp, dtype=np.float32), np.asarray(bow, dtype=np.float32)
+    has_bow = np.asarray(has_bow, dtype=bool)
+    if np.isnan(lp).any() or np.isnan(bow[has_bow]).any():
+        raise ValueError(f"order {n}: NaN among the log10 probabilities or back-off weights")
+    if (lp > COMPUTED_LOG10_TOLERANCE).any():
+        raise ValueError(f"order {n}: a log10 probability is above 0")
+    return np.ascontiguousarray(rows, dtype=np.int32), lp, bow, has_bow
+
+
+def _number(tok: bytes, probability: bool) -> float | None:
+    """A number of the 1-gram section, read as the kernel reads the others: a decimal in
+    ``parse_float``'s grammar, or (probabilities only) ``-inf``; else None."""
+    if _NUMBER.fullmatch(tok):
+        return float(tok)
+    if probability and tok.lower() in (b"-inf", b"-infinity"):
+        return -np.inf
+    return None
+
+
+def _bad_prob(line: bytes) -> str:
+    return (f"probability above 0 (a log10 probability; write -99 or -inf for zero): "
+            f"{line.strip()[:80].decode('utf-8', 'replace')!r}")
+
+
+def _bad_bow(line: bytes) -> str:
+    return (f"back-off weight is not a finite single-precision number (write -99 for zero): "
+            f"{line.strip()[:80].decode('utf-8', 'replace')!r}")
+
+
+def _entry_position(data: bytes, start: int, end: int, k: int) -> int:
+    """Byte position of the k-th (0-based) n-gram line of the section data[start:end]
+    (lines of spaces, tabs and carriage returns only are blank, as for the kernel)."""
+    pos = start
+    seen = -1
+    while pos < end:
+        e = data.find(b"\n", pos, end)
+        e = end if e < 0 else e
+        if data[pos:e].strip(b" \t\r"):
+            seen += 1
+            if seen == k:
+                return pos
+        pos = e + 1
+    return end
 
 
 def _occurring_in(sentences, vocab: Vocabulary, order: int):

@@ -53,6 +53,13 @@ class _Group(click.Group):
         self._load_plugins()
         return super().list_commands(ctx)
 
+    def invoke(self, ctx):
+        # an allocation sized by the input that the machine cannot hold: one line, no traceback
+        try:
+            return super().invoke(ctx)
+        except MemoryError as e:
+            raise click.ClickException(f"out of memory ({e or 'an allocation failed'})") from None
+
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="suffixlm")

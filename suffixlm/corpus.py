@@ -5,7 +5,12 @@ Conventions (those of SRILM and KenLM):
 * UTF-8 text, one sentence per line, tokens separated by whitespace; ``-`` reads stdin.
   Blank lines are skipped (they are not sentences).
 * Each sentence is encoded as ``<s> w1 ... wn </s>``. The predicted symbols are
-  ``w1 ... wn`` and ``</s>``; ``<s>`` is only ever a context.
+  ``w1 ... wn`` and ``</s>``; ``<s>`` is only ever a context. A line may already
+  start with ``<s>`` and end with ``</s>`` (SRILM accepts that; the markers are
+  dropped). ``<s>`` anywhere else in a line is refused (``CorpusError`` naming the
+  file and line): it would make a sentence start that no model can predict, which
+  ``suffixlm train`` cannot represent and SRILM scores as a zero probability. A
+  ``</s>`` inside a line is an ordinary word, as in SRILM.
 * Ids 0, 1, 2 are always ``<s>``, ``</s>`` and ``<unk>``. Whether ``<unk>`` is a real
   vocabulary word is ``Vocabulary.has_unk``: it is when the training text (or the
   vocabulary file) contains ``<unk>``, or when the user asks for an open vocabulary
@@ -14,7 +19,11 @@ Conventions (those of SRILM and KenLM):
   and excluded from perplexity, exactly as SRILM's ``ngram -ppl`` does.
 
 A ``Corpus`` is one flat ``int32`` token array (markers included) plus ``int64``
-sentence offsets: sentence ``s`` is ``tokens[offsets[s]:offsets[s+1]]``.
+sentence offsets: sentence ``s`` is ``tokens[offsets[s]:offsets[s+1]]``. Arrays of
+another integer dtype (or lists) given to ``Corpus`` are converted, others refused
+(``TypeError``); ``Corpus.check()`` checks what the numba kernels rely on (integer ids
+within the vocabulary, offsets from 0 to the end, no empty sentence, ``<s>`` only as a
+sentence's first token), and the functions that give a corpus to a kernel call it.
 """
 
 from __future__ import annotations
@@ -47,8 +56,9 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line_number, tokens)`` for each non-blank line of a UTF-8 text file
     (``-``: stdin; gzip content is decompressed, see ``io.open_input``).
 
-    Raises ``CorpusError`` naming the file and line on invalid UTF-8, and when the file
-    cannot be read or holds no sentence at all (empty, or only blank lines).
+    Raises ``CorpusError`` naming the file and line on invalid UTF-8, on a ``<s>``
+    that does not open its line, and when the file cannot be read or holds no sentence
+    at all (empty, or only blank lines).
     """
     name = input_name(path)
     try:
@@ -57,15 +67,26 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
         raise CorpusError(open_error_message(path, e)) from None
     n_sent = 0
     lineno = 0
+    where = f"{name}:"
     with fh:
         for lineno, line in enumerate(fh, 1):
             toks = line.split()
             if toks:
+                if BOS in toks:
+                    _check_markers(toks, where, lineno)
                 n_sent += 1
                 yield lineno, toks
     if n_sent == 0:
         what = "is empty" if lineno == 0 else f"has only blank lines ({lineno} lines)"
         raise CorpusError(f"{name}: {what}; expected one sentence per line")
+
+
+def _check_markers(toks: list[str], where: str, number: int) -> None:
+    """``CorpusError`` for a ``<s>`` that is not the first word of ``toks`` (see the
+    module docstring); ``where + str(number)`` names the line or sentence."""
+    if BOS in toks and (toks[0] != BOS or BOS in toks[1:]):
+        k = toks.index(BOS, 1 if toks[0] == BOS else 0)
+        raise CorpusError(f"{where}{number}: '<s>' inside a sentence (word {k + 1}); <s> may only open a line")
 
 
 def _strip_markers(toks: list[str]) -> list[str]:
@@ -126,6 +147,10 @@ class Vocabulary:
         kept = [w for w, c in counts.items() if c >= min_count and w not in _SPECIALS]
         dropped = any(c < min_count for w, c in counts.items() if w not in _SPECIALS)
         kept.sort(key=lambda w: (-counts[w], w))
+        if dropped and not kept:
+            top = max(c for w, c in counts.items() if w not in _SPECIALS)
+            raise CorpusError(f"min_count={min_count} leaves no word in the vocabulary (the most frequent word "
+                              f"is seen {top} times)")
         has_unk = unk or counts.get(UNK, 0) > 0 or dropped
         return cls(list(_SPECIALS) + kept, has_unk=has_unk)
 
@@ -182,6 +207,44 @@ class Corpus:
     n_oov: int
     source: str = ""
 
+    def __post_init__(self):
+        # arrays of another integer dtype, or lists, become the documented dtypes; floats,
+        # bools and objects are refused (a numba kernel would not compile for them)
+        self.tokens = _id_array(self.tokens, "tokens", np.int32)
+        self.offsets = _id_array(self.offsets, "offsets", np.int64)
+
+    def check(self) -> "Corpus":
+        """Raise ``ValueError`` unless the arrays hold what the numba kernels rely on
+        (they do no bounds checks): offsets from 0 to the number of tokens, increasing
+        (no empty sentence), word ids in [0, len(vocab)), ``<s>`` only as a sentence's
+        first token (``CorpusError``), ``n_words`` and ``n_oov`` integers >= 0. Every
+        corpus the readers build passes; the functions that hand a corpus to a kernel
+        call this first. Returns the corpus."""
+        tok, off, V = self.tokens, self.offsets, len(self.vocab)
+        if len(off) == 0 or off[0] != 0 or off[-1] != len(tok):
+            raise ValueError(f"offsets must run from 0 to the {len(tok)} tokens, "
+                             f"got {off[:1].tolist()} .. {off[-1:].tolist()}")
+        if len(off) > 1 and np.any(off[1:] <= off[:-1]):
+            s = int(np.flatnonzero(off[1:] <= off[:-1])[0])
+            raise ValueError(f"offsets must increase (every sentence holds a token): sentence {s} is "
+                             f"tokens[{off[s]}:{off[s + 1]}]")
+        if len(tok) and (int(tok.min()) < 0 or int(tok.max()) >= V):
+            bad = int(np.flatnonzero((tok < 0) | (tok >= V))[0])
+            raise ValueError(f"token {bad} has id {int(tok[bad])}; ids must be >= 0 and < {V} (the vocabulary)")
+        n_bos = int(np.count_nonzero(tok == BOS_ID))
+        if n_bos and n_bos != int(np.count_nonzero(tok[off[:-1]] == BOS_ID)):
+            starts = np.zeros(len(tok), dtype=bool)
+            starts[off[:-1]] = True
+            bad = int(np.flatnonzero((tok == BOS_ID) & ~starts)[0])
+            s = int(np.searchsorted(off, bad, side="right")) - 1
+            raise CorpusError(f"{self.source or 'corpus'}: '<s>' at token {bad}, inside sentence {s + 1} "
+                              f"(offsets {int(off[s])}..{int(off[s + 1])}); <s> may only open a sentence")
+        for name in ("n_words", "n_oov"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        return self
+
     @property
     def n_sentences(self) -> int:
         return len(self.offsets) - 1
@@ -210,19 +273,32 @@ class Corpus:
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[list[str]], vocab: Vocabulary, source: str = "") -> "Corpus":
-        tokens, off, n_words = _encode(sentences, _UnknownIsUnk(vocab.index).__getitem__)
+        """Encode sentences given as lists of words (``<s>`` inside one: ``CorpusError``)."""
+        if isinstance(sentences, (str, bytes)):
+            raise TypeError("sentences must be an iterable of word lists, not one string")
+        return cls._encoded(enumerate(sentences, 1), vocab, source, f"{source or 'sentences'}: sentence ")
+
+    @classmethod
+    def _encoded(cls, numbered, vocab: Vocabulary, source: str, where: str) -> "Corpus":
+        tokens, off, n_words = _encode(numbered, _UnknownIsUnk(vocab.index).__getitem__, where)
         n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
         return cls(tokens, off, vocab, n_words, n_oov, source)
 
     @classmethod
     def from_text(cls, path: str | Path, vocab: Vocabulary) -> "Corpus":
-        """Encode a text file with a given vocabulary."""
-        return cls.from_sentences((t for _, t in read_lines(path)), vocab, source=str(path))
+        """Encode a text file with a given vocabulary (errors name the file and line)."""
+        return cls._encoded(read_lines(path), vocab, str(path), f"{input_name(path)}:")
 
     @classmethod
     def from_strings(cls, lines: Iterable[str], vocab: Vocabulary | None = None, **vocab_kw) -> "Corpus":
         """Convenience for tests and the API: sentences given as strings. Without a
         vocabulary, one is built from these lines."""
+        if isinstance(lines, (str, bytes)):
+            raise TypeError("lines must be an iterable of sentence strings, not one string")
+        lines = list(lines)
+        for i, ln in enumerate(lines):
+            if not isinstance(ln, str):
+                raise TypeError(f"line {i} is a {type(ln).__name__}, expected a sentence string")
         sents = [ln.split() for ln in lines if ln.split()]
         if not sents:
             raise CorpusError("no sentence given")
@@ -252,15 +328,36 @@ def load_training_corpus(
         vocab = Vocabulary.from_file(vocab_path, unk=unk)
         return Corpus.from_text(path, vocab)
     first = _FirstSeenIds({w: i for i, w in enumerate(_SPECIALS)})
-    prov, off, n_words = _encode((t for _, t in read_lines(path)), first.__getitem__)
+    prov, off, n_words = _encode(read_lines(path), first.__getitem__, f"{input_name(path)}:")
     words = list(first)
     counts = np.bincount(prov, minlength=len(words))
     counter = Counter({w: int(c) for w, c in zip(words, counts) if c > 0 and w not in (BOS, EOS)})
-    vocab = Vocabulary.from_counts(counter, min_count=min_count, unk=unk)
+    try:
+        vocab = Vocabulary.from_counts(counter, min_count=min_count, unk=unk)
+    except CorpusError as e:
+        raise CorpusError(f"{input_name(path)}: {e}") from None
     # provisional id -> final id (words dropped by min_count become <unk>)
     index = vocab.index
     remap = np.fromiter((index.get(w, UNK_ID) for w in words), dtype=np.int32, count=len(words))
     return Corpus(remap[prov], off, vocab, n_words, 0, source=str(path))
+
+
+def _id_array(a, name: str, dtype) -> np.ndarray:
+    """``a`` (an array or a list) as a 1-d C-contiguous array of ``dtype``: ``TypeError``
+    unless it holds integers (floats, bools and Python objects are refused, not
+    truncated), ``ValueError`` for another shape or a value ``dtype`` cannot hold."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        if not (arr.size == 0 and arr.dtype.kind == "f"):  # np.asarray([]) is float64
+            raise TypeError(f"{name} must be an integer array, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
+    if arr.dtype != dtype:
+        info = np.iinfo(dtype)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise ValueError(f"{name} holds a value outside {np.dtype(dtype).name}")
+        arr = arr.astype(dtype)
+    return np.ascontiguousarray(arr)
 
 
 class _UnknownIsUnk(dict):
@@ -278,15 +375,21 @@ class _FirstSeenIds(dict):
         return i
 
 
-def _encode(sentences: Iterable[list[str]], lookup) -> tuple[np.ndarray, np.ndarray, int]:
+def _encode(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) -> tuple[np.ndarray, np.ndarray, int]:
     """``<s> ids </s>`` of every sentence (``lookup``: word -> id), concatenated.
 
+    numbered: ``(number, words)`` pairs; ``where + str(number)`` names a sentence in
+    errors (a ``<s>`` inside it, a sentence that is a string instead of a word list).
     Returns tokens int32 (n_tokens,), offsets int64 (n_sent + 1,), number of words.
     """
     ids = array("i")
     offsets = array("q", [0])
     n_words = 0
-    for toks in sentences:
+    for number, toks in numbered:
+        if isinstance(toks, (str, bytes)):
+            raise TypeError(f"{where}{number}: a sentence must be a list of words, not a string")
+        if BOS in toks:
+            _check_markers(toks, where, number)
         toks = _strip_markers(toks)
         ids.append(BOS_ID)
         ids.extend(map(lookup, toks))

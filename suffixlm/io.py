@@ -9,7 +9,9 @@
   in the destination directory, flushed, fsynced and renamed over ``path``. The
   file gets the mode a plain ``open()`` would give it (``0o666 & ~umask``). Only
   here does a name decide a format: an output named ``*.gz`` is compressed.
-* ``check_not_input(output, inputs)`` refuses an output that is one of the inputs.
+* ``check_not_input(output, inputs)`` refuses an output that is one of the inputs;
+  ``check_writable(output)`` tries, before any work, that an output can be created
+  (``write_error_message`` words the ``OSError`` in one line).
 * ``save_container`` / ``load_container``: the versioned model file, one ``.npz``
   (numpy's zip of ``.npy`` members, no pickle) plus a JSON header member, with
   every member's dtype and dimension checked on reading, and one error class for
@@ -37,7 +39,8 @@ import numpy as np
 
 __all__ = [
     "ContainerError", "InputError", "SameFileError", "TextInput", "atomic_write", "check_not_input",
-    "input_name", "load_container", "open_error_message", "open_input", "save_container",
+    "check_writable", "input_name", "load_container", "open_error_message", "open_input", "save_container",
+    "write_error_message",
 ]
 
 PathLike = Union[str, os.PathLike]
@@ -217,6 +220,37 @@ def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None
         if same:
             raise SameFileError(f"{output}: this is the input file {p}; refusing to overwrite an input "
                                 "(choose another output name)")
+
+
+def check_writable(path: PathLike) -> None:
+    """Raise ``OSError`` when ``atomic_write(path)`` could not create its file: ``path``
+    is a directory, or its directory is missing, is not a directory or refuses a new
+    file (permissions, read-only file system). Tried for real: a temporary file is
+    created next to ``path`` and removed, as ``atomic_write`` will do. ``-`` passes."""
+    if str(path) == "-":
+        return
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    fd, tmp = _create_temporary(os.path.dirname(target), os.path.basename(target))
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+_WRITE_ERRORS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                 errno.EROFS: "read-only file system", errno.EISDIR: "is a directory",
+                 errno.ENOTDIR: "a part of the path is not a directory", errno.ENOSPC: "no space left on device",
+                 errno.ENAMETOOLONG: "file name too long"}
+
+
+def write_error_message(path: PathLike, exc: OSError) -> str:
+    """One line for an output that cannot be written (no temporary file names, no errno)."""
+    if isinstance(exc, FileNotFoundError):
+        where = os.path.dirname(os.path.abspath(path))
+        return f"{path}: cannot write: no such directory {where}"
+    why = _WRITE_ERRORS.get(exc.errno) or exc.strerror or str(exc) or type(exc).__name__
+    return f"{path}: cannot write: {why}"
 
 
 @contextlib.contextmanager

@@ -26,7 +26,9 @@ per order from counts-of-counts, Chen & Goodman 1998) and, with ``modified=False
 
 Beyond SRILM: when a modified-KN count-of-counts is zero (or a discount falls outside
 its range), the order falls back to the original-KN discount, or to 0.5/1/1.5 when even
-that is undefined, with a warning, instead of failing.
+that is undefined, with a warning, instead of failing. An order above the longest
+sentence (``<s> w1 .. wn </s>`` holds no (n+3)-gram) has no n-gram: its ARPA section
+is empty (``ngram N=0``), as SRILM writes it.
 """
 
 from __future__ import annotations
@@ -110,9 +112,10 @@ def estimate_discounts(n: np.ndarray, modified: bool, order: int) -> tuple[float
 
 
 def _ranges(prefix: np.ndarray, n_ctx: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) int64[n_ctx]: the n-grams of each context (``prefix`` sorted); an
+    order above the longest sentence has no n-gram and no context: empty arrays."""
     end = np.cumsum(np.bincount(prefix, minlength=n_ctx)).astype(np.int64)
-    start = np.empty_like(end)
-    start[0] = 0
+    start = np.zeros_like(end)
     start[1:] = end[:-1]
     return start, end
 
@@ -189,7 +192,8 @@ def estimate_kneser_ney(
     has_unk = [counts.word[0] == UNK_ID] if not vocab.has_unk else None
     for n in range(1, N + 1):
         coc = count_of_counts(kn[n - 1], counts.word[n - 1], nonevent)
-        d = estimate_discounts(coc, modified, n)
+        # an order above the longest sentence has no n-gram: its discounts are never used
+        d = estimate_discounts(coc, modified, n) if len(kn[n - 1]) else (0.5, 1.0, 1.5)
         info["count_of_counts"].append([int(x) for x in coc[1:]])
         info["discounts"].append(d)
         word = counts.word[n - 1]
@@ -301,17 +305,36 @@ class KneserNeyLM(KenLMInterface):
 
     def __init__(self, order: int = 3, modified: bool = True, min_counts: list[int] | None = None,
                  interpolate: bool = True):
-        if order < 1:
-            raise ValueError("order must be >= 1")
-        if min_counts is not None and (len(min_counts) == 0 or min(min_counts) < 1):
-            raise ValueError("min_counts must be a non-empty list of integers >= 1")
         self.order = order
         self.modified = modified
         self.min_counts = min_counts
         self.interpolate = interpolate
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """``TypeError`` for an order or cut-off that is not an integer (floats and bools
+        included), ``ValueError`` for one out of range (cut-offs: 1 .. 2**31 - 1, counts
+        being 32-bit)."""
+        def is_int(v):
+            return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+        if not is_int(self.order):
+            raise TypeError(f"order must be an integer, got {self.order!r}")
+        if self.order < 1:
+            raise ValueError(f"order must be >= 1, got {self.order!r}")
+        mc = self.min_counts
+        if mc is not None:
+            if isinstance(mc, (str, bytes)) or not hasattr(mc, "__len__") or len(mc) == 0:
+                raise ValueError(f"min_counts must be a non-empty list of integers >= 1, got {mc!r}")
+            for v in mc:
+                if not is_int(v):
+                    raise TypeError(f"min_counts must hold integers, got {v!r}")
+                if not 1 <= v <= 2**31 - 1:
+                    raise ValueError(f"min_counts must be integers from 1 to {2**31 - 1}, got {v!r}")
 
     def fit(self, corpus: Corpus) -> "KneserNeyLM":
-        counts = count_ngrams(corpus, self.order)
+        self._check_params()
+        counts = count_ngrams(corpus, int(self.order))
         self.model_, self.info_ = estimate_kneser_ney(
             counts, corpus.vocab, self.modified, self.min_counts, self.interpolate)
         self.model_.sources = (corpus.source,) if corpus.source else ()

@@ -53,8 +53,13 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     Order n is built from order n-1: the n-gram ending at position p is the pair
     (id of the (n-1)-gram ending at p-1, token p); two counting sorts list the distinct
     pairs in (prefix, word) order, i.e. as a trie level (``_ngram_kernels.next_order``)."""
+    if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
+        raise TypeError(f"order must be an integer, got {order!r}")
     if order < 1:
-        raise ValueError("order must be >= 1")
+        raise ValueError(f"order must be >= 1, got {order!r}")
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"count_ngrams counts a Corpus, got {type(corpus).__name__}")
+    corpus.check()  # the kernel indexes by the word ids and offsets
     from . import _ngram_kernels as K
 
     V = len(corpus.vocab)

@@ -6,11 +6,13 @@ import json
 
 import click
 
+from ..options import FiniteFloat
+
 
 @click.command("best-mix")
 @click.argument("valid_path", metavar="VALID.txt")
 @click.argument("models", nargs=-1, required=True, metavar="MODEL MODEL2 [MODEL3 ...]")
-@click.option("--precision", default=0.001, show_default=True, type=click.FloatRange(0.0, 1.0, min_open=True),
+@click.option("--precision", default=0.001, show_default=True, type=FiniteFloat(0.0, 1.0, min_open=True),
               help="Stop when no weight changes by more than this (compute-best-mix's precision).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(valid_path, models, precision, as_json):

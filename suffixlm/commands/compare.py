@@ -8,24 +8,29 @@ import warnings
 
 import click
 
-from ..options import LM_PENALTIES
+from ..options import INT32_MAX, LM_PENALTIES, MAX_ORDER, FiniteFloat
 
 
 def parse_orders(text: str) -> list[int]:
-    """'2-8' -> [2..8]; '2,3,5' -> [2, 3, 5]; '4' -> [4]."""
+    """'2-8' -> [2..8]; '2,3,5' -> [2, 3, 5]; '4' -> [4]; each order from 1 to ``MAX_ORDER``."""
     out: list[int] = []
     try:
         for part in text.split(","):
             part = part.strip()
             if "-" in part:
-                a, b = part.split("-", 1)
-                out.extend(range(int(a), int(b) + 1))
+                a, b = (int(x) for x in part.split("-", 1))
+                if a > b:
+                    raise click.BadParameter(f"{text!r}: the range {part} is empty", param_hint="--orders")
+                if a < 1 or b > MAX_ORDER:
+                    raise click.BadParameter(f"{text!r}: orders must be integers from 1 to {MAX_ORDER}",
+                                             param_hint="--orders")
+                out.extend(range(a, b + 1))
             elif part:
                 out.append(int(part))
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected orders like 2-8 or 2,3,5") from None
-    if not out or min(out) < 1:
-        raise click.BadParameter(f"{text!r}: orders must be integers >= 1")
+        raise click.BadParameter(f"{text!r}: expected orders like 2-8 or 2,3,5", param_hint="--orders") from None
+    if not out or min(out) < 1 or max(out) > MAX_ORDER:
+        raise click.BadParameter(f"{text!r}: orders must be integers from 1 to {MAX_ORDER}", param_hint="--orders")
     return sorted(set(out))
 
 
@@ -35,10 +40,11 @@ def parse_orders(text: str) -> list[int]:
 @click.option("--orders", default="2-5", show_default=True, help="Orders to compare, e.g. 2-8 or 2,3,5.")
 @click.option("--penalty", "penalties", multiple=True, type=click.Choice(LM_PENALTIES),
               help="Log-linear penalty (repeat for several). Default: linf-tree.")
-@click.option("--lam", default=None, type=float,
+@click.option("--lam", default=None, type=FiniteFloat(0.0),
               help="lambda of the log-linear models (default: 1 / training tokens).")
-@click.option("--alpha", type=float, default=None, help="Depth weighting alpha**d of the penalties.")
-@click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1),
+@click.option("--alpha", type=FiniteFloat(0.0, min_open=True), default=None,
+              help="Depth weighting alpha**d of the penalties.")
+@click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1, INT32_MAX),
               help="Maximum epochs of each log-linear model (training stops by convergence first).")
 @click.option("--kn/--no-kn", "with_kn", default=True, show_default=True, help="Include our modified Kneser-Ney.")
 @click.option("--kn-min-count", default="none", show_default=True,
@@ -57,10 +63,13 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..evaluate import score
     from ..model import LogLinearLM
+    from ..options import check_output
     from .kn import parse_min_counts
 
     order_list = parse_orders(orders)
     penalties = penalties or ("linf-tree",)
+    parse_min_counts(kn_min_count, max(order_list), "--kn-min-count")  # a bad value fails before any training
+    check_output(plot, [train_file, test_file, *arpa_files])
     if plot:  # before any training, so a missing matplotlib costs nothing
         try:
             import matplotlib
@@ -101,7 +110,8 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                kn = KneserNeyLM(order=order, modified=True, min_counts=parse_min_counts(kn_min_count, order)).fit(train)
+                kn = KneserNeyLM(order=order, modified=True,
+                                 min_counts=parse_min_counts(kn_min_count, order, "--kn-min-count")).fit(train)
             for w in caught:
                 click.echo(f"warning: order {order}: {w.message}", err=True)
             add("kn-modified", order, kn, kn.model_.n_parameters, time.perf_counter() - t0)
@@ -132,6 +142,11 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
         ax.set_ylabel("test perplexity")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(plot, dpi=100)
+        try:
+            fig.savefig(plot, dpi=100)
+        except OSError as e:
+            from ..io import write_error_message
+
+            raise click.ClickException(write_error_message(plot, e)) from None
         if not quiet:
             click.echo(f"wrote {plot}", err=True)

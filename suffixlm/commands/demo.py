@@ -6,14 +6,14 @@ import time
 
 import click
 
-from ..options import LM_PENALTIES
+from ..options import LM_PENALTIES, FiniteFloat
 
 
 @click.command("demo")
 @click.option("--order", default=4, show_default=True, type=click.IntRange(1, 16))
 @click.option("--penalty", default="linf-tree", show_default=True,
               type=click.Choice(LM_PENALTIES))
-@click.option("--lam", default=None, type=float, help="Default: 1 / training tokens.")
+@click.option("--lam", default=None, type=FiniteFloat(0.0), help="Default: 1 / training tokens.")
 def command(order, penalty, lam):
     """Train a log-linear LM on the sample corpus tiny_lm.train.txt (suffixlm.corpora) and print its test perplexity."""
     from suffixlm.corpora import sample_path

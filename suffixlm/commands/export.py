@@ -21,13 +21,11 @@ def command(model_path, output, quiet):
     back-off weight (the ratio of normalisers). `suffixlm ppl --arpa OUT` and KenLM on
     it give the perplexity of `suffixlm ppl MODEL`."""
     from ..export import loglinear_to_backoff
-    from ..io import SameFileError, check_not_input
+    from ..io import write_error_message
+    from ..options import check_output
     from .ppl import load_model
 
-    try:
-        check_not_input(output, [model_path])
-    except SameFileError as e:
-        raise click.ClickException(str(e)) from None
+    check_output(output, [model_path])  # before any work
     t0 = time.perf_counter()
     model = load_model(model_path, False)
     if not hasattr(model, "weights_"):
@@ -36,8 +34,10 @@ def command(model_path, output, quiet):
     backoff.sources = (os.fspath(model_path),)
     try:
         backoff.write_arpa(output)
-    except (OSError, ValueError) as e:
-        raise click.ClickException(f"{output}: {e}") from None
+    except OSError as e:
+        raise click.ClickException(write_error_message(output, e)) from None
+    except ValueError as e:
+        raise click.ClickException(f"{output}: cannot write: {e}") from None
     if not quiet:
         counts = ", ".join(f"{c} {n}-grams" for n, c in enumerate(backoff.counts, start=1))
         click.echo(f"wrote {output}: {counts}; {os.path.getsize(output)} bytes in {time.perf_counter() - t0:.1f} s")

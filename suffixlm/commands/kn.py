@@ -8,6 +8,8 @@ import warnings
 
 import click
 
+from ..options import INT32_MAX, MAX_ORDER, FiniteFloat
+
 
 def return_freed_memory_to_os() -> None:
     """Make glibc hand freed large blocks back at once. Its default (a dynamic mmap
@@ -23,22 +25,26 @@ def return_freed_memory_to_os() -> None:
         pass
 
 
-def parse_min_counts(text: str | None, order: int) -> list[int] | None:
+def parse_min_counts(text: str | None, order: int, option: str = "--min-count") -> list[int] | None:
     """``--min-count`` value -> per-order cut-offs (None = SRILM's defaults).
 
     'srilm' = SRILM's defaults (1 for orders 1-2 and above 9, else 2); 'none' = keep
-    every n-gram; or a comma list '1,1,2' for orders 1, 2, 3, ... (the last repeats)."""
+    every n-gram; or a comma list '1,1,2' for orders 1, 2, 3, ... (the last repeats),
+    each from 1 to ``INT32_MAX`` (counts are 32-bit); values for orders above ``order``
+    are ignored (as SRILM ignores ``-gtNmin`` above ``-order``)."""
     if text is None or text.strip().lower() == "srilm":
         return None
     if text.strip().lower() == "none":
         return [1] * order
     try:
         vals = [int(x) for x in text.split(",") if x.strip()]
+        if not vals:
+            raise ValueError
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected 'srilm', 'none' or comma-separated integers like 1,1,2",
-                                 param_hint="--min-count") from None
-    if not vals or min(vals) < 1:
-        raise click.BadParameter(f"{text!r}: cut-offs must be integers >= 1", param_hint="--min-count")
+                                 param_hint=option) from None
+    if min(vals) < 1 or max(vals) > INT32_MAX:
+        raise click.BadParameter(f"{text!r}: cut-offs must be integers from 1 to {INT32_MAX}", param_hint=option)
     return vals
 
 
@@ -46,7 +52,7 @@ def parse_min_counts(text: str | None, order: int) -> list[int] | None:
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="ARPA file to write (.gz compresses).")
-@click.option("--order", default=3, show_default=True, type=click.IntRange(1, 64), help="n-gram order N.")
+@click.option("--order", default=3, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order N.")
 @click.option("--modified/--original", default=True, show_default=True,
               help="Modified KN (3 discounts per order, SRILM -kndiscount) or original KN (1 discount, -ukndiscount).")
 @click.option("--min-count", "min_count", default="srilm", show_default=True,
@@ -56,7 +62,7 @@ def parse_min_counts(text: str | None, order: int) -> list[int] | None:
               help="Vocabulary file (one word per line); other words become <unk>.")
 @click.option("--unk/--no-unk", default=True, show_default=True,
               help="Keep <unk> as a word (open vocabulary, SRILM -unk).")
-@click.option("--prune", "prune", type=float, default=None,
+@click.option("--prune", "prune", type=FiniteFloat(0.0), default=None,
               help="Prune the model by relative entropy at this threshold before writing it "
                    "(SRILM -prune; see `suffixlm prune`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
@@ -66,19 +72,16 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
     from ..arpa import ArpaError
     from ..corpus import CorpusError, load_training_corpus
-    from ..io import check_not_input
+    from ..io import write_error_message
     from ..kn import DiscountWarning, KneserNeyLM
-
-    try:
-        check_not_input(output, [train_file, vocab_path])  # before any work
-    except ValueError as e:
-        raise click.ClickException(str(e)) from None
+    from ..options import check_output
 
     min_counts = parse_min_counts(min_count, order)
     if prune is not None:
         from .prune import parse_threshold
 
         prune = parse_threshold(prune, "--prune")
+    check_output(output, [train_file, vocab_path])  # before any work
     return_freed_memory_to_os()
     t0 = time.perf_counter()
     try:
@@ -96,7 +99,9 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     t1 = time.perf_counter()
     try:
         lm.write_arpa(output)
-    except (OSError, ArpaError) as e:
+    except OSError as e:
+        raise click.ClickException(write_error_message(output, e)) from None
+    except ArpaError as e:
         raise click.ClickException(f"{output}: cannot write: {e}") from None
     t2 = time.perf_counter()
     for w in caught:

@@ -7,6 +7,8 @@ import math
 
 import click
 
+from ..options import FiniteFloat
+
 
 def load_model(path: str, arpa: bool, only_for=None):
     """``suffixlm.load.load_model`` with its errors as one-line CLI errors."""
@@ -64,7 +66,7 @@ def debug_lines(model, corpus, lp, level=2, texts=None):
 
 def _mix_options(f):
     for k in range(9, 1, -1):
-        f = click.option(f"--mix-lambda{k}", f"mix_lambda{k}", type=float, default=None,
+        f = click.option(f"--mix-lambda{k}", f"mix_lambda{k}", type=FiniteFloat(0.0, 1.0), default=None,
                          help=f"Weight of --mix-lm{k}." if k == 2 else None, hidden=k > 2)(f)
         f = click.option(f"--mix-lm{k}", f"mix_lm{k}", default=None, metavar="MODEL",
                          help="More models to mix (--mix-lm2 .. --mix-lm9), each with its --mix-lambdaK."
@@ -81,7 +83,7 @@ def _mix_options(f):
               help="1: a line per sentence; 2: also p( w | context ) per word (SRILM's -debug 1 / 2).")
 @click.option("--mix-lm", "mix_lm", default=None, metavar="MODEL",
               help="Interpolate with this model (log-linear or ARPA); MODEL gets 1 - the other weights.")
-@click.option("--lambda", "lam", type=float, default=0.5, show_default=True,
+@click.option("--lambda", "lam", type=FiniteFloat(0.0, 1.0), default=0.5, show_default=True,
               help="Weight of the main model in a mixture (SRILM's -lambda).")
 @_mix_options
 @click.option("--static", is_flag=True,
@@ -120,6 +122,9 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **m
         static = True
         if mix_lm is None:
             raise click.UsageError("--write-lm writes a merged model: give --mix-lm")
+        from ..options import check_output
+
+        check_output(write_lm, [model_path, test_path, mix_lm] + [m for m, _ in extra])  # before any work
     from .kn import return_freed_memory_to_os
 
     return_freed_memory_to_os()
@@ -135,7 +140,10 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **m
     vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
     corpus = Corpus.from_sentences(lines, vocab, source=str(test_path))
     lp = model.log10_probs(corpus)
-    report = perplexity_report(corpus, lp, str(test_path))
+    try:
+        report = perplexity_report(corpus, lp, str(test_path))
+    except ValueError as e:  # a model whose back-off weights give a probability above 1
+        raise click.ClickException(f"{model_path}: {e}") from None
     if as_json:
         d = report.as_dict()
         d["model"] = str(model_path)
@@ -163,8 +171,12 @@ def _mixture(main, mix_lm, lam, extra, static, write_lm, only_for, inputs):
     merged = merge_static(backoff, weights)
     if write_lm is not None:
         merged.sources = tuple(str(p) for p in inputs + paths)
+        from ..io import write_error_message
+
         try:
             merged.write_arpa(write_lm)
-        except (OSError, ValueError) as e:
-            raise click.ClickException(f"{write_lm}: {e}") from None
+        except OSError as e:
+            raise click.ClickException(write_error_message(write_lm, e)) from None
+        except ValueError as e:
+            raise click.ClickException(f"{write_lm}: cannot write: {e}") from None
     return merged

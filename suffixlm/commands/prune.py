@@ -8,6 +8,8 @@ import time
 
 import click
 
+from ..options import INT32_MAX, FiniteFloat
+
 
 def parse_threshold(value, option: str = "--threshold") -> float:
     """The ``--threshold`` (``suffixlm kn --prune``) value checked as ``prune_entropy`` wants it."""
@@ -23,9 +25,9 @@ def parse_threshold(value, option: str = "--threshold") -> float:
 @click.argument("model_path", metavar="MODEL.arpa", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="ARPA file to write (a name ending in .gz is compressed); never the input.")
-@click.option("--threshold", "-t", required=True, type=float,
+@click.option("--threshold", "-t", required=True, type=FiniteFloat(0.0),
               help="Relative perplexity change below which an n-gram is removed (SRILM -prune), e.g. 1e-8.")
-@click.option("--min-order", default=2, show_default=True, type=click.IntRange(1, None),
+@click.option("--min-order", default=2, show_default=True, type=click.IntRange(1, INT32_MAX),
               help="Prune only n-grams of at least this order (SRILM -minprune; unigrams are never pruned).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
@@ -35,14 +37,12 @@ def command(model_path, output, threshold, min_order, as_json, quiet):
     the same back-off weights. An n-gram that is the context of a kept longer one is
     kept."""
     from ..arpa import ArpaError, BackoffLM
-    from ..io import SameFileError, check_not_input
+    from ..io import write_error_message
+    from ..options import check_output
     from ..prune import prune_entropy
 
     t = parse_threshold(threshold)
-    try:
-        check_not_input(output, [model_path])
-    except SameFileError as e:
-        raise click.ClickException(str(e)) from None
+    check_output(output, [model_path])  # before any work
     t0 = time.perf_counter()
     try:
         model = BackoffLM.read_arpa(model_path)
@@ -57,7 +57,9 @@ def command(model_path, output, threshold, min_order, as_json, quiet):
     pruned.sources = (os.fspath(model_path),)
     try:
         pruned.write_arpa(output)
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        raise click.ClickException(write_error_message(output, e)) from None
+    except ValueError as e:
         raise click.ClickException(f"{output}: cannot write: {e}") from None
     t3 = time.perf_counter()
     if quiet:

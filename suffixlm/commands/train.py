@@ -10,7 +10,7 @@ import time
 import click
 
 from ..model_selection import PATH_FACTOR, PATH_START, PATIENCE
-from ..options import LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS
+from ..options import INT32_MAX, LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS, MAX_ORDER, SEED_MAX, FiniteFloat
 
 
 def _lam(value: str):
@@ -21,23 +21,23 @@ def _lam(value: str):
     try:
         x = float(value)
     except ValueError:
-        raise click.BadParameter(f"{value!r} is neither a number nor 'auto'") from None
+        raise click.BadParameter(f"{value!r} is neither a number, 'default' nor 'auto'", param_hint="--lam") from None
     if not (x >= 0 and math.isfinite(x)):
-        raise click.BadParameter("must be a finite number >= 0")
+        raise click.BadParameter(f"{value!r}: must be a finite number >= 0", param_hint="--lam")
     return x
 
 
 @click.command("train")
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (exactly this path).")
-@click.option("--order", default=5, show_default=True, type=click.IntRange(1, 64), help="n-gram order (contexts of order-1 words).")
+@click.option("--order", default=5, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order (contexts of order-1 words).")
 @click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(LM_PENALTIES))
 @click.option("--lam", "lam_text", default="default", show_default=True,
               help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
                    f"'auto' chooses it on --valid along a warm-started path from {PATH_START:g} times that, "
                    f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has been worse than the best "
                    f"{PATIENCE} time(s).")
-@click.option("--alpha", type=float, default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
+@click.option("--alpha", type=FiniteFloat(0.0, min_open=True), default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
 @click.option("--base", default=None, type=click.Choice(LM_BASES),
               help="Base measure inside the softmax: none (the paper's model) or kn: P(v|x) proportional to "
                    "P_KN(v|x) exp(score), modified Kneser-Ney without cut-offs, so all weights 0 is that model. "
@@ -45,39 +45,41 @@ def _lam(value: str):
 @click.option("--signed/--positive", default=None,
               help="Weights of either sign (with --base kn they can also lower the base's probabilities) or "
                    "weights >= 0 as in the paper. Default: --signed with --base kn, else --positive.")
-@click.option("--discount", default=0.0, show_default=True, type=click.FloatRange(0.0),
+@click.option("--discount", default=0.0, show_default=True, type=FiniteFloat(0.0),
               help="Multiplier of count-class l1 weights (modified KN's discounts D1, D2, D3+ per depth) "
                    "added under the tree penalty; 0 = none.")
 @click.option("--solver", default="fista", show_default=True, type=click.Choice(LM_SOLVERS),
               help="fista: full-batch accelerated proximal gradient (fastest, measured); "
                    "sage: Algorithm 1 (accelerated stochastic proximal gradient over mini-batches).")
-@click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1),
+@click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1, INT32_MAX),
               help="Maximum epochs (a cap: training stops by --tol first; full PTB, order 5: 1,438).")
-@click.option("--batch-size", type=click.IntRange(1), default=None, help="Initial mini-batch size (sage). Default: tokens/32.")
-@click.option("--batch-growth", default=2.0, show_default=True, type=click.FloatRange(1.0), help="Batch growth per epoch (sage).")
-@click.option("--tol", default=1e-6, show_default=True, type=float, help="Stop when the objective's relative decrease stays below this.")
+@click.option("--batch-size", type=click.IntRange(1, INT32_MAX), default=None,
+              help="Initial mini-batch size (sage). Default: tokens/32.")
+@click.option("--batch-growth", default=2.0, show_default=True, type=FiniteFloat(1.0),
+              help="Batch growth per epoch (sage).")
+@click.option("--tol", default=1e-6, show_default=True, type=FiniteFloat(0.0),
+              help="Stop when the objective's relative decrease stays below this.")
 @click.option("--init", default="smoothed", show_default=True, type=click.Choice(LM_INITS))
 @click.option("--valid", "valid_file", default=None, metavar="VALID.txt", help="Validation text: its perplexity is shown each epoch.")
 @click.option("--vocab", "vocab_file", default=None, help="Vocabulary file (one word per line).")
-@click.option("--min-count", default=1, show_default=True, type=click.IntRange(1), help="Words seen fewer times become <unk>.")
+@click.option("--min-count", default=1, show_default=True, type=click.IntRange(1, INT32_MAX),
+              help="Words seen fewer times become <unk>.")
 @click.option("--unk/--no-unk", default=True, show_default=True,
               help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SEED_MAX))
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
             batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, quiet, as_json):
     """Train a log-linear language model on TRAIN.txt (one sentence per line)."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
-    from ..io import check_not_input
+    from ..io import write_error_message
     from ..model import LogLinearLM
+    from ..options import check_output
 
-    inputs = [train_file, valid_file, vocab_file]
-    try:
-        check_not_input(output, inputs)  # before any work: the model never replaces an input
-    except ValueError as e:
-        raise click.ClickException(str(e)) from None
     lam = _lam(lam_text)
+    inputs = [train_file, valid_file, vocab_file]
+    check_output(output, inputs)  # before any work: the model never replaces an input, and can be written
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
     if base is None:
@@ -138,8 +140,10 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         raise click.ClickException(str(e)) from None
     try:
         model.save(output, inputs=[p for p in inputs if p is not None])
-    except (OSError, ValueError) as e:
-        raise click.ClickException(f"{output}: cannot write model ({e.strerror or e})") from None
+    except OSError as e:
+        raise click.ClickException(write_error_message(output, e)) from None
+    except ValueError as e:
+        raise click.ClickException(f"{output}: cannot write: {e}") from None
     summary = {
         "model": output,
         "order": order,

@@ -7,17 +7,21 @@ import time
 
 import click
 
+from ..options import INT32_MAX, MAX_ORDER, TREE_METHODS
+
 
 @click.command("tree")
 @click.argument("train", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--order", "-n", type=int, required=True, help="Model order N; contexts have at most N-1 words.")
+@click.option("--order", "-n", type=click.IntRange(1, MAX_ORDER), required=True,
+              help="Model order N; contexts have at most N-1 words.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None, help="Vocabulary file, one word per line.")
-@click.option("--min-count", type=int, default=1, show_default=True, help="Words seen fewer times become <unk>.")
+@click.option("--min-count", type=click.IntRange(1, INT32_MAX), default=1, show_default=True,
+              help="Words seen fewer times become <unk>.")
 @click.option("--unk", is_flag=True, help="Open vocabulary: out-of-vocabulary words map to <unk>.")
 @click.option(
     "--method",
-    type=click.Choice(["sort", "ukkonen"]),
+    type=click.Choice(TREE_METHODS),
     default="sort",
     show_default=True,
     help="Construction: radix sort of the contexts, or Ukkonen's suffix tree of the reversed text "
@@ -31,10 +35,6 @@ def command(train, order, as_json, vocab_path, min_count, unk, method):
     vocabulary ids including <s>, </s> and <unk>. --method picks the construction; both
     give the identical tree, so only build_seconds differs.
     """
-    if order < 1:
-        raise click.ClickException(f"--order must be >= 1, got {order}")
-    if min_count < 1:
-        raise click.ClickException(f"--min-count must be >= 1, got {min_count}")
     from ..contexts import extract_contexts
     from ..corpus import CorpusError, load_training_corpus
     from ..suffixtree import SuffixTree
