@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..model_selection import PATH_FACTOR, PATH_START, PATIENCE
+from ..model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE
 from ..options import INT32_MAX, LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS, MAX_ORDER, SEED_MAX, FiniteFloat
 
 
@@ -36,7 +36,8 @@ def _lam(value: str):
               help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
                    f"'auto' chooses it on --valid along a warm-started path from {PATH_START:g} times that, "
                    f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has been worse than the best "
-                   f"{PATIENCE} time(s).")
+                   f"{PATIENCE} time(s); the path's fits stop at tolerance {PATH_TOL:g}, then the chosen lambda and "
+                   f"the one before it are refined to --tol.")
 @click.option("--alpha", type=FiniteFloat(0.0, min_open=True), default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
 @click.option("--base", default=None, type=click.Choice(LM_BASES),
               help="Base measure inside the softmax: none (the paper's model) or kn: P(v|x) proportional to "
@@ -100,11 +101,13 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
                      batch_size=batch_size, batch_growth=batch_growth, tol=tol, seed=seed, init=init, base=base,
                      positive=not signed, discount=discount, warm_start=lam == "auto")
 
-    def train_one(lam_value, label=""):
+    def train_one(lam_value, label="", tol_value=tol, show_valid=True):
         lm.lam = lam_value
+        lm.tol = tol_value
         t0 = time.perf_counter()
+        shown = valid if show_valid else None  # a validation score each iteration costs a forward pass
         if quiet:
-            lm.fit(corpus, valid=valid)
+            lm.fit(corpus, valid=shown)
             return lm
         with click.progressbar(length=epochs, label=f"training{label}", file=sys.stderr,
                                item_show_func=lambda s: s, show_pos=True) as bar:
@@ -116,7 +119,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
                     text += f"  valid ppl {info.extra['valid_ppl']:.2f}"
                 bar.update(1, text)
 
-            lm.fit(corpus, valid=valid, callback=cb)
+            lm.fit(corpus, valid=shown, callback=cb)
         click.echo(f"  {lm.n_iter_} steps, {time.perf_counter() - t0:.1f} s, objective {lm.objective_:.6f}, "
                    f"{'converged' if lm.converged_ else 'stopped at --epochs'}, "
                    f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters", err=True)
@@ -131,7 +134,15 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
                 if not quiet:
                     click.echo(f"  lam={x:.3g}: valid ppl {ppl:.3f}", err=True)
 
-            model, grid_results = select_lam(lambda x: train_one(x, f" lam={x:.3g}"), corpus, valid, report=report)
+            # the path at a loose tolerance, then its choice (and the lambda before it) to --tol
+            path_tol = max(tol, PATH_TOL)
+
+            def refine(chosen):
+                lm.weights_ = chosen.weights_  # warm start from that fit of the path
+                return train_one(chosen.lam_, f" lam={chosen.lam_:.3g} to tol {tol:g}", tol, False)
+
+            model, grid_results = select_lam(lambda x: train_one(x, f" lam={x:.3g}", path_tol, False), corpus, valid,
+                                             report=report, refine=refine if path_tol > tol else None)
             if not quiet:
                 click.echo(f"chose lam={model.lam_:.3g}", err=True)
         else:

@@ -47,8 +47,13 @@ def test_lam_auto_needs_valid_and_chooses_from_grid(tmp_path):
             "--quiet", "--json")
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout.strip().splitlines()[-1])
-    grid = s["lam_grid"]
-    assert s["lam"] == min(grid, key=lambda g: g["valid_ppl"])["lam"]
+    grid = [g for g in s["lam_grid"] if not g.get("refined")]
+    refined = [g for g in s["lam_grid"] if g.get("refined")]
+    # the path at a loose tolerance, then its choice and the lambda before it refined
+    chosen = min(range(len(grid)), key=lambda i: grid[i]["valid_ppl"])
+    assert [g["lam"] for g in refined] == [g["lam"] for g in grid[max(chosen - 1, 0):chosen + 1]]
+    assert s["lam"] == min(refined, key=lambda g: g["valid_ppl"])["lam"]
+    assert s["valid_ppl"] == pytest.approx(min(g["valid_ppl"] for g in refined), rel=1e-12)
     # --lam auto trains the best model measured unless told otherwise: KN base, signed weights
     assert s["base"] == "kn" and s["signed"] is True
     train = load_training_corpus(TRAIN)
