@@ -198,6 +198,29 @@ def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
     return observations, kinds
 
 
+#: Largest label-pair score at one position whose exponential the scaled forward-backward
+#: takes without overflow (e**709.8 is float64's largest), with room for the sum over labels.
+MAX_TRANSITION_SCORE = 700.0
+
+
+def _check_score_range(path, theta: np.ndarray, kinds: np.ndarray, L: int, patterns) -> None:
+    """Finite weights can still overflow inference: a position sums one weight per pattern
+    (unary scores, taken relative to their maximum, need only a finite sum) and the
+    label-pair scores are exponentiated as they are. Refuse weights for which either can
+    happen (trained models stay far below: their weights are of order 1-100)."""
+    n_uni_pat = sum(1 for p in patterns if p.kind & 1)
+    n_bi_pat = sum(1 for p in patterns if p.kind & 2)
+    start = int(np.count_nonzero(kinds & 1)) * L
+    max_u = float(np.abs(theta[:start]).max()) if start else 0.0
+    max_b = float(np.abs(theta[start:]).max()) if theta.shape[0] > start else 0.0
+    if n_bi_pat * max_b > MAX_TRANSITION_SCORE:
+        raise ModelError(f"{path}: theta: label-pair weights up to {max_b:g} over {n_bi_pat} bigram pattern(s) "
+                         f"give scores beyond {MAX_TRANSITION_SCORE:g}, whose exponentials overflow")
+    if n_uni_pat * max_u > 1e300:
+        raise ModelError(f"{path}: theta: unigram weights up to {max_u:g} over {n_uni_pat} pattern(s) overflow "
+                         "a position's score")
+
+
 class CRF:
     """Linear-chain CRF with Wapiti-style features.
 
@@ -639,6 +662,7 @@ class CRF:
                              f"kinds need {n_params}")
         if not np.all(np.isfinite(theta)):
             raise ModelError(f"{path}: theta: weight {int(np.flatnonzero(~np.isfinite(theta))[0])} is not finite")
+        _check_score_range(path, theta, kinds, L, h["patterns"])
         if h["n_features"] is not None and h["n_features"] < n_params:
             raise ModelError(f"{path}: header entry 'n_features': {h['n_features']}, fewer than the "
                              f"{n_params} weights kept")

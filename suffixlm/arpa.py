@@ -440,6 +440,10 @@ class BackoffLM(KenLMInterface):
                 at = _entry_position(data, b, e, k)
                 line = data[at:data.find(b"\n", at) if data.find(b"\n", at) >= 0 else len(data)]
                 fail(at, _bad_prob(line) if not lp[k] <= 0.0 else _bad_bow(line))
+            dup = first_repeated_row(rows)
+            if dup >= 0:
+                at = _entry_position(data, b, e, dup)
+                fail(at, f"the {n}-gram {' '.join(vocab.words[w] for w in rows[dup])!r} is listed twice")
             if keep is not None:
                 m = keep(rows)
                 rows, lp, bow, hb = rows[m], lp[m], bow[m], hb[m]
@@ -448,6 +452,30 @@ class BackoffLM(KenLMInterface):
         lm.restricted = keep is not None
         lm.implicit_unigrams = len(extra)
         return lm
+
+
+def first_repeated_row(rows: np.ndarray) -> int:
+    """Index of a row of ``rows`` (int[m, n]) equal to an earlier one, or -1: rows are
+    hashed to 64 bits and sorted, and only rows with equal hashes are compared."""
+    m = rows.shape[0]
+    if m < 2:
+        return -1
+    h = np.zeros(m, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(rows.shape[1]):
+            h = (h ^ rows[:, k].astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    for i in np.flatnonzero(hs[1:] == hs[:-1]).tolist():
+        # row b against the earlier rows of its run of equal hashes
+        b = int(order[i + 1])
+        j = i
+        while j >= 0 and hs[j] == hs[i + 1]:
+            if np.array_equal(rows[order[j]], rows[b]):
+                return max(int(order[j]), b)
+            j -= 1
+    return -1
 
 
 def _checked_order(n: int, entry, V: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

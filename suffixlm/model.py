@@ -624,6 +624,7 @@ class LogLinearLM(KenLMInterface):
         m.base_ = base
         m.objective_ = float(h["objective"])
         m._prepare_scoring()
+        _check_distributions(path, m)
         return m
 
 
@@ -753,7 +754,7 @@ def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float):
     root = slice(tree.succ_offsets[0], tree.succ_offsets[1])
     seen = float(np.exp(lnB[root]).sum())
     want_u0 = max(1.0 - seen, 0.0) if n_unseen > 0 else 0.0
-    if not abs(u0 - want_u0) <= 1e-9:  # exp and sum may round differently on another machine
+    if not abs(u0 - want_u0) <= 1e-9 or (n_unseen == 0 and u0 != 0.0):  # exp and sum may round differently
         raise ModelFormatError(f"{path}: header entry 'base_u0': {u0!r}, the root's base.lnB leave {want_u0!r} "
                                "to the unseen words")
     want_ln = math.log(max(u0, 1e-300) / n_unseen) if n_unseen > 0 else 0.0
@@ -768,3 +769,24 @@ def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float):
     if not np.all(np.isfinite(base.gcum)):
         raise ModelFormatError(f"{path}: base.gamma: the product along a path from the root overflows")
     return base
+
+
+def _check_distributions(path, m: "LogLinearLM") -> None:
+    """Every distribution the loaded weights and base define is one: each context node's
+    normaliser finite and > 0, each stored (node, word) probability in (0, 1]. Finite
+    weights can still overflow the exponentials (a weight of 800) and a finite base can
+    still underflow them; the scores would be -inf or NaN."""
+    m._ensure_forward()
+    Z = m._Z
+    bad = ~(np.isfinite(Z) & (Z > 0))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise ModelFormatError(f"{path}: weights / base: the normaliser of suffix-tree node {j} is {Z[j]!r}, "
+                               "not a finite positive number")
+    with np.errstate(all="ignore"):
+        p = m._expS / Z[m._param_node]
+    bad = ~((p > 0) & (p <= 1.0 + 1e-9))
+    if bad.any():
+        q = int(np.flatnonzero(bad)[0])
+        raise ModelFormatError(f"{path}: weights / base: parameter {q} gives the probability {p[q]!r}, "
+                               "not one in (0, 1]")
