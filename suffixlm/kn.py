@@ -342,6 +342,33 @@ class KneserNeyLM(KenLMInterface):
         self.discounts_ = self.info_["discounts"]
         return self
 
+    def fit_text(self, path, vocab_path=None, unk: bool = False, client=None,
+                 n_shards: int | None = None) -> "KneserNeyLM":
+        """Fit on a text file (one sentence per line; see ``corpus.load_training_corpus``).
+
+        client: a ``distributed.Client``: the workers read, encode and count shards of the
+        file and the counts are merged by key on the cluster (``kn_dask``); the driver never
+        holds the text and the model equals the single-process one. None: read the file here.
+        Sets ``n_sentences_``, ``n_words_``, ``n_oov_`` besides the learned state of ``fit``."""
+        self._check_params()
+        if client is None:
+            from .corpus import load_training_corpus
+
+            corpus = load_training_corpus(path, vocab_path, unk=unk)
+            self.fit(corpus)
+            self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
+            return self
+        from .kn_dask import count_text_ngrams
+
+        counts, vocab, stats = count_text_ngrams(client, path, int(self.order), vocab_path, unk=unk,
+                                                 n_shards=n_shards)
+        self.model_, self.info_ = estimate_kneser_ney(counts, vocab, self.modified, self.min_counts, self.interpolate)
+        self.model_.sources = (str(path),)
+        self.vocab_ = vocab
+        self.discounts_ = self.info_["discounts"]
+        self.n_sentences_, self.n_words_, self.n_oov_ = stats.n_sentences, stats.n_words, stats.n_oov
+        return self
+
     @property
     def vocab(self) -> Vocabulary:
         return self.vocab_

@@ -8,6 +8,7 @@ import warnings
 
 import click
 
+from ..distributed import client_from_options, distributed_options
 from ..options import INT32_MAX, MAX_ORDER, FiniteFloat
 
 
@@ -67,11 +68,13 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
                    "(SRILM -prune; see `suffixlm prune`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, as_json, quiet):
+@distributed_options
+def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, as_json, quiet,
+            workers, scheduler, memory_limit):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
     from ..arpa import ArpaError
-    from ..corpus import CorpusError, load_training_corpus
+    from ..corpus import CorpusError
     from ..io import write_error_message
     from ..kn import DiscountWarning, KneserNeyLM
     from ..options import check_output
@@ -84,13 +87,21 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     check_output(output, [train_file, vocab_path])  # before any work
     return_freed_memory_to_os()
     t0 = time.perf_counter()
-    try:
-        corpus = load_training_corpus(train_file, vocab_path, unk=unk)
-    except CorpusError as e:
-        raise click.ClickException(str(e)) from None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DiscountWarning)
-        lm = KneserNeyLM(order, modified=modified, min_counts=min_counts).fit(corpus)
+    lm = KneserNeyLM(order, modified=modified, min_counts=min_counts)
+    with client_from_options(workers, scheduler, memory_limit) as client:
+        if client is not None and not quiet:
+            click.echo(f"counting on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DiscountWarning)
+            try:
+                lm.fit_text(train_file, vocab_path, unk=unk, client=client)
+            except CorpusError as e:
+                raise click.ClickException(str(e)) from None
+            except Exception as e:
+                if type(e).__name__ != "KilledWorker":
+                    raise
+                raise click.ClickException(f"Dask workers kept dying on a task (memory limit too low?): "
+                                           f"{str(e).splitlines()[0]}") from None
     if prune is not None:
         from ..prune import prune_entropy
 
@@ -113,7 +124,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         "train": str(train_file), "output": str(output), "order": order,
         "method": "modified" if modified else "original",
         "min_counts": min_counts if min_counts is not None else "srilm",
-        "sentences": corpus.n_sentences, "words": corpus.n_words, "vocabulary": len(corpus.vocab),
+        "sentences": lm.n_sentences_, "words": lm.n_words_, "vocabulary": len(lm.vocab_),
         "ngrams": lm.model_.counts, "discounts": [list(d) for d in info["discounts"]],
         "count_of_counts": info["count_of_counts"], "parameters": lm.model_.n_parameters,
         "estimate_seconds": round(t1 - t0, 3), "write_seconds": round(t2 - t1, 3),
@@ -124,7 +135,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
-    click.echo(f"{train_file}: {corpus.n_sentences} sentences, {corpus.n_words} words, vocabulary {len(corpus.vocab)}")
+    click.echo(f"{train_file}: {lm.n_sentences_} sentences, {lm.n_words_} words, vocabulary {len(lm.vocab_)}")
     for n, (c, d) in enumerate(zip(lm.model_.counts, info["discounts"]), start=1):
         ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
         click.echo(f"  {n}-grams: {c:>10}  {ds}")

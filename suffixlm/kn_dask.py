@@ -1,0 +1,308 @@
+"""N-gram counts of a text file on a Dask cluster, equal to ``count_ngrams`` of the whole text.
+
+The driver never reads the text. It cuts the file into byte ranges that start after a
+newline (shards); each worker reads and encodes its own range. Three stages:
+
+1. vocabulary: each shard's word counts (small) are summed on the driver, which builds
+   the vocabulary exactly as ``load_training_corpus`` does (ids by decreasing count,
+   ties in code-point order; or from the vocabulary file), so ids, hence the trie order
+   and the ARPA file, are those of the single-process path;
+2. counting: each worker remaps its shard to those ids and counts it with the numba
+   counting (``count_ngrams``), then splits its n-grams into P partitions by ranges of
+   the first word (ranges of equal token mass, from the unigram counts);
+3. keyed shuffle: partition p of every shard goes to one reduce task, which sums the
+   counts of equal n-grams and sorts them. Since partitions are ranges of the first
+   word, the partitions laid end to end are the sorted n-grams of the whole text: the
+   driver only concatenates them and links each n-gram to its prefix and suffix
+   (``NgramCounts``; trie ids are the lexicographic ranks).
+
+Every task is a pure function of (file, byte range, vocabulary), so a worker lost
+mid-job costs only the recomputation of its tasks (Dask reschedules them).
+Gzip input and stdin cannot be cut by byte ranges: they are read by one task.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .corpus import (
+    _SPECIALS,
+    BOS,
+    BOS_ID,
+    EOS,
+    UNK_ID,
+    Corpus,
+    CorpusError,
+    Vocabulary,
+    _encode,
+    _FirstSeenIds,
+    read_lines,
+)
+from .io import GZIP_MAGIC, input_name
+from .ngrams import NgramCounts, count_ngrams
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class TextStats:
+    """What the driver learns about a text counted on the cluster."""
+
+    n_sentences: int
+    n_words: int
+    n_oov: int
+    n_shards: int
+
+
+def split_text(path: str, n_shards: int) -> list[tuple[int, int]]:
+    """Byte ranges ``[start, end)`` of ``path`` cut just after a newline, at most ``n_shards``
+    of them; ``[(0, -1)]`` (the whole input, read as a stream) for gzip or stdin."""
+    if input_name(path) == "<stdin>":
+        return [(0, -1)]
+    with open(path, "rb") as fh:
+        if fh.read(2) == GZIP_MAGIC:
+            return [(0, -1)]
+        size = os.fstat(fh.fileno()).st_size
+        cuts = [0]
+        for k in range(1, n_shards):
+            fh.seek(max(k * size // n_shards - 1, cuts[-1]))
+            fh.readline()  # to just after the next newline
+            pos = min(fh.tell(), size)
+            if pos > cuts[-1]:
+                cuts.append(pos)
+        if cuts[-1] < size or size == 0:
+            cuts.append(size)
+    return list(zip(cuts[:-1], cuts[1:])) or [(0, 0)]
+
+
+def _shard_lines(path: str, start: int, end: int):
+    """(line number in the range, words) of the non-blank lines of the byte range ``[start, end)``
+    (the whole input, read as a stream, when end < 0). Lines end at ``\\n`` only, as in
+    ``io.TextInput``."""
+    if end < 0:
+        yield from read_lines(path)
+        return
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        data = fh.read(end - start)
+    pos = start
+    for i, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorpusError(f"{input_name(path)}: invalid UTF-8 at byte {pos + e.start + 1} of the file") from None
+        pos += len(raw) + 1
+        toks = line.split()
+        if toks:
+            yield i, toks
+
+
+def read_shard(path: str, start: int, end: int):
+    """Encode a byte range with provisional ids (order of first appearance).
+
+    Returns (words list[str], tokens int32[t], offsets int64[s+1], n_words)."""
+    first = _FirstSeenIds({w: i for i, w in enumerate(_SPECIALS)})
+    name = input_name(path)
+    where = f"{name}: bytes {start}..{end}, line " if end >= 0 else f"{name}:"
+    tok, off, n_words = _encode(_shard_lines(path, start, end), first.__getitem__, where)
+    return list(first), tok, off, n_words
+
+
+def shard_word_counts(shard) -> tuple[dict, int, int]:
+    """({word: count} without the markers, sentences, words) of an encoded shard."""
+    words, tok, off, n_words = shard
+    counts = np.bincount(tok, minlength=len(words))
+    return ({w: int(c) for w, c in zip(words, counts) if c > 0 and w not in (BOS, EOS)}, len(off) - 1, n_words)
+
+
+def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds: np.ndarray):
+    """Count the n-grams of a shard under the global vocabulary, split by first-word range.
+
+    bounds: int64[P+1], partition p holds the n-grams whose first word id is in
+    [bounds[p], bounds[p+1]). Returns (unigram counts int64[V], n_oov, parts) with
+    parts[p] = [(rows int32[m, n], counts int64[m]) for n = 2..order], sorted."""
+    words, prov, off, n_words = shard
+    index = {w: i for i, w in enumerate(vocab_words)}
+    remap = np.fromiter((index.get(w, UNK_ID) for w in words), dtype=np.int32, count=len(words))
+    tok = remap[prov]
+    V = len(vocab_words)
+    n_oov = 0 if has_unk else int(np.count_nonzero(tok == UNK_ID))
+    unigrams = np.bincount(tok, minlength=V).astype(np.int64)
+    P = len(bounds) - 1
+    parts: list[list] = [[] for _ in range(P)]
+    if len(off) > 1:
+        c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order)
+    for n in range(2, order + 1):
+        if len(off) > 1:
+            rows, cnt = c.rows(n), c.count[n - 1].astype(np.int64)
+        else:
+            rows, cnt = np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)
+        # rows are sorted, so each partition is a contiguous slice
+        cut = np.searchsorted(rows[:, 0], bounds)
+        for p in range(P):
+            parts[p].append((rows[cut[p]:cut[p + 1]].copy(), cnt[cut[p]:cut[p + 1]].copy()))
+    return unigrams, n_oov, parts
+
+
+def _lexsort_rows(rows: np.ndarray) -> np.ndarray:
+    return np.lexsort(rows.T[::-1]) if rows.shape[0] else np.zeros(0, dtype=np.int64)
+
+
+def merge_partition(*pieces):
+    """Sum the counts of equal n-grams over the shards' pieces of one partition.
+
+    pieces: one ``parts[p]`` per shard (see ``count_shard``). Returns [(rows, counts)]
+    per order 2..N, rows sorted lexicographically and distinct."""
+    out = []
+    for j in range(len(pieces[0])):
+        rows = np.concatenate([pc[j][0] for pc in pieces])
+        cnt = np.concatenate([pc[j][1] for pc in pieces])
+        order = _lexsort_rows(rows)
+        rows, cnt = rows[order], cnt[order]
+        if len(rows):
+            new = np.ones(len(rows), dtype=bool)
+            new[1:] = np.any(rows[1:] != rows[:-1], axis=1)
+            starts = np.flatnonzero(new)
+            rows, cnt = rows[starts], np.add.reduceat(cnt, starts)
+        out.append((rows, cnt))
+    return out
+
+
+def _partition_bounds(unigrams: np.ndarray, P: int) -> np.ndarray:
+    """int64[P+1] first-word id ranges of roughly equal token mass."""
+    V = len(unigrams)
+    cum = np.cumsum(unigrams)
+    total = int(cum[-1]) if V else 0
+    inner = np.searchsorted(cum, [k * total / P for k in range(1, P)], side="left") + 1
+    return np.concatenate([[0], np.minimum(inner, V), [V]]).astype(np.int64)
+
+
+def _trie_ids(rows: np.ndarray, keys: list[np.ndarray], V: int) -> np.ndarray:
+    """Trie ids of the k-grams ``rows`` int32[m, k] (all present): lexicographic ranks,
+    found order by order in ``keys[j]`` = prefix * V + word of order j+1 (sorted)."""
+    ids = rows[:, 0].astype(np.int64)
+    for j in range(1, rows.shape[1]):
+        ids = np.searchsorted(keys[j], ids * V + rows[:, j])
+    return ids.astype(np.int32)
+
+
+def _check_int32(cnt: np.ndarray, n: int) -> np.ndarray:
+    if len(cnt) and int(cnt.max()) > INT32_MAX:
+        raise CorpusError(f"a {n}-gram is seen more than {INT32_MAX} times (counts are 32-bit)")
+    return cnt.astype(np.int32)
+
+
+def build_counts(order: int, unigrams: np.ndarray, merged: list[list[tuple[np.ndarray, np.ndarray]]]) -> NgramCounts:
+    """``NgramCounts`` (the trie of ``count_ngrams``) from the unigram counts and the
+    sorted, merged n-grams of each order (``merged[n-2]`` = (rows, counts) for order n)."""
+    V = len(unigrams)
+    c = NgramCounts(order, V)
+    c.word.append(np.arange(V, dtype=np.int32))
+    c.prefix.append(np.zeros(V, dtype=np.int32))
+    c.suffix.append(np.zeros(V, dtype=np.int32))
+    c.first.append(np.arange(V, dtype=np.int32))
+    c.count.append(_check_int32(unigrams, 1))
+    keys: list[np.ndarray] = [np.arange(V, dtype=np.int64)]
+    for n in range(2, order + 1):
+        rows, cnt = merged[n - 2]
+        prefix = _trie_ids(rows[:, :-1], keys, V)
+        suffix = _trie_ids(rows[:, 1:], keys, V)
+        word = np.ascontiguousarray(rows[:, -1], dtype=np.int32)
+        c.word.append(word)
+        c.prefix.append(prefix)
+        c.suffix.append(suffix)
+        c.first.append(np.ascontiguousarray(rows[:, 0], dtype=np.int32))
+        c.count.append(_check_int32(cnt, n))
+        keys.append(prefix.astype(np.int64) * V + word)
+    return c
+
+
+def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool = False,
+                      n_shards: int | None = None, n_partitions: int | None = None):
+    """Count the n-grams of orders 1..order of the text file ``path`` on the Dask cluster
+    of ``client``: returns (NgramCounts, Vocabulary, TextStats), equal to
+    ``count_ngrams(load_training_corpus(path, vocab_path, unk=unk), order)``.
+
+    n_shards: byte ranges (default: 4 per worker, at least one per 16 MB);
+    n_partitions: reduce tasks of the shuffle (default: 2 per worker)."""
+    from distributed import wait
+
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    path = str(path)
+    if n_shards is None:
+        size = os.path.getsize(path) if input_name(path) != "<stdin>" else 0
+        n_shards = max(4 * n_workers, -(-size // (16 << 20)))
+    P = n_partitions or 2 * n_workers
+    tag = uuid.uuid4().hex[:8]
+    ranges = split_text(path, n_shards)
+    shards = [client.submit(read_shard, path, a, b, key=f"kn-read-{tag}-{i}") for i, (a, b) in enumerate(ranges)]
+    stats = client.gather([client.submit(shard_word_counts, s, key=f"kn-words-{tag}-{i}")
+                           for i, s in enumerate(shards)])
+    n_sentences = sum(s[1] for s in stats)
+    n_words = sum(s[2] for s in stats)
+    name = input_name(path)
+    if n_sentences == 0:
+        raise CorpusError(f"{name}: has no sentence; expected one sentence per line")
+    counter: Counter = Counter()
+    for wc, _, _ in stats:
+        counter.update(wc)
+    if vocab_path is not None:
+        vocab = Vocabulary.from_file(vocab_path, unk=unk)
+    else:
+        try:
+            vocab = Vocabulary.from_counts(counter, min_count=1, unk=unk)
+        except CorpusError as e:
+            raise CorpusError(f"{name}: {e}") from None
+    del stats
+    V = len(vocab)
+    # token mass per first word, for balanced partitions (<s> starts every sentence)
+    mass = np.zeros(V, dtype=np.int64)
+    for w, cnt in counter.items():
+        mass[vocab.index.get(w, UNK_ID)] += cnt
+    mass[BOS_ID] = n_sentences
+    del counter
+    bounds = _partition_bounds(mass, P)
+    P = len(bounds) - 1
+    words = vocab.words
+    counted = [client.submit(count_shard, s, words, vocab.has_unk, order, bounds, key=f"kn-count-{tag}-{i}")
+               for i, s in enumerate(shards)]
+    del shards  # the encoded shards are freed once counted
+    unigram_f = [client.submit(_unigrams_of, c, key=f"kn-uni-{tag}-{i}") for i, c in enumerate(counted)]
+    merged_f = []
+    for p in range(P):
+        pieces = [client.submit(_part_of, c, p, key=f"kn-part-{tag}-{i}-{p}") for i, c in enumerate(counted)]
+        merged_f.append(client.submit(merge_partition, *pieces, key=f"kn-merge-{tag}-{p}"))
+    wait(merged_f + unigram_f)
+    del counted
+    unigrams = np.zeros(V, dtype=np.int64)
+    n_oov = 0
+    for u, o in client.gather(unigram_f):
+        unigrams += u
+        n_oov += o
+    # partitions are first-word ranges: laid end to end they are sorted
+    merged = []
+    parts = []
+    for f in merged_f:  # stream: one partition on the driver at a time, plus the result
+        parts.append(f.result())
+        f.release()
+    for j in range(order - 1):
+        merged.append((np.concatenate([pt[j][0] for pt in parts]).reshape(-1, j + 2),
+                       np.concatenate([pt[j][1] for pt in parts])))
+        for pt in parts:
+            pt[j] = None
+    del parts
+    counts = build_counts(order, unigrams, merged)
+    return counts, vocab, TextStats(n_sentences, n_words, n_oov, len(ranges))
+
+
+def _unigrams_of(counted):
+    return counted[0], counted[1]
+
+
+def _part_of(counted, p: int):
+    return counted[2][p]

@@ -1,0 +1,253 @@
+"""Kneser-Ney counting on a Dask cluster (``suffixlm kn --workers``, ``KneserNeyLM.fit_text(client=)``)
+and the corpus sampler (``suffixlm.sample``, ``scripts/sample_corpus.py``)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from suffixlm.corpora import sample_path
+
+from suffixlm.cli import main
+from suffixlm.corpus import EOS_ID, load_training_corpus
+from suffixlm.kn import KneserNeyLM
+from suffixlm.kn_dask import split_text
+from suffixlm.ngrams import count_ngrams
+from suffixlm.sample import BackoffSampler
+
+TINY = str(sample_path("tiny_lm.train.txt"))
+# the tiny corpus is too small for modified-KN discounts at some orders: the fallback warns
+pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _arpa(lm: KneserNeyLM, path: Path) -> bytes:
+    lm.write_arpa(path)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("distributed")
+    from suffixlm.distributed import client_from_options
+
+    with client_from_options(workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def sampled_corpus(tmp_path_factory):
+    """About 50k words drawn from a trigram model of the tiny corpus."""
+    d = tmp_path_factory.mktemp("sampled")
+    lm = KneserNeyLM(3, min_counts=[1]).fit_text(TINY, unk=True)
+    path = d / "sampled.txt"
+    with open(path, "w") as fh:
+        for text in BackoffSampler(lm.model_).sample_lines(50_000, seed=3):
+            fh.write(text)
+    return str(path)
+
+
+# ---------------------------------------------------------------- sharding
+
+def test_split_text_cuts_at_line_ends(tmp_path):
+    p = tmp_path / "t.txt"
+    data = b"a b c\n\nd e\r\nf\n  g h  \ni"  # no final newline, a blank line, a CRLF
+    p.write_bytes(data)
+    for k in range(1, 12):
+        ranges = split_text(str(p), k)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+        assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+        assert all(data[a - 1:a] == b"\n" for a, _ in ranges[1:])
+
+
+def test_counts_equal_single_process(client, sampled_corpus):
+    from suffixlm.kn_dask import count_text_ngrams
+
+    ref = count_ngrams(load_training_corpus(sampled_corpus, unk=True), 4)
+    got, vocab, stats = count_text_ngrams(client, sampled_corpus, 4, unk=True, n_shards=7, n_partitions=3)
+    assert stats.n_shards == 7
+    for name in ("word", "prefix", "suffix", "first", "count"):
+        for n in range(4):
+            np.testing.assert_array_equal(getattr(got, name)[n], getattr(ref, name)[n], err_msg=f"{name} order {n+1}")
+
+
+# ---------------------------------------------------------------- byte-identical ARPA
+
+@pytest.mark.parametrize("order", [2, 3, 4, 5])
+@pytest.mark.parametrize("modified", [True, False])
+@pytest.mark.parametrize("min_counts", [None, [1]])
+def test_api_arpa_identical(client, sampled_corpus, tmp_path, order, modified, min_counts):
+    for path in (TINY, sampled_corpus):
+        ref = KneserNeyLM(order, modified=modified, min_counts=min_counts).fit_text(path, unk=True)
+        got = KneserNeyLM(order, modified=modified, min_counts=min_counts).fit_text(path, unk=True, client=client,
+                                                                                      n_shards=5)
+        assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
+        assert (got.n_sentences_, got.n_words_) == (ref.n_sentences_, ref.n_words_)
+
+
+@pytest.mark.parametrize("args", [["--order", "5"], ["--order", "3", "--original", "--min-count", "none"],
+                                  ["--order", "2", "--no-unk"], ["--order", "4", "--min-count", "1,1,2"]])
+def test_cli_workers_arpa_identical(tmp_path, sampled_corpus, args):
+    pytest.importorskip("distributed")
+    r = CliRunner()
+    a, b = tmp_path / "a.arpa", tmp_path / "b.arpa"
+    res = r.invoke(main, ["kn", sampled_corpus, "-o", str(a), "-q", *args])
+    assert res.exit_code == 0, res.output
+    res = r.invoke(main, ["kn", sampled_corpus, "-o", str(b), "-q", "--workers", "2", "--memory-limit", "1GB", *args])
+    assert res.exit_code == 0, res.output
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_vocab_file_and_gzip(client, tmp_path):
+    import gzip
+
+    vocab = tmp_path / "v.txt"
+    words = load_training_corpus(TINY).vocab.words[3:]
+    vocab.write_text("\n".join(words[: len(words) // 2]) + "\n")
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(Path(TINY).read_bytes()))
+    for path, vp in ((TINY, vocab), (str(gz), None)):
+        ref = KneserNeyLM(3, min_counts=[1]).fit_text(path, vp, unk=False)
+        got = KneserNeyLM(3, min_counts=[1]).fit_text(path, vp, unk=False, client=client)
+        assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
+        assert got.n_oov_ == ref.n_oov_
+
+
+def test_worker_killed_mid_job(client, sampled_corpus, tmp_path):
+    """A worker process dies as it starts counting a shard: Dask reruns its tasks on the
+    restarted worker and the model is unchanged."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    marker = tmp_path / "killed"
+
+    class KillOnce(WorkerPlugin):
+        name = "kill-once"
+
+        def __init__(self, marker):
+            self.marker = str(marker)
+
+        def transition(self, key, start, finish, **kw):
+            k = key if isinstance(key, str) else str(key)
+            if finish == "executing" and "kn-count-" in k and not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os._exit(1)
+
+    ref = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True)
+    client.register_plugin(KillOnce(marker))
+    try:
+        got = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True, client=client, n_shards=6)
+    finally:
+        client.unregister_worker_plugin("kill-once")
+    assert marker.exists()  # a worker did die mid-job
+    assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
+    client.wait_for_workers(2, timeout=60)
+
+
+# ---------------------------------------------------------------- interface
+
+def test_workers_and_scheduler_conflict(tmp_path):
+    res = CliRunner().invoke(main, ["kn", TINY, "-o", str(tmp_path / "m.arpa"), "--workers", "2",
+                                    "--scheduler", "tcp://127.0.0.1:1"])
+    assert res.exit_code != 0 and "not both" in res.output
+
+
+def test_memory_limit_needs_workers(tmp_path):
+    res = CliRunner().invoke(main, ["kn", TINY, "-o", str(tmp_path / "m.arpa"), "--memory-limit", "1GB"])
+    assert res.exit_code != 0 and "--memory-limit needs --workers" in res.output
+
+
+def test_missing_dask_is_one_line(tmp_path):
+    """Without dask, --workers fails with the install hint (dask hidden from the import system)."""
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "from suffixlm.cli import main\n"
+            f"main(['kn', {TINY!r}, '-o', {str(tmp_path / 'm.arpa')!r}, '--workers', '2'])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "pip install 'suffixlm[dask]'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_single_process_does_not_import_dask(tmp_path):
+    code = ("import sys\nfrom suffixlm.cli import main\n"
+            f"try:\n    main(['kn', {TINY!r}, '-o', {str(tmp_path / 'm.arpa')!r}, '-q'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('distributed' in sys.modules, 'dask' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.split() == ["False", "False"], r.stderr
+
+
+# ---------------------------------------------------------------- sampler
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    return KneserNeyLM(3, min_counts=[1]).fit_text(TINY, unk=True).model_
+
+
+def test_sampler_reproducible(tiny_model):
+    s = BackoffSampler(tiny_model)
+    a = "".join(s.sample_lines(5000, seed=1))
+    b = "".join(s.sample_lines(5000, seed=1))
+    c = "".join(s.sample_lines(5000, seed=2))
+    assert a == b and a != c
+
+
+def test_sampler_well_formed(tiny_model):
+    s = BackoffSampler(tiny_model)
+    toks = np.concatenate(list(s.sample_ids(20000, seed=0)))
+    assert toks[-1] == EOS_ID and 0 not in toks  # whole sentences, never <s>
+    ends = np.flatnonzero(toks == EOS_ID)
+    assert np.all(np.diff(np.concatenate([[-1], ends])) >= 2)  # no empty sentence
+    assert len(toks) - len(ends) >= 20000
+    text = "".join(s.sample_lines(2000, seed=0))
+    lines = text.split("\n")
+    assert lines[-1] == "" and all(ln and ln == ln.strip() and "  " not in ln for ln in lines[:-1])
+    assert all(w in tiny_model.vocab for ln in lines[:-1] for w in ln.split())
+
+
+def test_sampler_unigram_distribution(tiny_model):
+    """The distribution of the first word of sentences matches p(w | <s>) (chi-square),
+    computed by the model's own scoring: an independent check of the back-off walk."""
+    from scipy.stats import chisquare
+
+    s = BackoffSampler(tiny_model)
+    toks = np.concatenate(list(s.sample_ids(200_000, seed=5)))
+    ends = np.flatnonzero(toks == EOS_ID)
+    first = toks[np.concatenate([[0], ends[:-1] + 1])]
+    V = len(tiny_model.vocab)
+    from suffixlm.corpus import Corpus
+
+    # p(w | <s>) for every word w, by scoring the one-word sentences "<s> w"
+    words = np.arange(3, V) if not tiny_model.vocab.has_unk else np.concatenate([[2], np.arange(3, V)])
+    probe = Corpus(np.stack([np.zeros(len(words), dtype=np.int32), words, np.ones(len(words), dtype=np.int32)],
+                            1).ravel(), np.arange(0, 3 * len(words) + 1, 3), tiny_model.vocab, len(words), 0)
+    lp = tiny_model.log10_probs(probe).reshape(-1, 2)[:, 0]
+    p = 10.0 ** lp
+    p_eos = 1 - p.sum()  # the rest is p(</s> | <s>), redrawn by the sampler
+    assert p_eos > -1e-4
+    expected = p / p.sum() * len(first)
+    observed = np.array([np.count_nonzero(first == w) for w in words])
+    big = expected >= 5
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    assert chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-4
+    # and sentences are as long as the training text's, on average
+    ref = load_training_corpus(TINY)
+    assert math.isclose(len(toks) / len(ends), ref.n_tokens / ref.n_sentences - 1, rel_tol=0.1)
+
+
+def test_sample_corpus_script(tmp_path):
+    lm = KneserNeyLM(2, min_counts=[1]).fit_text(TINY, unk=True)
+    model = tmp_path / "m.arpa.gz"
+    lm.write_arpa(model)
+    outs = []
+    for name in ("a.txt", "b.txt.gz"):
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "sample_corpus.py"), str(model), "--tokens", "3000",
+                            "--seed", "7", "-o", str(tmp_path / name), "-q"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outs.append(load_training_corpus(tmp_path / name))
+    assert outs[0].n_words >= 3000 and np.array_equal(outs[0].tokens, outs[1].tokens)
