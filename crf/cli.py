@@ -13,7 +13,7 @@ import click
 
 from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
 from suffixlm.options import CRF_PENALTIES as PENALTIES
-from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output
+from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output, checkpoint_options
 
 BATCH = 2000  # sequences labelled per batch (streaming)
 MAX_HISTORY = 1000  # L-BFGS memory: 2 * history vectors of the size of the model
@@ -60,16 +60,18 @@ def command() -> None:
 @click.option("--seed", type=click.IntRange(0, SEED_MAX), default=0, show_default=True,
               help="Order of the stochastic solvers.")
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
+@checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, grow, init_model,
-          seed, threads, quiet, train, model):
+          seed, threads, checkpoint_path, checkpoint_every, resume, quiet, train, model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
+    from suffixlm.options import open_checkpoint, training_interrupts
 
     from .data import DataError, read_sequences, split_labels
-    from .model import CRF, ModelError
+    from .model import _NO_CHECKPOINT, CRF, ModelError
     from .patterns import PatternError
 
     if not patterns and not init_model:
@@ -78,6 +80,16 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     check_output(model, [train, devel, *patterns])
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
+    if checkpoint_path is not None:
+        for flag, given in (("--grow", grow), ("--init", init_model), (f"--algorithm {algorithm}",
+                                                                        algorithm in _NO_CHECKPOINT)):
+            if given:
+                raise click.UsageError(f"--checkpoint is not supported with {flag}")
+    # the options that change the model (--maxiter is a cap, --threads a checkpoint keeps)
+    context = {"command": "suffixlm crf train", "algorithm": algorithm, "penalty": penalty, "rho1": rho1,
+               "rho2": rho2, "stopeps": stopeps, "stopwin": stopwin, "history": history, "seed": seed}
+    ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, model,
+                         [None if train == "-" else train, devel, *patterns])
     t0 = time.perf_counter()
     try:
         settings = dict(algorithm=algorithm, penalty=penalty, rho1=rho1, rho2=rho2,
@@ -99,22 +111,26 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             if not dseqs:
                 raise DataError(f"{devel}: no sequence found (empty file?)")
             Xd, yd = split_labels(dseqs)
-        if init_model:  # the loaded model is round 0's starting point; no -p: train it further
-            crf.grow(X, y, list(patterns) if grow else [_concatenated(patterns)], Xd, yd)
-        elif grow:
-            crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
-        else:
-            crf.fit(X, y, Xd, yd)
+        with training_interrupts(ck, model):
+            if init_model:  # the loaded model is round 0's starting point; no -p: train it further
+                crf.grow(X, y, list(patterns) if grow else [_concatenated(patterns)], Xd, yd)
+            elif grow:
+                crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
+            else:
+                crf.fit(X, y, Xd, yd, checkpoint=ck)
     except (DataError, PatternError, ModelError, ValueError) as exc:
         raise _fail(exc) from None
     except OSError as exc:  # an input that exists but cannot be read
         raise click.ClickException(open_error_message(getattr(exc, "filename", None) or train, exc)) from None
     try:
-        crf.save(model)
+        with training_interrupts(ck, model, saving=True):
+            crf.save(model)
     except OSError as exc:
         raise click.ClickException(write_error_message(model, exc)) from None
     except ValueError as exc:
         raise _fail(exc) from None
+    if ck is not None:
+        ck.remove()  # the model it led to is written
     if not quiet:
         click.echo(f"* {crf.n_active_features_} active features of {crf.n_features_}; "
                    f"model written to {model} ({time.perf_counter() - t0:.2f}s)", err=True)

@@ -221,6 +221,57 @@ def _check_score_range(path, theta: np.ndarray, kinds: np.ndarray, L: int, patte
                          "a position's score")
 
 
+#: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
+_NO_CHECKPOINT = ("sag", "sag-nus")
+
+
+def _solver_state(algorithm: str):
+    """The solver state class of an algorithm (:mod:`suffixlm.solvers.state`)."""
+    if algorithm in ("owlqn", "lbfgs"):
+        from .train.owlqn import OwlqnState
+
+        return OwlqnState
+    if algorithm == "fista":
+        from suffixlm.solvers import FistaState
+
+        return FistaState
+    if algorithm == "sgd-l1":
+        from .train.sgd_l1 import SgdL1State
+
+        return SgdL1State
+    if algorithm == "bcd":
+        from .train.bcd import BcdState
+
+        return BcdState
+    from .train.perceptron import PerceptronState
+
+    return PerceptronState
+
+
+_LOG_KEYS = {"iteration", "objective", "active", "token_error", "sequence_error", "seconds", "evaluations"}
+
+
+def _checked_extra(resumed) -> tuple[list, list, list]:
+    """The stopping rule's objectives and errors, and the training log, of a checkpoint."""
+    extra = resumed.extra
+    out = []
+    for key in ("objectives", "errors"):
+        v = extra.get(key)
+        if not (isinstance(v, list) and all(_is_number(x) for x in v)):
+            raise resumed.bad(key, "not a list of numbers")
+        out.append([float(x) for x in v])
+    log = extra.get("log")
+
+    def entry(e) -> bool:
+        return (isinstance(e, dict) and set(e) == _LOG_KEYS and all(_is_number(e[k]) for k in (
+            "objective", "token_error", "sequence_error", "seconds")) and _is_int(e["iteration"])
+            and all(e[k] is None or _is_int(e[k]) for k in ("active", "evaluations")))
+
+    if not (isinstance(log, list) and all(entry(e) for e in log)):
+        raise resumed.bad("log", "not a list of training log entries")
+    return out[0], out[1], log
+
+
 class CRF:
     """Linear-chain CRF with Wapiti-style features.
 
@@ -386,9 +437,19 @@ class CRF:
                 raise ValueError("X_dev needs its labels y_dev")
             _check_sequences(X_dev, y_dev, "X_dev")
 
-    def fit(self, X, y, X_dev=None, y_dev=None) -> "CRF":
-        """Train on sequences X (lists of token rows = lists of column strings) and labels y."""
+    def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None) -> "CRF":
+        """Train on sequences X (lists of token rows = lists of column strings) and labels y.
+
+        ``checkpoint``: a :class:`suffixlm.checkpoint.Checkpoint`: the solver's state (and
+        the stopping rule's, and the training log) is written to it periodically and on a
+        requested stop (which raises ``suffixlm.checkpoint.Interrupted``); with ``resume``
+        the fit goes on from the state it holds, refused (``CheckpointError``) unless it
+        was written for the same data, patterns and parameters (``max_iter`` may differ:
+        it is a cap). Every algorithm but ``sag`` and ``sag-nus`` (whose random generator
+        lives inside numba) can be checkpointed."""
         self._rho1()
+        if checkpoint is not None and self.algorithm in _NO_CHECKPOINT:
+            raise ValueError(f"checkpoints are not supported with algorithm {self.algorithm!r}")
         self._check_fit_input(X, y, X_dev, y_dev)
         text, patterns = self._pattern_text()
         n_threads = self._set_threads()
@@ -399,7 +460,7 @@ class CRF:
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
         log: list[dict[str, Any]] = []
-        result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log)
+        result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log, checkpoint)
         self._log(f"* stopped after {result.n_iter} iterations ({result.reason}), "
                   f"{time.perf_counter() - t_start:.2f}s")
         self._set_fitted(space, result, log, text)
@@ -467,9 +528,45 @@ class CRF:
         self.converged_ = bool(result.converged or result.reason == "stopping criterion")
         self.pattern_text_ = pattern_text
 
-    def _train(self, space, train, dev, x0, n_threads, log):
+    def _checkpoint_identity(self, space, train, dev) -> dict:
+        """What a checkpoint of a fit must match to be resumed: the training and
+        development data as the solver sees them (sha256 of the feature space and the
+        encoded corpora: patterns, labels, observations, every token's features) and the
+        parameters that change the result."""
+        from suffixlm.checkpoint import content_digest
+
+        def encoded(d):
+            return None if d is None else content_digest(d.seq_offsets, d.unigram_base, d.bigram_base, d.labels)
+
+        data = content_digest([p.text for p in space.patterns], space.labels, space.observations, space.kinds,
+                              int(space.n_columns), encoded(train))
+        return {"training data": data, "development data": encoded(dev), "algorithm": self.algorithm,
+                "penalty": self.penalty, "rho1": self._rho1(), "rho2": self.rho2, "stopeps": self.stopeps,
+                "stopwin": self.stopwin, "history": self.history, "seed": self.seed, "recursion": self.recursion}
+
+    def _resume_threads(self, resumed, n_threads: int) -> int:
+        """The thread count of the checkpoint being resumed, set for numba: the gradient's
+        partial sums (one per thread) and the parallel reductions depend on it, so the
+        run goes on with it to give the same bits."""
+        import numba
+
+        t = resumed.extra.get("threads")
+        if not (isinstance(t, int) and not isinstance(t, bool) and t >= 1):
+            raise resumed.bad("threads", f"{t!r} is not an integer >= 1")
+        if t != n_threads:
+            if self.threads is not None:
+                raise ValueError(f"{resumed.path}: the checkpoint was written with {t} threads, this run asks for "
+                                 f"{self.threads}; resume with the same number (or without --threads)")
+            if t > numba.config.NUMBA_NUM_THREADS:
+                raise ValueError(f"{resumed.path}: the checkpoint was written with {t} threads, this machine runs "
+                                 f"at most {numba.config.NUMBA_NUM_THREADS}: the result would differ")
+            numba.set_num_threads(t)
+        return t
+
+    def _train(self, space, train, dev, x0, n_threads, log, checkpoint=None):
         """Run the solver of ``self.algorithm`` from x0; progress lines and the stopping rule
-        (objective window, or development error window) are the same for every solver."""
+        (objective window, or development error window) are the same for every solver.
+        ``checkpoint``: see :meth:`fit`."""
         from suffixlm.solvers import WindowRule
 
         from .inference import Objective, viterbi
@@ -477,6 +574,18 @@ class CRF:
         a = self.algorithm
         rho1 = self._rho1()
         rule = WindowRule(self.stopeps, self.stopwin)
+        state = hook = None
+        if checkpoint is not None:
+            identity = self._checkpoint_identity(space, train, dev)
+            resumed = checkpoint.resume_fit("CRF", identity)
+            if resumed is not None:
+                n_threads = self._resume_threads(resumed, n_threads)
+                rule.objectives, rule.errors, log[:] = _checked_extra(resumed)
+                state = resumed.state(_solver_state(a), space.n_params)
+                if a in ("owlqn", "lbfgs") and state.s.shape[0] != self.history:
+                    raise resumed.bad_state(f"s: {state.s.shape[0]} L-BFGS pairs, history = {self.history}")
+            hook = checkpoint.hook("CRF", identity, lambda: {"threads": n_threads, "objectives": rule.objectives,
+                                                             "errors": rule.errors, "log": log})
         objective = None
         if a in ("owlqn", "lbfgs", "fista"):
             objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
@@ -500,26 +609,27 @@ class CRF:
             return rule.update(info.objective, te if dev is not None else None)
 
         cap = self.max_iter
+        resume = {"state": state, "checkpoint": hook}
         if a in ("owlqn", "lbfgs"):
             from .train import owlqn
 
             return owlqn(objective.value_and_gradient_parts, x0, rho1=rho1, rho2=self.rho2,
-                         history=self.history, max_iter=cap, callback=callback)
+                         history=self.history, max_iter=cap, callback=callback, **resume)
         if a == "fista":
             from .train.proximal import feature_forest, fista
 
             return fista(objective.value_and_gradient, x0, feature_forest(space, train), self.penalty,
-                         kappa=rho1, rho2=self.rho2, max_iter=cap or 500, callback=callback)
+                         kappa=rho1, rho2=self.rho2, max_iter=cap or 500, callback=callback, **resume)
         if a == "sgd-l1":
             from .train.sgd_l1 import sgd_l1
 
             return sgd_l1(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_iter=cap or 50,
-                          eta0=SGD_ETA0, seed=self.seed, callback=callback)
+                          eta0=SGD_ETA0, seed=self.seed, callback=callback, **resume)
         if a == "bcd":
             from .train.bcd import bcd
 
             return bcd(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_iter=cap or 20, seed=self.seed,
-                       callback=callback)
+                       callback=callback, **resume)
         if a in ("sag", "sag-nus"):
             from .train.sag import sag
 
@@ -527,7 +637,8 @@ class CRF:
                        seed=self.seed, callback=callback)
         from .train.perceptron import averaged_perceptron
 
-        return averaged_perceptron(space, train, max_iter=cap or 10, x0=x0, seed=self.seed, callback=callback)
+        return averaged_perceptron(space, train, max_iter=cap or 10, x0=x0, seed=self.seed, callback=callback,
+                                   **resume)
 
     # ------------------------------------------------------------------ prediction
     @property

@@ -8,7 +8,11 @@
 * ``atomic_write(path)`` writes an output in full or not at all: a temporary file
   in the destination directory, flushed, fsynced and renamed over ``path``. The
   file gets the mode a plain ``open()`` would give it (``0o666 & ~umask``). Only
-  here does a name decide a format: an output named ``*.gz`` is compressed.
+  here does a name decide a format: an output named ``*.gz`` is compressed. The
+  temporary file is removed on every failure (an exception, Ctrl-C); a writer
+  killed outright (SIGKILL) cannot, so its file, ``.<name>.<host>.<pid>.<random>.tmp``,
+  is removed by the next write to the same name once that process is gone
+  (``remove_stale_temporaries``).
 * ``check_not_input(output, inputs)`` refuses an output that is one of the inputs;
   ``check_writable(output)`` tries, before any work, that an output can be created
   (``write_error_message`` words the ``OSError`` in one line).
@@ -23,12 +27,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import hashlib
 import io
 import json
 import math
 import os
+import re
 import secrets
 import shutil
+import socket
 import struct
 import sys
 import zipfile
@@ -39,8 +46,8 @@ import numpy as np
 
 __all__ = [
     "ContainerError", "InputError", "SameFileError", "TextInput", "atomic_write", "check_not_input",
-    "check_writable", "input_name", "load_container", "open_error_message", "open_input", "save_container",
-    "write_error_message",
+    "check_writable", "input_name", "load_container", "open_error_message", "open_input", "remove_stale_temporaries",
+    "save_container", "write_error_message",
 ]
 
 PathLike = Union[str, os.PathLike]
@@ -320,10 +327,63 @@ def _finish(text: io.TextIOWrapper | None, gz: gzip.GzipFile | None) -> None:
         gz.close()  # writes the gzip trailer; ``raw`` stays open
 
 
+def _host_tag() -> str:
+    """8 hex digits naming this machine in temporary file names (a process id means
+    something on its own machine only)."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _temporary_pattern(name: str) -> re.Pattern:
+    """Names of the temporary files of outputs called ``name``: ``.<name>.<host>.<pid>.<random>.tmp``."""
+    return re.compile(rf"\.{re.escape(name)}\.([0-9a-f]{{8}})\.([0-9]+)\.[0-9a-f]{{8}}\.tmp")
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists (POSIX)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but belongs to someone else, or the answer is unknown
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory: str, name: str) -> list[str]:
+    """Remove the temporary files that writers of ``directory/name`` killed before they
+    could clean up (SIGKILL, a crash of the machine is the same) left behind: those of
+    this machine whose process is gone. A live writer's file, another machine's and
+    anything else are left alone. POSIX only (elsewhere nothing is removed). Returns
+    the names removed."""
+    if os.name != "posix":
+        return []
+    pattern, host, me = _temporary_pattern(name), _host_tag(), os.getpid()
+    removed = []
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return []
+    for entry in entries:
+        m = pattern.fullmatch(entry)
+        if m is None or m.group(1) != host:
+            continue
+        pid = int(m.group(2))
+        if pid == me or pid == 0 or _process_exists(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(directory, entry))
+            removed.append(entry)
+    return removed
+
+
 def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    """A new file ``.<name>.<host>.<pid>.<random>.tmp`` in ``directory`` (hidden, and
+    named so that ``remove_stale_temporaries`` can tell whose it is), after removing
+    the stale ones of earlier writers of ``name``."""
+    remove_stale_temporaries(directory, name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    prefix = f".{name}.{_host_tag()}.{os.getpid()}"
     for _ in range(100):
-        tmp = os.path.join(directory, f"{name}.{secrets.token_hex(4)}.tmp")
+        tmp = os.path.join(directory, f"{prefix}.{secrets.token_hex(4)}.tmp")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:

@@ -296,26 +296,44 @@ class LogLinearLM(KenLMInterface):
             penalty = P.NestedSum([l1, penalty])
         return penalty if scale is None else penalty.in_metric(scale)
 
-    def fit(self, corpus, valid=None, callback=None):
+    def fit(self, corpus, valid=None, callback=None, checkpoint=None):
         """Train on ``corpus`` (a Corpus, a path, or a list of sentence strings).
 
         ``valid`` (same kinds, encoded with the training vocabulary) adds the
         validation perplexity to each iteration's record (``info.extra["valid_ppl"]``).
         ``callback(info, w)`` sees each iteration's record (the solvers' protocol,
         :mod:`suffixlm.solvers.result`); returning True stops.
+        ``checkpoint``: a :class:`suffixlm.checkpoint.Checkpoint`: the solver's state is
+        written to it periodically and on a requested stop (which raises
+        ``checkpoint.Interrupted``); with ``resume`` the fit goes on from the state it
+        holds, refused (``CheckpointError``) unless it was written for the same corpus
+        and the same parameters (``max_iter`` may differ: it is a cap).
         """
-        from .solvers import fista, sage
+        from .solvers import FistaState, SageState, fista, sage
 
         self._check_params()
         previous = getattr(self, "weights_", None)
         corpus = _as_corpus(corpus, None)
+        resumed = hook = None
+        if checkpoint is not None:
+            identity = self._checkpoint_identity(corpus)
+            resumed = checkpoint.resume_fit("LogLinearLM", identity)  # refused before any work
+            hook = checkpoint.hook("LogLinearLM", identity)
         problem = self._problem(corpus)
         tree = self.tree_
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
         penalty = self._penalty(tree, problem.scale, problem.n_events)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
         L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
-        w0 = self._initial_weights(problem, previous)
+        state = None
+        if resumed is not None:
+            state = resumed.state(FistaState if self.solver == "fista" else SageState, tree.n_params)
+            w0 = state.x if self.solver == "fista" else state.W
+            if self.positive and np.any(w0 < 0):
+                raise resumed.bad_state(f"{'x' if self.solver == 'fista' else 'W'}: entry "
+                                        f"{int(np.flatnonzero(w0 < 0)[0])} is negative (weights >= 0)")
+        else:
+            w0 = self._initial_weights(problem, previous)
         self.weights_ = w0.copy()
 
         def cb(info, w):
@@ -329,11 +347,12 @@ class LogLinearLM(KenLMInterface):
         t0 = time.perf_counter()
         if self.solver == "fista":
             res = fista(problem.value_grad, penalty, w0, value=problem.value, metric=problem.metric,
-                        L0=L_bound / 16, max_iter=self.max_iter, tol=self.tol, callback=cb)
+                        L0=L_bound / 16, max_iter=self.max_iter, tol=self.tol, callback=cb, state=state,
+                        checkpoint=hook)
         else:
             B = self.batch_size if self.batch_size is not None else max(400, problem.n_samples // 32)
             res = sage(problem, penalty, w0, batch_size=B, batch_growth=self.batch_growth, max_iter=self.max_iter,
-                       L0=L_bound / 16, tol=self.tol, seed=self.seed, callback=cb)
+                       L0=L_bound / 16, tol=self.tol, seed=self.seed, callback=cb, state=state, checkpoint=hook)
         self.seconds_train_ = time.perf_counter() - t0
         self.weights_ = res.x
         self.objective_ = res.objective
@@ -342,6 +361,56 @@ class LogLinearLM(KenLMInterface):
         self.history_ = res.history
         self.prox_seconds_ = penalty.prox_seconds
         self.gradient_seconds_ = problem.seconds_gradient
+        self._prepare_scoring()
+        return self
+
+    #: parameters that change a fit's result (max_iter, a cap, and warm_start, whose
+    #: starting point a checkpoint's state replaces, are not among them)
+    _RESULT_PARAMS = ("order", "penalty", "lam", "alpha", "solver", "batch_size", "batch_growth", "tol", "seed",
+                      "init", "penalize_root", "precondition", "loo", "discount", "base", "positive")
+
+    def _checkpoint_identity(self, corpus: Corpus) -> dict:
+        """What a checkpoint of a fit on ``corpus`` must match to be resumed: the corpus's
+        content (sha256 of its vocabulary and token ids) and the parameters that change
+        the result."""
+        from .checkpoint import content_digest
+
+        data = content_digest(corpus.vocab.words, bool(corpus.vocab.has_unk), corpus.tokens, corpus.offsets)
+        return {"training data": data, **{k: getattr(self, k) for k in self._RESULT_PARAMS}}
+
+    def _fit_record(self) -> tuple[dict, dict]:
+        """The last fit's weights and summary as (arrays, JSON-able meta): how a loop of
+        fits (``model_selection.select_lam``) keeps a fit in a checkpoint."""
+        from .solvers.state import history_to_json
+
+        self._check_fitted()
+        meta = {"lam": float(self.lam_), "objective": float(self.objective_), "n_iter": int(self.n_iter_),
+                "converged": bool(self.converged_), "history": history_to_json(self.history_)}
+        for k in ("seconds_train_", "prox_seconds_", "gradient_seconds_"):
+            meta[k] = float(getattr(self, k, 0.0))
+        return {"weights": np.asarray(self.weights_, dtype=np.float64)}, meta
+
+    def _restore_fit(self, corpus, arrays: dict, meta: dict) -> "LogLinearLM":
+        """Become the fit of ``_fit_record`` on ``corpus`` (this estimator's parameters, the
+        corpus of that fit): the problem is built (or reused), the weights and summary
+        checked (``StateError`` naming the field) and set. Returns self."""
+        from .solvers import state as S
+
+        self._check_params()
+        self._problem(_as_corpus(corpus, None))
+        w = S.array(arrays, "weights", (self.tree_.n_params,))
+        if self.positive and np.any(w < 0):
+            raise S.StateError(f"weights: entry {int(np.flatnonzero(w < 0)[0])} is negative")
+        n_iter = S.number(meta, "n_iter", integer=True, low=0)
+        history = S.history_from_json(meta.get("history"), "history", first=0 if self.solver == "sage" else 1)
+        if not isinstance(meta.get("converged"), bool):
+            raise S.StateError("converged: not true or false")
+        self.lam_ = S.number(meta, "lam", low=0.0)
+        self.objective_ = S.number(meta, "objective")
+        self.n_iter_, self.converged_, self.history_ = n_iter, meta["converged"], history
+        for k in ("seconds_train_", "prox_seconds_", "gradient_seconds_"):
+            setattr(self, k, S.number(meta, k, low=0.0))
+        self.weights_ = w
         self._prepare_scoring()
         return self
 

@@ -11,6 +11,7 @@ ends it.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Callable
 
 #: First lambda of the path, times 1 / (predicted training tokens).
@@ -47,7 +48,8 @@ def lam_path(n_predictions: int, start: float = PATH_START, factor: float = PATH
 def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PATH_START,
                factor: float = PATH_FACTOR, smallest: float = PATH_MIN, patience: int = PATIENCE,
                report: Callable[[float, float], None] | None = None,
-               refine: Callable[[object], object] | None = None, refine_larger: int = REFINE_LARGER):
+               refine: Callable[[object], object] | None = None, refine_larger: int = REFINE_LARGER,
+               checkpoint=None, restore: Callable[[dict, dict], object] | None = None):
     """Fit along :func:`lam_path` and keep the model of lowest perplexity on ``valid``.
 
     fit(lam) -> a fitted :class:`suffixlm.model.LogLinearLM`. It may return the same
@@ -65,38 +67,197 @@ def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PAT
     can sit one step below the exact path's: refining the larger neighbour as well
     corrects that. Refined fits are in the results with ``"refined": True``.
     Returns (best model, [{"lam": ..., "valid_ppl": ...} per fit]).
+
+    ``checkpoint``: a :class:`suffixlm.checkpoint.Checkpoint` that ``fit`` and ``refine``
+    hand to the estimator. The path's own state (the results so far, and the fits it may
+    still choose, refine or start from, each as ``model._fit_record()``) goes into every
+    checkpoint, which is also written between fits when due; with ``checkpoint.resume``
+    the path goes on from it: finished fits are not done again and the fit under way
+    goes on from its solver state, so the result is the uninterrupted one, bit for bit.
+    ``restore(arrays, meta) -> model`` makes a fitted model of such a record (and is
+    called last for the fit the next one starts from, so that a warm-started estimator
+    starts from it). The checkpoint's ``context`` must name the estimator's options:
+    between fits the file holds no fit to compare them with.
     """
     if valid is None:
         raise ValueError("choosing lambda needs held-out text (valid)")
     if patience < 1:
         raise ValueError("patience must be >= 1")
-    fits = []  # (valid ppl, model copy) along the path
-    results = []
+    if checkpoint is not None and restore is None:
+        raise ValueError("select_lam with a checkpoint needs restore=")
+    lams = lam_path(corpus.n_tokens - corpus.n_sentences, start, factor, smallest)
+    fits: dict[int, tuple[float, object]] = {}  # path index -> (valid ppl, model copy), those still needed
+    results: list[dict] = []
     worse = 0
     best_i = None
-    for lam in lam_path(corpus.n_tokens - corpus.n_sentences, start, factor, smallest):
+    last = None  # index of the last fit of the path
+    position = 0  # next path index, then next index to refine
+    phase = "path"
+    refined = None  # (valid ppl, model copy) of the best refined fit so far
+    identity = None
+    if checkpoint is not None:
+        identity = _path_identity(corpus, valid, start, factor, smallest, patience, refine is not None, refine_larger)
+        loaded = checkpoint.loaded_outer if checkpoint.resume else None
+        if loaded is not None:
+            checkpoint.check_identity(loaded[1].get("identity"), identity, "the path")
+            phase, position, worse, best_i, last, results, fits, refined = _restored_path(
+                checkpoint.path, loaded, restore, len(lams))
+
+    def keep() -> set[int]:
+        """The fits the path may still return, refine or start from."""
+        if best_i is None:
+            return set()
+        if phase == "refine":
+            return set(range(position, best_i + 1))
+        # the best and the fits before it; the last fit and those before it (a later best's neighbours)
+        return set(range(max(best_i - refine_larger, 0), best_i + 1)) | set(range(max(last - refine_larger, 0),
+                                                                                   last + 1))
+
+    def save_state(where: str) -> None:
+        for i in set(fits) - keep():
+            del fits[i]
+        if checkpoint is not None:
+            checkpoint.outer = _path_state(identity, phase, position, worse, best_i, last, results, fits, refined,
+                                           where)
+
+    while phase == "path":
+        lam = lams[position]
+        save_state(f"lambda {position + 1} of the path ({lam:.3g})")
         model = fit(lam)
         ppl = float(model.corpus_perplexity(valid))
         results.append({"lam": lam, "valid_ppl": ppl})
         if report is not None:
             report(lam, ppl)
-        fits.append((ppl, copy.copy(model)))
+        fits[position] = (ppl, copy.copy(model))
+        last = position
         if best_i is None or ppl < fits[best_i][0]:
-            best_i = len(fits) - 1
+            best_i = position
             worse = 0
         else:
             worse += 1
-            if worse >= patience:
-                break
+        position += 1
+        if worse >= patience or position >= len(lams):
+            phase = "refine"
+            position = max(best_i - refine_larger, 0) if refine is not None else best_i
+        save_state(f"lambda {last + 1} of the path, finished")
+        if checkpoint is not None:
+            checkpoint.at_boundary("LogLinearLM")
     if refine is None:
         return fits[best_i][1], results
-    best = None
-    for i in range(max(best_i - refine_larger, 0), best_i + 1):
+    while position <= best_i:
+        i = position
+        save_state(f"refinement of lambda {i + 1} of the path")
         model = refine(fits[i][1])
         ppl = float(model.corpus_perplexity(valid))
         results.append({"lam": model.lam_, "valid_ppl": ppl, "refined": True})
         if report is not None:
             report(model.lam_, ppl)
-        if best is None or ppl < best[0]:
-            best = (ppl, copy.copy(model))
-    return best[1], results
+        if refined is None or ppl < refined[0]:
+            refined = (ppl, copy.copy(model))
+        position += 1
+        save_state(f"refinement of lambda {i + 1} of the path, finished")
+        if checkpoint is not None and position <= best_i:
+            checkpoint.at_boundary("LogLinearLM")
+    return refined[1], results
+
+
+def _path_identity(corpus, valid, *settings) -> dict:
+    """What a path's checkpoint must match: the training and validation data (their
+    content) and the path's settings."""
+    import os
+
+    from .checkpoint import content_digest
+    from .corpus import Corpus
+
+    def digest(c):
+        if isinstance(c, Corpus):
+            return content_digest(c.vocab.words, bool(c.vocab.has_unk), c.tokens, c.offsets)
+        if isinstance(c, (str, os.PathLike)):
+            with open(c, "rb") as fh:
+                return content_digest(fh.read().decode("latin-1"))
+        return content_digest([str(x) for x in c])
+
+    return {"training data": digest(corpus), "validation data": digest(valid), "path": list(settings)}
+
+
+def _path_state(identity, phase, position, worse, best_i, last, results, fits, refined, where):
+    """(arrays, meta) of the path for a checkpoint (``Checkpoint.outer``)."""
+    arrays, records = {}, {}
+    for i, (ppl, model) in fits.items():
+        a, m = model._fit_record()
+        arrays.update({f"fit{i}.{k}": v for k, v in a.items()})
+        records[str(i)] = {"valid_ppl": ppl, "record": m}
+    best = None
+    if refined is not None:
+        a, m = refined[1]._fit_record()
+        arrays.update({f"refined.{k}": v for k, v in a.items()})
+        best = {"valid_ppl": refined[0], "record": m}
+    meta = {"kind": "lambda path", "identity": identity, "phase": phase, "position": position, "worse": worse,
+            "best": best_i, "last": last, "results": results, "fits": records, "refined": best, "where": where}
+    return arrays, meta
+
+
+def _restored_path(path, loaded, restore, n_lams):
+    """The path's variables from a checkpoint's ``outer`` state, every entry checked."""
+    from .checkpoint import CheckpointError
+    from .solvers.state import StateError
+
+    arrays, meta = loaded
+
+    def bad(what):
+        return CheckpointError(f"{path}: outer.{what}")
+
+    if meta.get("kind") != "lambda path":
+        raise bad(f"kind: {meta.get('kind')!r}, expected 'lambda path'")
+
+    def integer(key, none=False):
+        v = meta.get(key)
+        if (v is None and none) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            return v
+        raise bad(f"{key}: {v!r} is not an integer >= 0")
+
+    phase = meta.get("phase")
+    if phase not in ("path", "refine"):
+        raise bad(f"phase: {phase!r}")
+    position, worse, best_i, last = integer("position"), integer("worse"), integer("best", True), integer("last", True)
+    if (best_i is None) != (last is None) or (last is not None and not best_i <= last < n_lams):
+        raise bad(f"best, last: {best_i!r}, {last!r} are not fits of a path of {n_lams} lambdas")
+    if phase == "path" and not (position < n_lams and position == (0 if last is None else last + 1)):
+        raise bad(f"position: {position} is not the fit after the last one ({last!r}) on the path")
+    if phase == "refine" and (best_i is None or position > best_i + 1):
+        raise bad(f"position: {position} is past the fits to refine")
+
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    results = meta.get("results")
+    if not (isinstance(results, list) and all(
+            isinstance(r, dict) and set(r) <= {"lam", "valid_ppl", "refined"} and number(r.get("lam"))
+            and number(r.get("valid_ppl")) and r.get("refined", True) is True for r in results)):
+        raise bad("results: not a list of fit results")
+    records = meta.get("fits")
+    if not isinstance(records, dict):
+        raise bad("fits: not an object")
+
+    def model_of(prefix, entry):
+        if not (isinstance(entry, dict) and isinstance(entry.get("record"), dict)
+                and isinstance(entry.get("valid_ppl"), float)):
+            raise bad(f"{prefix}: not a fit record")
+        mine = {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + ".")}
+        try:
+            return entry["valid_ppl"], restore(mine, entry["record"])
+        except StateError as e:
+            raise bad(f"{prefix}.{e}") from None
+
+    fits = {}
+    for key in sorted(records, key=lambda k: (k == str(last), k)):  # the last fit restored last: warm start
+        if not key.isdigit():
+            raise bad(f"fits: key {key!r} is not a path index")
+        fits[int(key)] = model_of(f"fit{key}", records[key])
+    refined = None if meta.get("refined") is None else model_of("refined", meta["refined"])
+    if phase == "refine" and best_i is None:
+        raise bad("best: null after the path")
+    needed = range(position, best_i + 1) if phase == "refine" else [i for i in (best_i, last) if i is not None]
+    if any(i not in fits for i in needed):
+        raise bad("fits: a fit the path still needs is missing")
+    return phase, position, worse, best_i, last, results, fits, refined

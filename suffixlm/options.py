@@ -91,3 +91,117 @@ def check_output(output, inputs=()) -> None:
         check_writable(output)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
+
+
+# ---------------------------------------------------------------------- checkpoints
+class CheckpointEvery(click.ParamType):
+    """``--checkpoint-every``: N iterations or a time (30s, 5m, 1h); the text is kept."""
+
+    name = "N|TIME"
+
+    def convert(self, value, param, ctx):
+        from .checkpoint import parse_every
+
+        try:
+            parse_every(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return str(value).strip()
+
+
+def checkpoint_options(not_with: str = ""):
+    """The ``--checkpoint``, ``--checkpoint-every`` and ``--resume`` options of the training
+    commands (one definition: ``suffixlm train`` and ``suffixlm crf train``); ``not_with``:
+    a sentence added to ``--checkpoint``'s help."""
+    def decorate(f):
+        f = click.option("--resume", is_flag=True,
+                         help="Go on from the --checkpoint file (refused unless written for the same data and "
+                              "options): the model is the one the uninterrupted run makes, bit for bit.")(f)
+        f = click.option("--checkpoint-every", default=None, type=CheckpointEvery(),
+                         help="With --checkpoint: every N iterations (50) or every so much time (30s, 5m, 1h). "
+                              "Default: 60s.")(f)
+        return click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(dir_okay=False),
+                            help="Save the training state to this file every --checkpoint-every and on Ctrl-C "
+                                 "(which then stops with exit status 130, writing no model); removed once the model "
+                                 "is written (docs/checkpoint.md)." + (" " + not_with if not_with else ""))(f)
+    return decorate
+
+
+def open_checkpoint(path, every, resume: bool, context: dict, output, inputs=()):
+    """The :class:`suffixlm.checkpoint.Checkpoint` of ``--checkpoint PATH`` (None without
+    it), before any work: ``--resume`` and ``--checkpoint-every`` need it; it is neither the
+    model ``output`` nor an input, and can be written; with ``resume`` the file is read
+    and checked now, without it a file already there is refused. ``context``: the
+    command's options that change the result (compared on resuming). Every refusal is a
+    one-line ``click`` error."""
+    import os
+
+    if path is None:
+        if resume:
+            raise click.UsageError("--resume needs --checkpoint PATH (the checkpoint to go on from)")
+        if every is not None:
+            raise click.UsageError("--checkpoint-every needs --checkpoint PATH")
+        return None
+    from .checkpoint import DEFAULT_EVERY, Checkpoint, CheckpointError
+
+    if output is not None and os.path.abspath(path) == os.path.abspath(output):
+        raise click.UsageError("--checkpoint must be another file than the model")
+    inputs = [p for p in inputs if p is not None]
+    check_output(path, [*inputs, output])
+    try:
+        return Checkpoint(path, every if every is not None else DEFAULT_EVERY, resume=resume, context=context,
+                          inputs=[*inputs, output])
+    except CheckpointError as e:
+        raise click.ClickException(str(e)) from None
+
+
+#: Exit status of a training command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED_STATUS = 130
+
+
+def training_interrupts(checkpoint, output, saving: bool = False):
+    """Context manager for the training (``saving=False``) or the model's write
+    (``saving=True``) of a command with ``--checkpoint``: Ctrl-C ends the command with
+    one line on stderr and exit status :data:`INTERRUPTED_STATUS`, the model not written.
+    During training the first Ctrl-C (once an iteration has ended) writes a checkpoint at
+    the end of the iteration under way (``Checkpoint.handle_interrupts``); during the
+    write it stops at once (``io.atomic_write`` leaves no partial file). Without a
+    checkpoint (None) it changes nothing."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        if checkpoint is None:
+            yield
+            return
+        from .checkpoint import Interrupted
+
+        ck = checkpoint
+        try:
+            if saving:
+                yield
+            else:
+                with ck.handle_interrupts():
+                    yield
+        except Interrupted as e:
+            _interrupted(f"checkpoint of {e.where} written to {ck.path}; {output} not written; continue with "
+                         "--resume")
+        except KeyboardInterrupt:
+            _interrupted(_kept(ck, output))
+        if ck.stop_requested and not saving:  # Ctrl-C after the last iteration's checkpoint
+            _interrupted(_kept(ck, output))
+
+    return guard()
+
+
+def _kept(ck, output) -> str:
+    if ck.written:
+        return f"{output} not written; the checkpoint of {ck.written} is in {ck.path}; continue with --resume"
+    if ck.resume:
+        return f"{output} not written; the checkpoint {ck.path} is as it was; continue with --resume"
+    return f"{output} not written; stopped before the first checkpoint, nothing to resume"
+
+
+def _interrupted(message: str):
+    click.echo(f"interrupted: {message}", err=True)
+    click.get_current_context().exit(INTERRUPTED_STATUS)

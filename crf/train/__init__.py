@@ -4,6 +4,6 @@
 - :func:`lbfgs` — L-BFGS for the l2 penalty (OWL-QN with rho1 = 0).
 """
 
-from .owlqn import IterationInfo, OptimizeResult, lbfgs, owlqn
+from .owlqn import IterationInfo, OptimizeResult, OwlqnState, lbfgs, owlqn
 
-__all__ = ["lbfgs", "owlqn", "IterationInfo", "OptimizeResult"]
+__all__ = ["lbfgs", "owlqn", "IterationInfo", "OptimizeResult", "OwlqnState"]

@@ -19,25 +19,64 @@ the weights).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 from . import _bcd_kernels as BK
 from . import _sequence_kernels as SQ
 
-__all__ = ["bcd"]
+__all__ = ["bcd", "BcdState"]
+
+
+@dataclass
+class BcdState:
+    """Where :func:`bcd` stands at the end of a pass (:mod:`suffixlm.solvers.state`): the
+    weights w float64 (n,), the shuffling generator's state, the counters (per-sequence
+    forward-backwards, safeguard retries), the objective f, passes done and history."""
+
+    w: np.ndarray
+    rng: dict
+    counts: list
+    f: float
+    n_iter: int
+    history: list[IterationInfo] = field(default_factory=list)
+
+    NAME = "bcd"
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        return ({"w": self.w}, {"rng": S.plain(self.rng), "counts": [int(c) for c in self.counts],
+                                "f": float(self.f), "n_iter": int(self.n_iter),
+                                "history": S.history_to_json(self.history)})
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "BcdState":
+        n_iter = S.number(meta, "n_iter", integer=True, low=0)
+        history = S.history_from_json(meta.get("history"), "history")
+        S.check_length(history, n_iter)
+        S.rng_from_json(meta.get("rng"), "rng")
+        counts = meta.get("counts")
+        if not (isinstance(counts, list) and len(counts) == 2
+                and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in counts)):
+            raise S.StateError("counts: not two integers >= 0")
+        return cls(S.array(arrays, "w", (n,)), meta["rng"], counts, S.number(meta, "f"), n_iter, history)
 
 
 def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None = None,
         max_iter: int = 20, kappa: float = 1.5, tol: float = 1e-9, seed: int = 0,
-        callback=None) -> OptimizeResult:
+        callback=None, state: BcdState | None = None, checkpoint=None) -> OptimizeResult:
     """Train by BCD; blocks are visited in a new random order every pass.
 
     Stops after a pass that moved no block, when the objective (computed once per
     pass) decreased by less than tol * |f|, or after max_iter.  callback(info, w)
     after every pass; True stops.  ``result.n_evals`` counts per-sequence
     forward-backwards; ``result.passes`` that count / n.
+
+    state: a :class:`BcdState` to go on from (x0 and seed are then unused);
+    ``checkpoint(state)`` after every pass the solver goes on after.
     """
     if rho1 < 0 or rho2 < 0:
         raise ValueError("rho1 and rho2 must be >= 0")
@@ -45,7 +84,10 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         raise ValueError("kappa must be > 0")
     n = SQ.check_training_data(data)
     L = space.n_labels
-    w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
+    if state is None:
+        w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
+    else:
+        w = state.w.copy()
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     n_obs = len(space.kinds)
     obs_ids = np.arange(n_obs, dtype=np.int64)
@@ -56,17 +98,23 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(L),
                                           np.int64(space.bigram_start), np.int64(n_obs))
     counts = np.zeros(2, dtype=np.int64)
-    rng = np.random.default_rng(seed)
     infos: list[IterationInfo] = []
-    clock = Clock()
-    reason = "max_iter"
 
     def objective():
         loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.bigram_base, data.labels, np.int64(L))
         return loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
 
-    f = objective()
-    for it in range(1, max_iter + 1):
+    if state is None:
+        rng = np.random.default_rng(seed)
+        f = objective()
+    else:
+        rng = S.rng_from_json(state.rng, "rng")
+        counts[:] = state.counts
+        f = state.f
+        infos = list(state.history)
+    clock = Clock.after(infos)
+    reason = "max_iter"
+    for it in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n_obs).astype(np.int64)
         changed = BK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
                               data.bigram_base, data.labels, np.int64(L), float(rho1), float(rho2),
@@ -82,6 +130,8 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         if callback is not None and callback(info, w):
             reason = "stopping criterion"
             break
+        if checkpoint is not None:
+            checkpoint(BcdState(w, S.rng_to_json(rng), counts.tolist(), float(f), it, infos))
     res = OptimizeResult(w, float(f), len(infos), int(counts[0]), reason in ('converged', 'no progress'), reason, infos)
     res.passes = counts[0] / n
     res.safeguard_retries = int(counts[1])

@@ -10,33 +10,76 @@ examples is ((N + 1) w - wa) / N.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 from . import _perceptron_kernels as PK
 from . import _sequence_kernels as SQ
 
-__all__ = ["averaged_perceptron"]
+__all__ = ["averaged_perceptron", "PerceptronState"]
+
+
+@dataclass
+class PerceptronState:
+    """Where :func:`averaged_perceptron` stands at the end of a pass
+    (:mod:`suffixlm.solvers.state`): the weights w, the weighted sum of the updates wa and
+    the starting point w0 (float64 (n,)), the examples seen, the shuffling generator's
+    state, passes done and history."""
+
+    w: np.ndarray
+    wa: np.ndarray
+    w0: np.ndarray
+    seen: int
+    rng: dict
+    n_iter: int
+    history: list[IterationInfo] = field(default_factory=list)
+
+    NAME = "perceptron"
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        return ({"w": self.w, "wa": self.wa, "w0": self.w0},
+                {"seen": int(self.seen), "rng": S.plain(self.rng), "n_iter": int(self.n_iter),
+                 "history": S.history_to_json(self.history)})
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "PerceptronState":
+        n_iter = S.number(meta, "n_iter", integer=True, low=0)
+        history = S.history_from_json(meta.get("history"), "history")
+        S.check_length(history, n_iter)
+        S.rng_from_json(meta.get("rng"), "rng")
+        return cls(S.array(arrays, "w", (n,)), S.array(arrays, "wa", (n,)), S.array(arrays, "w0", (n,)),
+                   S.number(meta, "seen", integer=True, low=0), meta["rng"], n_iter, history)
 
 
 def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None = None,
                         average: bool = True, shuffle: bool = True, seed: int = 0,
-                        callback=None) -> OptimizeResult:
+                        callback=None, state: PerceptronState | None = None, checkpoint=None) -> OptimizeResult:
     """Train by the (averaged) perceptron; result.x are the averaged weights (or the last
     ones with ``average=False``).  Stops early after a pass without mistakes.
 
     callback(info, w_avg) after every pass (info.objective: the number of sequences
     with a mistake during the pass — the perceptron has no objective); True stops.
+
+    state: a :class:`PerceptronState` to go on from (x0 and seed are then unused);
+    ``checkpoint(state)`` after every pass the solver goes on after.
     """
     n = SQ.check_training_data(data)
-    w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
-    wa = np.zeros_like(w)
-    w0 = w.copy()
-    rng = np.random.default_rng(seed)
-    seen = 0
-    infos: list[IterationInfo] = []
-    clock = Clock()
+    if state is None:
+        w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
+        wa = np.zeros_like(w)
+        w0 = w.copy()
+        rng = np.random.default_rng(seed)
+        seen = 0
+        infos: list[IterationInfo] = []
+    else:
+        w, wa, w0, seen = state.w.copy(), state.wa.copy(), state.w0.copy(), state.seen
+        rng = S.rng_from_json(state.rng, "rng")
+        infos = list(state.history)
+    clock = Clock.after(infos)
     reason = "max_iter"
 
     def averaged():
@@ -45,7 +88,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
         # the updates are averaged; the starting point x0 is in every iterate
         return ((seen + 1) * (w - w0) - wa) / seen + w0
 
-    for epoch in range(1, max_iter + 1):
+    for epoch in range(len(infos) + 1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
         mistakes = PK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.bigram_base,
                                        data.labels, np.int64(space.n_labels), float(seen))
@@ -57,5 +100,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
         if callback is not None and callback(info, averaged()):
             reason = "stopping criterion"
             break
+        if checkpoint is not None:
+            checkpoint(PerceptronState(w, wa, w0, seen, S.rng_to_json(rng), epoch, infos))
     x = averaged()
     return OptimizeResult(x, float(infos[-1].objective), len(infos), len(infos), reason in ('no mistake',), reason, infos)

@@ -109,7 +109,8 @@ def feature_forest(space, data) -> np.ndarray:
 
 
 def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree", kappa: float = 1.0,
-          rho2: float = 0.0, max_iter: int = 500, tol: float = 1e-9, callback=None) -> OptimizeResult:
+          rho2: float = 0.0, max_iter: int = 500, tol: float = 1e-9, callback=None, state=None,
+          checkpoint=None) -> OptimizeResult:
     """Minimise objective(w)[0] + rho2/2 ||w||^2 + kappa * Omega(w) by the FISTA of
     :func:`suffixlm.solvers.fista` (backtracking, adaptive restart).
 
@@ -120,7 +121,8 @@ def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree
     Stops when the relative decrease of the objective (relative to max(|F|, 1)) stays
     below ``tol`` for 5 iterations, when a plain step from the last iterate no longer
     decreases it, or after ``max_iter``.  callback(info, w) after every iteration;
-    True stops (reason ``"stopping criterion"``).
+    True stops (reason ``"stopping criterion"``). ``state``, ``checkpoint``: those of
+    :func:`suffixlm.solvers.fista` (a :class:`suffixlm.solvers.FistaState`).
     """
     from suffixlm.penalties import ForestStructure, make_penalty
     from suffixlm.solvers import fista as solve
@@ -136,7 +138,7 @@ def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree
         return v + 0.5 * rho2 * (w @ w), g + rho2 * w
 
     res = solve(smooth, omega, x0, L0=None, L_decrease=0.9, max_iter=max_iter, tol=tol, patience=5,
-                tol_floor=1.0, stop_on_stall=True, callback=callback)
+                tol_floor=1.0, stop_on_stall=True, callback=callback, state=state, checkpoint=checkpoint)
     if res.reason == "callback":
         res.reason = "stopping criterion"
     return res

@@ -22,14 +22,50 @@ The sequences are visited in a new random order every pass.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 from . import _sequence_kernels as SQ
 from . import _sgd_kernels as GK
 
-__all__ = ["sgd_l1", "learning_rates"]
+__all__ = ["sgd_l1", "learning_rates", "SgdL1State"]
+
+
+@dataclass
+class SgdL1State:
+    """Where :func:`sgd_l1` stands at the end of a pass (:mod:`suffixlm.solvers.state`):
+    the weights w and the l1 penalty each received, q (float64 (n,)), the total l1
+    penalty per weight so far u, the shuffling generator's state, the objective f of the
+    last pass, passes done and history. (The lazy l2 scales are all settled at the end
+    of a pass: nothing to store.)"""
+
+    w: np.ndarray
+    q: np.ndarray
+    u: float
+    rng: dict
+    f: float
+    n_iter: int
+    history: list[IterationInfo] = field(default_factory=list)
+
+    NAME = "sgd-l1"
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        return ({"w": self.w, "q": self.q},
+                {"u": float(self.u), "rng": S.plain(self.rng), "f": float(self.f), "n_iter": int(self.n_iter),
+                 "history": S.history_to_json(self.history)})
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "SgdL1State":
+        n_iter = S.number(meta, "n_iter", integer=True, low=0)
+        history = S.history_from_json(meta.get("history"), "history")
+        S.check_length(history, n_iter)
+        S.rng_from_json(meta.get("rng"), "rng")
+        return cls(S.array(arrays, "w", (n,)), S.array(arrays, "q", (n,)), S.number(meta, "u", low=0.0), meta["rng"],
+                   S.number(meta, "f"), n_iter, history)
 
 
 def learning_rates(schedule: str, eta0: float, start: int, count: int, n: int, decay: float = 0.85,
@@ -45,7 +81,8 @@ def learning_rates(schedule: str, eta0: float, start: int, count: int, n: int, d
 
 def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None = None,
            max_iter: int = 50, eta0: float = 0.8, schedule: str = "exponential", decay: float = 0.85,
-           tau: float = 1.0, seed: int = 0, callback=None) -> OptimizeResult:
+           tau: float = 1.0, seed: int = 0, callback=None, state: SgdL1State | None = None,
+           checkpoint=None) -> OptimizeResult:
     """Train by SGD-l1 on ``data`` (an EncodedCorpus of ``space``); see the module doc.
 
     callback(info, w) is called after every pass (info.objective: the sum of the
@@ -53,6 +90,9 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
     at the end of the pass — an estimate, no extra forward-backward); returning
     True stops.  The result's ``evaluations`` counts sequence gradients / n
     (effective passes).
+
+    state: an :class:`SgdL1State` to go on from (x0 and seed are then unused);
+    ``checkpoint(state)`` after every pass the solver goes on after.
     """
     if rho1 < 0 or rho2 < 0:
         raise ValueError("rho1 and rho2 must be >= 0")
@@ -62,23 +102,29 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
     if rho2 * eta0 >= n:
         raise ValueError("eta0 * rho2 must be < the number of sequences (l2 shrink factor > 0)")
     L = space.n_labels
-    w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
-    q = np.zeros_like(w)
+    if state is None:
+        w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
+        q = np.zeros_like(w)
+        u = 0.0
+        rng = np.random.default_rng(seed)
+        infos: list[IterationInfo] = []
+        f = np.inf
+    else:
+        w, q, u, f = state.w.copy(), state.q.copy(), state.u, state.f
+        rng = S.rng_from_json(state.rng, "rng")
+        infos = list(state.history)
     lastc = np.zeros_like(w) if rho2 > 0 else np.zeros(1)
     g = np.zeros_like(w)
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
-    state = np.zeros(2)
-    rng = np.random.default_rng(seed)
-    infos: list[IterationInfo] = []
-    clock = Clock()
+    kernel_state = np.array([u, 0.0])
+    clock = Clock.after(infos)
     reason = "max_iter"
-    f = np.inf
-    for epoch in range(1, max_iter + 1):
+    for epoch in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
         loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
                                data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
-                               np.int64(space.bigram_start), rho1 / n, rho2 / n, state)
+                               np.int64(space.bigram_start), rho1 / n, rho2 / n, kernel_state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
         info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
         if not np.isfinite(f):
@@ -87,4 +133,6 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         if callback is not None and callback(info, w):
             reason = "stopping criterion"
             break
+        if checkpoint is not None:
+            checkpoint(SgdL1State(w, q, float(kernel_state[0]), S.rng_to_json(rng), float(f), epoch, infos))
     return OptimizeResult(w, float(f), len(infos), len(infos), False, reason, infos)

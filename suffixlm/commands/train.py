@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import sys
@@ -10,7 +11,17 @@ import time
 import click
 
 from ..model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE
-from ..options import INT32_MAX, LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS, MAX_ORDER, SEED_MAX, FiniteFloat
+from ..options import (
+    INT32_MAX,
+    LM_BASES,
+    LM_INITS,
+    LM_PENALTIES,
+    LM_SOLVERS,
+    MAX_ORDER,
+    SEED_MAX,
+    FiniteFloat,
+    checkpoint_options,
+)
 
 
 def _lam(value: str):
@@ -68,15 +79,17 @@ def _lam(value: str):
 @click.option("--unk/--no-unk", default=True, show_default=True,
               help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SEED_MAX))
+@checkpoint_options()
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
-            batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, quiet, as_json):
+            batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, checkpoint_path, checkpoint_every,
+            resume, quiet, as_json):
     """Train a log-linear language model on TRAIN.txt (one sentence per line)."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..io import write_error_message
     from ..model import LogLinearLM
-    from ..options import check_output
+    from ..options import check_output, open_checkpoint, training_interrupts
 
     lam = _lam(lam_text)
     inputs = [train_file, valid_file, vocab_file]
@@ -87,6 +100,12 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         base = "kn" if lam == "auto" else "none"
     if signed is None:
         signed = base == "kn"
+    # the options that change the model (--epochs is a cap, except along a lambda path)
+    context = {"command": "suffixlm train", "order": order, "penalty": penalty, "lam": lam, "alpha": alpha,
+               "base": base, "signed": signed, "discount": discount, "solver": solver, "batch_size": batch_size,
+               "batch_growth": batch_growth, "tol": tol, "init": init, "seed": seed,
+               **({"epochs": epochs} if lam == "auto" else {})}
+    ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, output, inputs)
     try:
         corpus = load_training_corpus(train_file, vocab_path=vocab_file, min_count=min_count, unk=unk)
         valid = Corpus.from_text(valid_file, corpus.vocab) if valid_file else None
@@ -107,7 +126,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         t0 = time.perf_counter()
         shown = valid if show_valid else None  # a validation score each iteration costs a forward pass
         if quiet:
-            lm.fit(corpus, valid=shown)
+            lm.fit(corpus, valid=shown, checkpoint=ck)
             return lm
         with click.progressbar(length=epochs, label=f"training{label}", file=sys.stderr,
                                item_show_func=lambda s: s, show_pos=True) as bar:
@@ -119,42 +138,52 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
                     text += f"  valid ppl {info.extra['valid_ppl']:.2f}"
                 bar.update(1, text)
 
-            lm.fit(corpus, valid=shown, callback=cb)
+            lm.fit(corpus, valid=shown, callback=cb, checkpoint=ck)
         click.echo(f"  {lm.n_iter_} steps, {time.perf_counter() - t0:.1f} s, objective {lm.objective_:.6f}, "
                    f"{'converged' if lm.converged_ else 'stopped at --epochs'}, "
                    f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters", err=True)
         return lm
 
-    grid_results = []
-    try:
-        if lam == "auto":
-            from ..model_selection import select_lam
+    def train_all():
+        if lam != "auto":
+            return train_one(lam), []
+        from ..model_selection import select_lam
 
-            def report(x, ppl):
-                if not quiet:
-                    click.echo(f"  lam={x:.3g}: valid ppl {ppl:.3f}", err=True)
-
-            # the path at a loose tolerance, then its choice (and the lambda before it) to --tol
-            path_tol = max(tol, PATH_TOL)
-
-            def refine(chosen):
-                lm.weights_ = chosen.weights_  # warm start from that fit of the path
-                return train_one(chosen.lam_, f" lam={chosen.lam_:.3g} to tol {tol:g}", tol, False)
-
-            model, grid_results = select_lam(lambda x: train_one(x, f" lam={x:.3g}", path_tol, False), corpus, valid,
-                                             report=report, refine=refine if path_tol > tol else None)
+        def report(x, ppl):
             if not quiet:
-                click.echo(f"chose lam={model.lam_:.3g}", err=True)
-        else:
-            model = train_one(lam)
+                click.echo(f"  lam={x:.3g}: valid ppl {ppl:.3f}", err=True)
+
+        # the path at a loose tolerance, then its choice (and the lambda before it) to --tol
+        path_tol = max(tol, PATH_TOL)
+
+        def refine(chosen):
+            lm.weights_ = chosen.weights_  # warm start from that fit of the path
+            return train_one(chosen.lam_, f" lam={chosen.lam_:.3g} to tol {tol:g}", tol, False)
+
+        def restore(arrays, meta):  # a fit of the path, from a checkpoint
+            return copy.copy(lm._restore_fit(corpus, arrays, meta))
+
+        model, results = select_lam(lambda x: train_one(x, f" lam={x:.3g}", path_tol, False), corpus, valid,
+                                    report=report, refine=refine if path_tol > tol else None, checkpoint=ck,
+                                    restore=restore)
+        if not quiet:
+            click.echo(f"chose lam={model.lam_:.3g}", err=True)
+        return model, results
+
+    try:
+        with training_interrupts(ck, output):
+            model, grid_results = train_all()
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     try:
-        model.save(output, inputs=[p for p in inputs if p is not None])
+        with training_interrupts(ck, output, saving=True):
+            model.save(output, inputs=[p for p in inputs if p is not None])
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
     except ValueError as e:
         raise click.ClickException(f"{output}: cannot write: {e}") from None
+    if ck is not None:
+        ck.remove()  # the model it led to is written
     summary = {
         "model": output,
         "order": order,

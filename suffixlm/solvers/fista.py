@@ -22,14 +22,56 @@ gradient is then given per such coordinate (the LM's trie coordinates).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
 
+from . import state as S
 from ._kernels import extrapolate
 from ._problem import estimate_lipschitz, prox_gradient_step, quadratic_upper_bound_holds
 from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
 from .stopping import RelativeDecrease
+
+
+@dataclass
+class FistaState:
+    """Where :func:`fista` stands at the end of an iteration (:mod:`suffixlm.solvers.state`).
+
+    x, y : float64[n]  the iterate and the extrapolated point the next step starts from
+    t, L               the momentum sequence and the inverse step
+    F_old              the objective at x
+    calm               iterations in a row the stopping rule found calm
+    n_iter, n_evals    iterations and evaluations so far; history: one record per iteration
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    t: float
+    L: float
+    F_old: float
+    calm: int
+    n_iter: int
+    n_evals: int
+    history: list[IterationInfo] = field(default_factory=list)
+
+    NAME = "fista"
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        return ({"x": self.x, "y": self.y},
+                {"t": float(self.t), "L": float(self.L), "F_old": float(self.F_old), "calm": int(self.calm),
+                 "n_iter": int(self.n_iter), "n_evals": int(self.n_evals),
+                 "history": S.history_to_json(self.history)})
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "FistaState":
+        n_iter = S.number(meta, "n_iter", integer=True, low=0)
+        history = S.history_from_json(meta.get("history"), "history")
+        S.check_length(history, n_iter)
+        return cls(S.array(arrays, "x", (n,)), S.array(arrays, "y", (n,)), S.number(meta, "t", low=1.0),
+                   S.number(meta, "L", low=0.0, low_open=True), S.number(meta, "F_old"),
+                   S.number(meta, "calm", integer=True, low=0), n_iter,
+                   S.number(meta, "n_evals", integer=True, low=0), history)
 
 
 def fista(
@@ -47,6 +89,8 @@ def fista(
     tol_floor: float = 1e-300,
     stop_on_stall: bool = False,
     callback: Optional[Callback] = None,
+    state: Optional[FistaState] = None,
+    checkpoint: Optional[Callable[[FistaState], None]] = None,
 ) -> OptimizeResult:
     """Minimise f(x) + penalty.value(x) from x0.
 
@@ -58,6 +102,10 @@ def fista(
     callback returns True, or, with ``stop_on_stall``, when even a plain proximal step
     from the last iterate fails to decrease the objective (a rounding-level stall).
     A non-negative penalty projects x0 on w >= 0.
+
+    state: a :class:`FistaState` to go on from (x0 and L0 are then unused);
+    ``checkpoint(state)`` at the end of every iteration the solver goes on after
+    (:mod:`suffixlm.solvers.state`).
     """
     if value is None:
         def value(x):
@@ -66,24 +114,37 @@ def fista(
     def omega(x):
         return penalty.value(x) if penalty is not None else 0.0
 
-    x = np.array(x0, dtype=np.float64)
-    if penalty is not None and penalty.nonneg:
-        np.maximum(x, 0.0, out=x)
-    y = x.copy()
-    t = 1.0
-    fy, gy = value_grad(y)
-    F_old = value(x) + omega(x)
-    n_evals = 2
-    if L0 is None:
-        L, k = estimate_lipschitz(value_grad, y, gy)
-        n_evals += k
-    else:
-        L = float(L0)
     rule = RelativeDecrease(tol, patience, tol_floor)
-    history: list[IterationInfo] = []
-    clock = Clock()
+    if state is None:
+        x = np.array(x0, dtype=np.float64)
+        if penalty is not None and penalty.nonneg:
+            np.maximum(x, 0.0, out=x)
+        y = x.copy()
+        t = 1.0
+        fy, gy = value_grad(y)
+        F_old = value(x) + omega(x)
+        n_evals = 2
+        if L0 is None:
+            L, k = estimate_lipschitz(value_grad, y, gy)
+            n_evals += k
+        else:
+            L = float(L0)
+        history: list[IterationInfo] = []
+        it = 0
+    else:
+        x, y = state.x.copy(), state.y.copy()
+        t, L, F_old, n_evals, it = state.t, state.L, state.F_old, state.n_evals, state.n_iter
+        fy, gy = value_grad(y)  # the same bits as before the stop; not counted twice
+        rule.calm = state.calm
+        history = list(state.history)
+
+    def save():
+        if checkpoint is not None:
+            checkpoint(FistaState(x, y, t, L, F_old, rule.calm, it, n_evals, history))
+
+    clock = Clock.after(history)
     reason, converged = "max_iter", False
-    for it in range(1, max_iter + 1):
+    for it in range(it + 1, max_iter + 1):
         L_prev = L
         L = L * L_decrease  # try a longer step first; backtracking raises it again
         while True:
@@ -110,6 +171,7 @@ def fista(
             y = x
             fy, gy = value_grad(y)
             n_evals += 1
+            save()
             continue
         # Scheinberg, Goldfarb & Bai (2014): t update for a step size that may grow
         t_new = (1.0 + math.sqrt(1.0 + 4.0 * (L / L_prev) * t * t)) / 2.0
@@ -125,4 +187,5 @@ def fista(
         if why:
             reason, converged = why, why == "converged"
             break
-    return OptimizeResult(x, F_old, it if max_iter > 0 else 0, n_evals, converged, reason, history)
+        save()
+    return OptimizeResult(x, F_old, it, n_evals, converged, reason, history)

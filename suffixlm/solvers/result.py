@@ -64,15 +64,22 @@ Callback = Callable[[IterationInfo, np.ndarray], Optional[bool]]
 
 
 class Clock:
-    """Per-iteration and elapsed wall time for :class:`IterationInfo`."""
+    """Per-iteration and elapsed wall time for :class:`IterationInfo`; ``elapsed``: the
+    time already spent (a run that goes on from a checkpoint)."""
 
-    def __init__(self) -> None:
-        self.start = self.last = time.perf_counter()
+    def __init__(self, elapsed: float = 0.0) -> None:
+        self.last = time.perf_counter()
+        self.start = self.last - elapsed
 
     def tick(self) -> tuple[float, float]:
         now = time.perf_counter()
         lap, self.last = now - self.last, now
         return lap, now - self.start
+
+    @classmethod
+    def after(cls, history: list[IterationInfo]) -> "Clock":
+        """A clock that goes on from the last record of ``history`` (none: from zero)."""
+        return cls(history[-1].elapsed if history else 0.0)
 
     def record(self, history: list[IterationInfo], n_iter: int, objective: float, **fields) -> IterationInfo:
         """The :class:`IterationInfo` of an iteration that ends now, appended to history."""

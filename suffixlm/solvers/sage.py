@@ -30,12 +30,66 @@ of an epoch went up (adaptive restart).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import numpy as np
 
+from . import state as S
 from ._problem import SmoothProblem, prox_gradient_step, quadratic_upper_bound_holds
 from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
 from .stopping import RelativeDecrease
+
+
+@dataclass
+class SageState:
+    """Where :func:`sage` stands at the end of an epoch (:mod:`suffixlm.solvers.state`).
+
+    W, Z : float64[n]     the iterate and the auxiliary sequence of Algorithm 1
+    tau, delta, rho       its scalars (rho: the backtracked inverse step)
+    batch_size            the batch size of the next epoch
+    F_old                 the full objective at W
+    calm                  epochs in a row the stopping rule found calm
+    n_iter, steps, n_evals  epochs, mini-batch steps and evaluations so far
+    rng                   the shuffling generator's state (``bit_generator.state``)
+    history               one record per epoch, and the first (epoch 0)
+    """
+
+    W: np.ndarray
+    Z: np.ndarray
+    tau: float
+    delta: float
+    rho: float
+    batch_size: int
+    F_old: float
+    calm: int
+    n_iter: int
+    steps: int
+    n_evals: int
+    rng: dict
+    history: list[IterationInfo] = field(default_factory=list)
+
+    NAME = "sage"
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        return ({"W": self.W, "Z": self.Z},
+                {"tau": float(self.tau), "delta": float(self.delta), "rho": float(self.rho),
+                 "batch_size": int(self.batch_size), "F_old": float(self.F_old), "calm": int(self.calm),
+                 "n_iter": int(self.n_iter), "steps": int(self.steps), "n_evals": int(self.n_evals),
+                 "rng": S.plain(self.rng), "history": S.history_to_json(self.history)})
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "SageState":
+        n_iter = S.number(meta, "n_iter", integer=True, low=0)
+        history = S.history_from_json(meta.get("history"), "history", first=0)
+        S.check_length(history, n_iter + 1)
+        S.rng_from_json(meta.get("rng"), "rng")  # checked here, made again by sage
+        return cls(S.array(arrays, "W", (n,)), S.array(arrays, "Z", (n,)),
+                   S.number(meta, "tau", low=0.0, high=1.0), S.number(meta, "delta", low=0.0, high=1.0),
+                   S.number(meta, "rho", low=0.0, low_open=True), S.number(meta, "batch_size", integer=True, low=1),
+                   S.number(meta, "F_old"), S.number(meta, "calm", integer=True, low=0), n_iter,
+                   S.number(meta, "steps", integer=True, low=0), S.number(meta, "n_evals", integer=True, low=0),
+                   meta["rng"], history)
 
 
 def sage(
@@ -52,6 +106,8 @@ def sage(
     patience: int = 3,
     seed: int = 0,
     callback: Callback | None = None,
+    state: Optional[SageState] = None,
+    checkpoint: Optional[Callable[[SageState], None]] = None,
 ) -> OptimizeResult:
     """Minimise problem.value(w) + penalty.value(w) over w >= 0 by Algorithm 1.
 
@@ -61,26 +117,38 @@ def sage(
     relative decrease per epoch stays below ``tol`` for ``patience`` epochs.
     ``callback(info, w)`` before the first epoch (n_iter 0) and after every epoch;
     returning True stops. ``info.extra`` holds the batch size, the steps so far and rho.
+
+    state: a :class:`SageState` to go on from (x0, batch_size, L0 and seed are then
+    unused); ``checkpoint(state)`` at the end of every epoch the solver goes on after
+    (:mod:`suffixlm.solvers.state`).
     """
-    rng = np.random.default_rng(seed)
     n = problem.n_samples
     metric = problem.metric
-    W = np.zeros(metric.shape[0]) if x0 is None else np.maximum(np.asarray(x0, dtype=np.float64), 0.0)
-    Z = W.copy()
-    tau = delta = 1.0
-    rho = float(L0)
-    B = max(1, min(int(batch_size), n))
-    F_old = problem.value(W) + penalty.value(W)
-    history = [IterationInfo(0, F_old, extra={"batch_size": B, "rho": rho, "steps": 0})]
-    if callback is not None:
-        callback(history[0], W)
-    clock = Clock()
     rule = RelativeDecrease(tol, patience)
+    if state is None:
+        rng = np.random.default_rng(seed)
+        W = np.zeros(metric.shape[0]) if x0 is None else np.maximum(np.asarray(x0, dtype=np.float64), 0.0)
+        Z = W.copy()
+        tau = delta = 1.0
+        rho = float(L0)
+        B = max(1, min(int(batch_size), n))
+        F_old = problem.value(W) + penalty.value(W)
+        history = [IterationInfo(0, F_old, extra={"batch_size": B, "rho": rho, "steps": 0})]
+        if callback is not None:
+            callback(history[0], W)
+        steps = n_evals = 0
+        epoch = 0
+    else:
+        rng = S.rng_from_json(state.rng, "rng")
+        W, Z = state.W.copy(), state.Z.copy()
+        tau, delta, rho, B, F_old = state.tau, state.delta, state.rho, min(state.batch_size, n), state.F_old
+        rule.calm = state.calm
+        history = list(state.history)
+        steps, n_evals, epoch = state.steps, state.n_evals, state.n_iter
+    clock = Clock.after(history)
     reason, converged = "max_iter", False
-    steps = n_evals = 0
-    epoch = 0
     W_epoch_start = W.copy()
-    for epoch in range(1, max_iter + 1):
+    for epoch in range(epoch + 1, max_iter + 1):
         order = rng.permutation(n) if B < n else None
         for start in range(0, n, B):
             batch = None if order is None else np.sort(order[start : start + B])
@@ -116,4 +184,7 @@ def sage(
             reason, converged = why, why == "converged"
             break
         B = min(n, max(B + 1, int(B * batch_growth))) if batch_growth > 1.0 else B
+        if checkpoint is not None:
+            checkpoint(SageState(W, Z, tau, delta, rho, B, F_old, rule.calm, epoch, steps, n_evals,
+                                 S.rng_to_json(rng), history))
     return OptimizeResult(W, F_old, steps, n_evals, converged, reason, history)
