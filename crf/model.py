@@ -143,8 +143,8 @@ def _checked_header(path, meta: dict) -> dict:
     if len(set(labels)) != len(labels):
         raise bad("labels", "a label appears twice")
     n_columns = meta["n_columns"]
-    if not (_is_int(n_columns) and n_columns >= 0):
-        raise bad("n_columns", f"{n_columns!r} is not an integer >= 0")
+    if not (_is_int(n_columns) and 0 <= n_columns <= MAX_COLUMNS):
+        raise bad("n_columns", f"{n_columns!r} is not an integer in [0, {MAX_COLUMNS}]")
     if not isinstance(meta["patterns"], str):
         raise bad("patterns", "not a string")
     try:
@@ -196,6 +196,10 @@ def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
     if len(set(observations)) != len(observations):
         raise ModelError(f"{path}: obs_blob: an observation appears twice")
     return observations, kinds
+
+
+#: Most columns a model file may declare (labelling allocates per column).
+MAX_COLUMNS = 1 << 16
 
 
 #: Largest label-pair score at one position whose exponential the scaled forward-backward

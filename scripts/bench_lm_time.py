@@ -87,7 +87,7 @@ def main() -> None:
                        "converged": summary["converged"], "fits": len(grid) or 1,
                        "refined": sum(1 for g in grid if g.get("refined")), "test_ppl": test_ppl(model, test),
                        "valid_ppl": summary.get("valid_ppl"), "load_before": load,
-                       "target_s": TARGET_AUTO_S if kind == "auto" else TARGET_FIT_S,
+                       "target_s": TARGET_AUTO_S if kind == "auto" else TARGET_FIT_S, "lam_grid": grid,
                        "command": " ".join(["suffixlm"] + cmd[1:]).replace(tmp + "/", "")}
                 rows.append(row)
                 print(f"{kind:<5} threads {threads}: {wall:7.1f} s wall (target {row['target_s']:.0f}), "

@@ -117,6 +117,17 @@ def write_table() -> None:
     for label, k in (("SRILM modified KN, no cut-offs", 1), ("SRILM modified KN, default cut-offs", 0)):
         cells = [str(kn.get(d, {}).get(o, ("", ""))[k]) for d, o in cols]
         lines.append(f"| {label} | " + " | ".join(cells) + " | | | |")
+    timing = BENCH_DIR / "lm_time.json"
+    if timing.exists():
+        rows_t = json.loads(timing.read_text())["rows"]
+        lines += ["", "Time to a tuned model, full PTB order 5, KN base, signed weights (`python scripts/"
+                  "bench_lm_time.py`, benchmarks/lm_time.md; wall seconds of the command; the machine is shared):", "",
+                  "| run | threads | wall s | target s | test ppl | solver steps (last fit) | fits (refined) |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in rows_t:
+            lines.append(f"| {'--lam auto' if r['run'] == 'auto' else 'one fit at its lambda'} | {r['threads']} | "
+                         f"{r['wall_s']:.0f} | {r['target_s']:.0f} | {r['test_ppl']:.2f} | {r['steps']} | "
+                         f"{r['fits']} ({r['refined']}) |")
     lines += ["", "Commands:", ""]
     for d in data.values():
         lines += list(dict.fromkeys(f"    {c['command']}" for c in d.get("commands", []))) or [

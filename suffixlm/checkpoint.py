@@ -315,7 +315,7 @@ class Checkpoint:
 
     @contextlib.contextmanager
     def handle_interrupts(self):
-        """Within the block, the first Ctrl-C (SIGINT) once an iteration has ended asks for
+        """Within the block, the first Ctrl-C (SIGINT, or SIGTERM) once an iteration has ended asks for
         a checkpoint at the end of the current iteration (:meth:`request_stop`); a
         Ctrl-C before that, or a second one, raises ``KeyboardInterrupt`` at once (the
         checkpoint file is then left as it was). Only in the main thread."""
@@ -329,11 +329,13 @@ class Checkpoint:
                 return
             raise KeyboardInterrupt
 
-        old = signal.signal(signal.SIGINT, on_sigint)
+        # SIGTERM (a scheduler's or kill's polite stop) is treated as Ctrl-C
+        old = {sig: signal.signal(sig, on_sigint) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield self
         finally:
-            signal.signal(signal.SIGINT, old)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
 
 def _plain(v):

@@ -357,8 +357,9 @@ def test_crf_train_killed_and_resumed_ends_in_the_uninterrupted_model(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which", ["lm", "crf"])
-def test_ctrl_c_writes_a_checkpoint_and_exits_130_without_the_model(tmp_path, which):
+@pytest.mark.parametrize("which,sig", [("lm", signal.SIGINT), ("crf", signal.SIGINT), ("lm", signal.SIGTERM)])
+def test_ctrl_c_writes_a_checkpoint_and_exits_130_without_the_model(tmp_path, which, sig):
+    """Ctrl-C (SIGINT), and SIGTERM the same way."""
     if which == "lm":
         out = tmp_path / "m.npz"
         out.write_bytes(b"the model of an earlier run")  # left as it is
@@ -373,7 +374,7 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_130_without_the_model(tmp_path, wh
     p = _popen([*args, "--checkpoint", ck, "--checkpoint-every", "10"])
     assert _wait_for_new_checkpoint(ck, p), p.communicate()
     first = _read(ck)[1]
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     lines = err.strip().splitlines()

@@ -171,6 +171,7 @@ EDITS = [
     ("pattern column past n_columns", lambda a, m: m.update(patterns=m["patterns"] + "u:%x[0,7]\n"), "'patterns'"),
     ("n_columns lowered", lambda a, m: m.update(n_columns=1), "'patterns'"),
     ("n_columns negative", lambda a, m: m.update(n_columns=-1), "'n_columns'"),
+    ("n_columns huge (an allocation per column)", lambda a, m: m.update(n_columns=10**9), "'n_columns'"),
     ("n_columns bool", lambda a, m: m.update(n_columns=True), "'n_columns'"),
     ("n_columns string", lambda a, m: m.update(n_columns="2"), "'n_columns'"),
     # training parameters
