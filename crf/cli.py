@@ -11,6 +11,7 @@ import time
 
 import click
 
+from suffixlm.distributed import client_from_options, distributed_options
 from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
 from suffixlm.options import CRF_PENALTIES as PENALTIES
 from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output, checkpoint_options
@@ -62,10 +63,12 @@ def command() -> None:
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
+@distributed_options
 @click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, grow, init_model,
-          seed, threads, checkpoint_path, checkpoint_every, resume, quiet, train, model):
+          seed, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
+          model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
     from suffixlm.options import open_checkpoint, training_interrupts
@@ -80,6 +83,15 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     check_output(model, [train, devel, *patterns])
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
+    if workers is not None or scheduler:
+        from .distributed import DISTRIBUTED_ALGORITHMS
+
+        if algorithm not in DISTRIBUTED_ALGORITHMS:
+            raise click.UsageError(f"--workers/--scheduler supports {', '.join(DISTRIBUTED_ALGORITHMS)}, "
+                                   f"not --algorithm {algorithm}")
+        for flag, given in (("--checkpoint", checkpoint_path is not None), ("--grow", grow), ("--init", init_model)):
+            if given:
+                raise click.UsageError(f"--workers/--scheduler is not supported with {flag}")
     if checkpoint_path is not None:
         for flag, given in (("--grow", grow), ("--init", init_model), (f"--algorithm {algorithm}",
                                                                         algorithm in _NO_CHECKPOINT)):
@@ -111,13 +123,13 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             if not dseqs:
                 raise DataError(f"{devel}: no sequence found (empty file?)")
             Xd, yd = split_labels(dseqs)
-        with training_interrupts(ck, model):
+        with training_interrupts(ck, model), client_from_options(workers, scheduler, memory_limit) as client:
             if init_model:  # the loaded model is round 0's starting point; no -p: train it further
                 crf.grow(X, y, list(patterns) if grow else [_concatenated(patterns)], Xd, yd)
             elif grow:
                 crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
             else:
-                crf.fit(X, y, Xd, yd, checkpoint=ck)
+                crf.fit(X, y, Xd, yd, checkpoint=ck, client=client)
     except (DataError, PatternError, ModelError, ValueError) as exc:
         raise _fail(exc) from None
     except OSError as exc:  # an input that exists but cannot be read

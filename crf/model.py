@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from suffixlm.estimator import ParamsMixin
 from suffixlm.io import load_container, save_container
 from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
 
@@ -276,7 +277,7 @@ def _checked_extra(resumed) -> tuple[list, list, list]:
     return out[0], out[1], log
 
 
-class CRF:
+class CRF(ParamsMixin):
     """Linear-chain CRF with Wapiti-style features.
 
     Parameters
@@ -332,17 +333,6 @@ class CRF:
         self.threads = threads
         self.recursion = recursion
         self.verbose = verbose
-
-    def set_params(self, **params) -> "CRF":
-        """Set constructor parameters (as scikit-learn's ``set_params``), e.g. on a loaded model."""
-        import inspect
-
-        names = set(inspect.signature(type(self).__init__).parameters) - {"self"}
-        for k, v in params.items():
-            if k not in names:
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
 
     # ------------------------------------------------------------------ helpers
     def _pattern_text(self) -> tuple[str, list[Pattern]]:
@@ -441,7 +431,7 @@ class CRF:
                 raise ValueError("X_dev needs its labels y_dev")
             _check_sequences(X_dev, y_dev, "X_dev")
 
-    def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None) -> "CRF":
+    def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None, client=None) -> "CRF":
         """Train on sequences X (lists of token rows = lists of column strings) and labels y.
 
         ``checkpoint``: a :class:`suffixlm.checkpoint.Checkpoint`: the solver's state (and
@@ -450,10 +440,22 @@ class CRF:
         the fit goes on from the state it holds, refused (``CheckpointError``) unless it
         was written for the same data, patterns and parameters (``max_iter`` may differ:
         it is a cap). Every algorithm but ``sag`` and ``sag-nus`` (whose random generator
-        lives inside numba) can be checkpointed."""
+        lives inside numba) can be checkpointed.
+
+        ``client``: a ``distributed.Client``: the workers hold shards of the encoded
+        training data and evaluate the gradient on them (:mod:`crf.distributed`); the
+        solver runs here. Algorithms owlqn, lbfgs and fista; not with ``checkpoint``."""
         self._rho1()
         if checkpoint is not None and self.algorithm in _NO_CHECKPOINT:
             raise ValueError(f"checkpoints are not supported with algorithm {self.algorithm!r}")
+        if client is not None:
+            from .distributed import DISTRIBUTED_ALGORITHMS
+
+            if self.algorithm not in DISTRIBUTED_ALGORITHMS:
+                raise ValueError(f"training on Dask workers supports {', '.join(DISTRIBUTED_ALGORITHMS)}, "
+                                 f"not {self.algorithm!r}")
+            if checkpoint is not None:
+                raise ValueError("checkpoints are not supported when training on Dask workers")
         self._check_fit_input(X, y, X_dev, y_dev)
         text, patterns = self._pattern_text()
         n_threads = self._set_threads()
@@ -464,7 +466,7 @@ class CRF:
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
         log: list[dict[str, Any]] = []
-        result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log, checkpoint)
+        result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log, checkpoint, client)
         self._log(f"* stopped after {result.n_iter} iterations ({result.reason}), "
                   f"{time.perf_counter() - t_start:.2f}s")
         self._set_fitted(space, result, log, text)
@@ -567,10 +569,10 @@ class CRF:
             numba.set_num_threads(t)
         return t
 
-    def _train(self, space, train, dev, x0, n_threads, log, checkpoint=None):
+    def _train(self, space, train, dev, x0, n_threads, log, checkpoint=None, client=None):
         """Run the solver of ``self.algorithm`` from x0; progress lines and the stopping rule
         (objective window, or development error window) are the same for every solver.
-        ``checkpoint``: see :meth:`fit`."""
+        ``checkpoint``, ``client``: see :meth:`fit`."""
         from suffixlm.solvers import WindowRule
 
         from .inference import Objective, viterbi
@@ -591,7 +593,12 @@ class CRF:
             hook = checkpoint.hook("CRF", identity, lambda: {"threads": n_threads, "objectives": rule.objectives,
                                                              "errors": rule.errors, "log": log})
         objective = None
-        if a in ("owlqn", "lbfgs", "fista"):
+        if client is not None:
+            from .distributed import DistributedObjective
+
+            objective = DistributedObjective(client, space, train, recursion=self.recursion)
+            self._log(f"* {len(objective.shards)} shards on the Dask workers")
+        elif a in ("owlqn", "lbfgs", "fista"):
             objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
 
         def callback(info, theta):
@@ -711,6 +718,20 @@ class CRF:
                 ranked.append(([labels[k] for k in paths[s:e, r]], lp, probs))
             out.append(ranked)
         return out
+
+    _requires_y = True  # scikit-learn's tags: fit needs the label sequences
+
+    def score(self, X, y) -> float:
+        """Token accuracy of :meth:`predict` on ``X`` against the label sequences ``y``
+        (scikit-learn's ``score``: what ``GridSearchCV`` and ``cross_val_score`` maximise;
+        F1 of chunks: ``crf.evaluate``)."""
+        pred = self.predict(X)
+        if len(pred) != len(y) or any(len(p) != len(t) for p, t in zip(pred, y)):
+            raise ValueError("score: y must hold one label per token of every sequence of X")
+        total = sum(len(t) for t in y)
+        if total == 0:
+            raise ValueError("score: no tokens to score")
+        return sum(a == b for p, t in zip(pred, y) for a, b in zip(p, t)) / total
 
     def predict(self, X) -> list[list[str]]:
         """Viterbi label sequences."""

@@ -29,6 +29,7 @@ sentence's first token), and the functions that give a corpus to a kernel call i
 from __future__ import annotations
 
 import io
+import os
 from array import array
 from collections import Counter
 from dataclasses import dataclass
@@ -403,3 +404,16 @@ def write_text(corpus: Corpus, fh: io.TextIOBase) -> None:
     """Write a corpus back as text, one sentence per line, markers excluded."""
     for words in corpus.sentences_as_words():
         fh.write(" ".join(words) + "\n")
+
+
+def as_corpus(data, vocab: "Vocabulary | None" = None) -> Corpus:
+    """A :class:`Corpus` from what the estimators' ``fit`` and scoring accept: a Corpus
+    (as it is), a text file (a training corpus with its own vocabulary when ``vocab`` is
+    None: :func:`load_training_corpus`), or an iterable of sentence strings."""
+    if isinstance(data, Corpus):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        if vocab is None:
+            return load_training_corpus(data)
+        return Corpus.from_text(data, vocab)
+    return Corpus.from_strings(list(data), vocab=vocab)

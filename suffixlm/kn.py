@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arpa import BackoffLM
-from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary
+from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, as_corpus
+from .estimator import ParamsMixin
 from .ngrams import NgramCounts, count_ngrams
 from .query import KenLMInterface
 
@@ -285,7 +286,7 @@ def quantize_g7(x: np.ndarray) -> np.ndarray:
     return out
 
 
-class KneserNeyLM(KenLMInterface):
+class KneserNeyLM(ParamsMixin, KenLMInterface):
     """Interpolated Kneser-Ney n-gram model (SRILM ``ngram-count -kndiscount
     -interpolate``; ``modified=False`` for ``-ukndiscount``), with KenLM's query API
     (:mod:`suffixlm.query`).
@@ -332,8 +333,12 @@ class KneserNeyLM(KenLMInterface):
                 if not 1 <= v <= 2**31 - 1:
                     raise ValueError(f"min_counts must be integers from 1 to {2**31 - 1}, got {v!r}")
 
-    def fit(self, corpus: Corpus) -> "KneserNeyLM":
+    def fit(self, corpus, y=None) -> "KneserNeyLM":
+        """Estimate from ``corpus``: a :class:`Corpus`, a text file, or a list of sentence
+        strings (its vocabulary: the words in it, as ``LogLinearLM.fit``). ``y`` is
+        ignored (scikit-learn's signature)."""
         self._check_params()
+        corpus = as_corpus(corpus)
         counts = count_ngrams(corpus, int(self.order))
         self.model_, self.info_ = estimate_kneser_ney(
             counts, corpus.vocab, self.modified, self.min_counts, self.interpolate)

@@ -27,7 +27,8 @@ import numpy as np
 
 from . import _lm_kernels as K
 from ._tree_kernels import bfs_levels
-from .corpus import UNK_ID, Corpus, Vocabulary, load_training_corpus
+from .corpus import UNK_ID, Corpus, Vocabulary, as_corpus
+from .estimator import ParamsMixin
 from .io import load_container, save_container
 from .objective import LMObjective
 from .options import LM_PENALTIES as PENALTIES
@@ -49,15 +50,7 @@ def _uses_trie(penalty: str, alpha: float | None, base: str = "none") -> bool:
     return alpha is not None and penalty in ("l1", "l2sq")
 
 
-def _as_corpus(data, vocab: Vocabulary | None) -> Corpus:
-    if isinstance(data, Corpus):
-        return data
-    if isinstance(data, (str, os.PathLike)):
-        if vocab is None:
-            return load_training_corpus(data)
-        return Corpus.from_text(data, vocab)
-    lines = list(data)
-    return Corpus.from_strings(lines, vocab=vocab)
+_as_corpus = as_corpus  # the module's old name for it
 
 
 # members of a model file and their (dtypes, ndim); the tree's values are checked by
@@ -119,7 +112,7 @@ def discount_weights(tree) -> np.ndarray:
     return cum[deep + 1, cls] - cum[deep - c + 1, cls]
 
 
-class LogLinearLM(KenLMInterface):
+class LogLinearLM(ParamsMixin, KenLMInterface):
     """Log-linear n-gram LM with structured penalties.
 
     Parameters

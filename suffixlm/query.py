@@ -32,6 +32,7 @@ the model), so equal states predict alike and decoders can recombine on them.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Iterator, NamedTuple
 
 import numpy as np
@@ -152,9 +153,17 @@ class KenLMInterface:
             ret, _ = self._full(context, vocab.id(EOS))
             yield (ret.log_prob, ret.ngram_length, False)
 
-    def score(self, sentence: str, bos: bool = True, eos: bool = True) -> float:
+    def score(self, sentence, bos=True, eos: bool = True) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``); ``bos=False`` drops the ``<s>``
-        context, ``eos=False`` the ``</s>`` prediction."""
+        context, ``eos=False`` the ``</s>`` prediction (KenLM's ``score``).
+
+        Given a corpus instead of one sentence (a list of sentence strings, a
+        :class:`Corpus` or a file), scikit-learn's ``score(X, y=None)``: the mean log10
+        probability per predicted token, ``</s>`` counted and OOVs left out, i.e.
+        ``-log10`` of SRILM's ``ppl`` (higher is better; what ``GridSearchCV`` and
+        ``cross_val_score`` maximise)."""
+        if not isinstance(sentence, (str, bytes)):
+            return -math.log10(self.corpus_perplexity(sentence))
         total = self._sum_dtype(0.0)
         for lp, _, _ in self.full_scores(sentence, bos, eos):
             total = self._sum_dtype(total + self._sum_dtype(lp))

@@ -172,7 +172,7 @@ def test_grow_by_depth_then_grow_a_loaded_model(problem, tmp_path):
     texts = [p.text for p in loaded.space_.patterns]
     assert "u:p-1,p0=%x[-1,1]/%x[0,1]" in texts and "u:w0=%x[0,0]" in texts
     assert CRF.load(path).predict(X) == crf.predict(X)  # the file is untouched
-    with pytest.raises(ValueError, match="unknown parameter"):
+    with pytest.raises(ValueError, match="no parameter 'rho3'"):
         loaded.set_params(rho3=1)
 
 

@@ -4,7 +4,6 @@ and the corpus sampler (``suffixlm.sample``, ``scripts/sample_corpus.py``)."""
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,8 @@ from suffixlm.kn import KneserNeyLM
 from suffixlm.kn_dask import split_text
 from suffixlm.ngrams import count_ngrams
 from suffixlm.sample import BackoffSampler
+
+from ..dask_util import kill_once_plugin
 
 TINY = str(sample_path("tiny_lm.train.txt"))
 # the tiny corpus is too small for modified-KN discounts at some orders: the fallback warns
@@ -122,24 +123,10 @@ def test_vocab_file_and_gzip(client, tmp_path):
 def test_worker_killed_mid_job(client, sampled_corpus, tmp_path):
     """A worker process dies as it starts counting a shard: Dask reruns its tasks on the
     restarted worker and the model is unchanged."""
-    from distributed.diagnostics.plugin import WorkerPlugin
-
     marker = tmp_path / "killed"
 
-    class KillOnce(WorkerPlugin):
-        name = "kill-once"
-
-        def __init__(self, marker):
-            self.marker = str(marker)
-
-        def transition(self, key, start, finish, **kw):
-            k = key if isinstance(key, str) else str(key)
-            if finish == "executing" and "kn-count-" in k and not os.path.exists(self.marker):
-                open(self.marker, "w").close()
-                os._exit(1)
-
     ref = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True)
-    client.register_plugin(KillOnce(marker))
+    client.register_plugin(kill_once_plugin(marker, "kn-count-"))
     try:
         got = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True, client=client, n_shards=6)
     finally:
