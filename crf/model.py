@@ -657,6 +657,43 @@ class CRF(ParamsMixin):
         self._fitted()
         return list(self.space_.labels)
 
+    # sklearn-crfsuite's views of the weights (eli5 and its tutorials read these)
+    @property
+    def attributes_(self) -> list[str]:
+        """The observations (attributes) that have unigram (label) features, in model order."""
+        self._fitted()
+        sp = self.space_
+        return [o for o, k in zip(sp.observations, sp.kinds) if k & 1]
+
+    @property
+    def state_features_(self) -> dict[tuple[str, str], float]:
+        """{(attribute, label): weight} of the non-zero unigram features."""
+        self._fitted()
+        return {(obs, lab): w for obs, prev, lab, w in self.space_.describe(self.theta_) if prev is None}
+
+    @property
+    def transition_features_(self) -> dict[tuple[str, str], float]:
+        """{(previous label, label): weight} of the non-zero pure label-pair features (the
+        observation of a bigram pattern without commands, e.g. the lone ``B``), as
+        sklearn-crfsuite's; label pairs conditioned on an observation are in
+        :attr:`transition_state_features_`."""
+        self._fitted()
+        pure = {p.text for p in self.space_.patterns if p.kind & 2 and not p.commands}
+        out: dict[tuple[str, str], float] = {}
+        for obs, prev, lab, w in self.space_.describe(self.theta_):
+            if prev is not None and obs in pure:
+                out[(prev, lab)] = out.get((prev, lab), 0.0) + w
+        return out
+
+    @property
+    def transition_state_features_(self) -> dict[tuple[str, str, str], float]:
+        """{(attribute, previous label, label): weight} of the non-zero label-pair features
+        conditioned on an observation (Wapiti's bigram patterns; CRFsuite has none)."""
+        self._fitted()
+        pure = {p.text for p in self.space_.patterns if p.kind & 2 and not p.commands}
+        return {(obs, prev, lab): w for obs, prev, lab, w in self.space_.describe(self.theta_)
+                if prev is not None and obs not in pure}
+
     def encode(self, X, y=None, name: str = "<input>") -> EncodedCorpus:
         """Encode sequences with the fitted feature space (for the low-level inference API)."""
         self._fitted()

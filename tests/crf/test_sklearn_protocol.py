@@ -51,3 +51,30 @@ def test_grid_search_and_cross_validation(data):
     for value, (tr, te) in zip(got, folds.split(X)):
         m = CRF(patterns=PATTERNS, max_iter=20).fit([X[i] for i in tr], [y[i] for i in tr])
         assert value == pytest.approx(m.score([X[i] for i in te], [y[i] for i in te]), rel=1e-12)
+
+
+def test_feature_views_as_sklearn_crfsuite(tiny_file):
+    """state_features_ / transition_features_ (+ transition_state_features_ for Wapiti's
+    bigram patterns) / attributes_ hold exactly the non-zero weights of the model, keyed
+    as sklearn-crfsuite keys them."""
+    X, y = split_labels(read_sequences(tiny_file))
+    crf = CRF(patterns=["u:w0=%x[0,0]", "B", "b:p0=%x[0,1]"], max_iter=30, rho1=0.01).fit(X, y)
+    sp, theta = crf.space_, crf.theta_
+    L = len(sp.labels)
+    state = crf.state_features_
+    assert state and all(w != 0.0 for w in state.values())
+    for (attr, lab), w in state.items():
+        o = sp.obs_index[attr]
+        assert theta[sp.unigram_offset[o] + sp.label_index[lab]] == w
+    n_unigram_nonzero = int(np.count_nonzero(theta[: sp.bigram_start]))
+    assert len(state) == n_unigram_nonzero
+    trans = crf.transition_features_
+    off = sp.bigram_offset[sp.obs_index["B"]]
+    for (a, b), w in trans.items():
+        assert theta[off + sp.label_index[a] * L + sp.label_index[b]] == w
+    assert len(trans) == int(np.count_nonzero(theta[off: off + L * L]))
+    cond = crf.transition_state_features_
+    assert all(attr.startswith("b:p0=") for attr, _, _ in cond)
+    assert len(state) + len(trans) + len(cond) == int(np.count_nonzero(theta))
+    assert set(crf.attributes_) == {o for o, k in zip(sp.observations, sp.kinds) if k & 1}
+    assert set(crf.classes_) == {lab for seq in y for lab in seq}
