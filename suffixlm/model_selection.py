@@ -27,6 +27,11 @@ PATIENCE = 1
 #: the path at 3e-5 chose the lambda the path at 1e-6 chose, with 408 solver iterations
 #: in all instead of 1,043, and the same test perplexity to 0.004.
 PATH_TOL = 3e-5
+#: A validation perplexity counts as a rise past the best only when it exceeds it by this
+#: relative amount: at a loose tolerance a fit may stop after the minimum three steps
+#: and sit level with the previous one (full PTB, KN base, positive weights: 147.72
+#: after 147.71), which must not end the path.
+RISE_TOL = 1e-4
 #: Lambdas before the loose path's choice that are refined too (``select_lam``).
 REFINE_LARGER = 1
 
@@ -133,8 +138,9 @@ def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PAT
         if best_i is None or ppl < fits[best_i][0]:
             best_i = position
             worse = 0
-        else:
+        elif ppl > fits[best_i][0] * (1.0 + RISE_TOL):
             worse += 1
+        # else: level with the best (a loose fit that has hardly moved): neither better nor a rise
         position += 1
         if worse >= patience or position >= len(lams):
             phase = "refine"

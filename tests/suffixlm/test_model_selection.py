@@ -107,3 +107,17 @@ def test_select_lam_refines_the_choice_and_its_larger_neighbour():
     assert best.lam_ == lams[1]
     assert [r.get("refined", False) for r in results] == [False] * 4 + [True, True]
     assert [r["valid_ppl"] for r in results[-2:]] == [120.0, 125.0]
+
+
+def test_a_level_fit_is_no_rise():
+    """A fit within RISE_TOL of the best (a loose fit that hardly moved) neither becomes
+    the best nor ends the path; a real rise does."""
+    from suffixlm.model_selection import RISE_TOL
+
+    n = 200
+    corpus = SimpleNamespace(n_tokens=n + 20, n_sentences=20)
+    lams = lam_path(n)
+    ppls = [147.73, 147.71, 147.71 * (1 + RISE_TOL / 2), 147.60, 150.0, 99.0]
+    ppl_of = dict(zip(lams, ppls))
+    best, results = select_lam(lambda lam: _Fake(lam, ppl_of.get(lam, 99.0)), corpus, "held-out")
+    assert best.lam_ == lams[3] and len(results) == 5
