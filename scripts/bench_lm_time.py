@@ -50,10 +50,9 @@ def run(cmd: list[str], threads: int) -> tuple[float, float, str]:
 
 
 def test_ppl(model: str, test: str) -> float:
-    """The ppl of SRILM's report that ``suffixlm ppl`` prints ("... ppl= X ppl1= Y")."""
-    out = subprocess.run([SUFFIXLM, "ppl", model, test], capture_output=True, text=True, check=True).stdout
-    words = out.replace("=", " = ").split()
-    return float(words[words.index("ppl") + 2])
+    """SRILM's ppl of ``test`` as ``suffixlm ppl --json`` reports it."""
+    out = subprocess.run([SUFFIXLM, "ppl", model, test, "--json"], capture_output=True, text=True, check=True).stdout
+    return float(json.loads(out)["ppl"])
 
 
 def main() -> None:

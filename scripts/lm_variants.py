@@ -26,11 +26,12 @@ benchmarks/<out>.json and prints a table.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
 
-from _bench_common import ROOT, shared, write_json
+from _bench_common import BENCH_DIR, ROOT, machine_info, shared, write_json
 
 sys.path.insert(0, str(ROOT))
 
@@ -78,10 +79,6 @@ def kn_anchors(data: str) -> dict[int, tuple[float, float]]:
 
 def write_table() -> None:
     """benchmarks/lm_variants.md from the two JSON files of this script."""
-    import json
-
-    from _bench_common import BENCH_DIR
-
     data = {}
     for name in ("100k", "full"):
         path = BENCH_DIR / f"lm_variants_{name}.json"
@@ -140,10 +137,6 @@ def record_cli(argv: list[str]) -> None:
     """Add a row to lm_variants_full.json from a ``suffixlm train --json`` summary (the
     timed command line run on full PTB): ``--record-cli SUMMARY.json VARIANT TEST_PPL
     WALL_SECONDS COMMAND``; TEST_PPL is what ``suffixlm ppl MODEL ptb.test.txt`` printed."""
-    import json
-
-    from _bench_common import BENCH_DIR, machine_info
-
     summary_path, variant, test_ppl, wall, command = argv
     summary = json.loads(open(summary_path).read().strip().splitlines()[-1])
     path = BENCH_DIR / "lm_variants_full.json"
@@ -249,17 +242,11 @@ def main() -> None:
               f"{r['path_seconds']:.0f} |")
     out = args.out or f"lm_variants_{args.data}"
     # merged into the file: a run replaces the rows of its (variant, order) pairs only
-    import json
-
-    from _bench_common import BENCH_DIR
-
     path = BENCH_DIR / (out + ".json")
     old = json.loads(path.read_text()) if path.exists() else {}
     done = {(r["variant"], r["order"]) for r in rows}
     keep = [r for r in old.get("rows", []) if (r["variant"], r["order"]) not in done]
     keep_runs = [r for r in old.get("runs", []) if (r["variant"], r["order"]) not in done]
-    from _bench_common import machine_info
-
     variants_run = {r["variant"] for r in rows}
     commands = [c for c in old.get("commands", []) if c["variant"] not in variants_run]
     commands += [{"variant": v, "command": machine_info()["command"], "settings": vars(args)} for v in variants_run]

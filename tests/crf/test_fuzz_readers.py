@@ -52,30 +52,9 @@ from ..fuzz_util import (
     watchdog,
     write_container,
 )
+from .conftest import TINY
 
-CONLL = """He PRP B-NP
-reckons VBZ B-VP
-the DT B-NP
-current JJ I-NP
-account NN I-NP
-deficit NN I-NP
-. . O
-
-Chancellor NNP O
-of IN B-PP
-the DT B-NP
-Exchequer NNP I-NP
-
-He PRP B-NP
-sells VBZ B-VP
-the DT B-NP
-deficit NN I-NP
-
-the DT B-NP
-account NN I-NP
-reckons VBZ B-VP
-. . O
-"""
+CONLL = TINY + '\nthe DT B-NP\naccount NN I-NP\nreckons VBZ B-VP\n. . O\n'  # one more sentence
 TEST_X = [[["He", "PRP"], ["sells", "VBZ"], ["the", "DT"], ["current", "JJ"], ["deficit", "NN"]],
           [["of", "IN"], ["zebra", "XX"]], [["Exchequer", "NNP"]]]
 TOKENS = [b"He", b"the", b"B-NP", b"O", b"-DOCSTART-", b"\xff", b"\xc3\xa9", b"", b"a\x00b", b"\xe2\x80\xa8",
