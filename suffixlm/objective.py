@@ -18,18 +18,18 @@ class LMObjective:
     """The mean log-loss of a training corpus as a ``SmoothProblem`` (see solvers): the
     twin of :class:`crf.inference.Objective`.
 
-    The metric is ``collapsed * word_scale``: a collapsed node counts for its trie
-    coordinates, and every coordinate of the tree of word v is scaled by
-    ``word_scale[v]`` (a diagonal preconditioner, constant on each word's tree; see
-    ``LogLinearLM``). ``value_grad`` returns the gradient in that metric, i.e. the
-    partial derivatives divided by the metric.
+    The metric is ``collapsed * scale``: a collapsed node counts for its trie
+    coordinates, and every param q is scaled by ``scale[q]`` (float64[n_params] > 0,
+    a diagonal preconditioner; see ``LogLinearLM(precondition=)``). ``value_grad``
+    returns the gradient in that metric, i.e. the partial derivatives divided by the
+    metric.
 
     ``base``: the :class:`suffixlm.base.BaseMeasure`, or for the paper's model the number
     of predicted words that are no root param. ``extra_events``: (end nodes, params,
     weight) of events added to the whole-corpus statistics (``LogLinearLM(loo=...)``).
     """
 
-    def __init__(self, tree, end_node, target_param, base, word_scale=None, extra_events=None):
+    def __init__(self, tree, end_node, target_param, base, scale=None, extra_events=None):
         self.tree = tree
         if not hasattr(base, "kind"):  # a number: the unseen words of the plain model
             from .base import no_base
@@ -47,8 +47,10 @@ class LMObjective:
         self.collapsed = np.ascontiguousarray(t.collapsed, dtype=np.int64)
         self.metric = self.collapsed[self.param_node].astype(np.float64)
         self.scale = None
-        if word_scale is not None:
-            self.scale = np.ascontiguousarray(word_scale[t.succ_words], dtype=np.float64)
+        if scale is not None:
+            self.scale = np.ascontiguousarray(scale, dtype=np.float64)
+            if self.scale.shape != (t.n_params,):
+                raise ValueError(f"scale has shape {self.scale.shape}, expected ({t.n_params},)")
             self.metric *= self.scale
         n_params, n_nodes = t.n_params, t.n_nodes
         self.S = np.empty(n_params)

@@ -156,11 +156,10 @@ class Penalty:
 
     def in_metric(self, scale: np.ndarray) -> "Penalty":
         """The same penalty whose ``prox`` works in the metric scaled by ``scale`` (float64[n],
-        > 0, constant on every group): argmin 1/2 sum c s (w - v)^2 + kappa Omega_eta(w)
-        is the operator with group weights eta / s. ``value`` is unchanged."""
-        s = self.structure
-        scaled = ForestStructure.from_parent(s.parent, counts=s.counts, weights=s.weights / scale)
-        other = type(self)(scaled, self.strength, self.nonneg)
+        > 0, node order): argmin 1/2 sum c s (w - v)^2 + kappa Omega_eta(w), with the
+        coordinates' weights c s in the operator (:meth:`ForestStructure.in_metric`).
+        ``value`` is unchanged."""
+        other = type(self)(self.structure.in_metric(scale), self.strength, self.nonneg)
         other.value_structure = self.value_structure  # Omega keeps the true weights
         return other
 
@@ -215,6 +214,22 @@ class L2Tree(_TreeNorm):
                 "l2-tree needs counts all 1: its prox does not keep collapsed values equal "
                 "(paper §5), run it on the trie"
             )
+
+    def in_metric(self, scale: np.ndarray) -> "L2Tree":
+        """Only for a scale constant on every tree (every group lies in one): then
+        argmin 1/2 sum s (w - v)^2 + kappa Omega_eta(w) is the plain operator with group
+        weights eta / s. The l2 operator in a metric varying inside a group is another
+        problem."""
+        s = self.structure
+        scale = np.ascontiguousarray(scale, dtype=np.float64)
+        if scale.shape != (s.n,) or (s.n and not (np.all(np.isfinite(scale)) and scale.min() > 0)):
+            raise PenaltyError(f"scale must be {s.n} finite numbers > 0")
+        if s.n and np.any(scale[s.parent[s.parent >= 0]] != scale[s.parent >= 0]):
+            raise PenaltyError("l2-tree: the metric's scale must be constant on every tree")
+        scaled = ForestStructure.from_parent(s.parent, counts=s.counts, weights=s.weights / scale)
+        other = type(self)(scaled, self.strength, self.nonneg)
+        other.value_structure = self.value_structure
+        return other
 
     def _prox(self, v, kappa):
         s = self.structure

@@ -11,6 +11,8 @@ proximal step allocates nothing.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from numba import njit
 
@@ -230,6 +232,25 @@ class ForestStructure:
         position, parent_post, subtree_size = _post_arrays(parent, order)
         return cls(parent, counts, weights, order, position, parent_post, subtree_size,
                    child_offsets, children, roots)
+
+    def in_metric(self, scale: np.ndarray) -> "ForestStructure":
+        """The same forest, its coordinates weighted by ``counts * scale`` in the prox's
+        metric (float64[n], > 0, node order): ``counts_post`` and ``weight_per_count``
+        become real. The linf-tree, l1 and l2sq operators stay exact in any such
+        diagonal metric: an integer weight c on a coordinate is c equal copies of it in
+        every group it belongs to (the Euclidean operator keeps them equal), rational
+        weights follow by scaling kappa, real ones by continuity. The traversal arrays
+        are shared; scratch is the copy's own."""
+        scale = np.ascontiguousarray(scale, dtype=np.float64)
+        if scale.shape != (self.n,) or (self.n and not (np.all(np.isfinite(scale)) and scale.min() > 0)):
+            raise PenaltyError(f"scale must be {self.n} finite numbers > 0")
+        new = copy.copy(self)
+        metric = self.counts * scale
+        new.counts_post = _permute(metric, self.order)
+        new.weight_per_count = self.weights / metric
+        new.counts_all_one = bool(np.all(metric == 1.0))
+        new._scratch = {}
+        return new
 
     def scratch(self, name: str, dtype=np.float64) -> np.ndarray:
         """A kept work array of n entries (allocated once per name)."""

@@ -97,8 +97,9 @@ def fista(
     value_grad(x) -> (f, gradient float64[n]); value(x) -> f (default: value_grad's);
     penalty: a :class:`suffixlm.penalties.Penalty` (or None: plain gradient descent).
     L0: first inverse step (None: :func:`estimate_lipschitz`). Stops after ``max_iter``
-    iterations, when the objective's relative decrease stays below ``tol`` for
-    ``patience`` iterations (:class:`RelativeDecrease` with ``tol_floor``), when the
+    iterations, when the objective's relative decrease, scaled by (longest step so far /
+    this step), stays below ``tol`` for ``patience`` iterations (:class:`RelativeDecrease`
+    with ``tol_floor``: steps cut short by backtracking do not pass for convergence), when the
     callback returns True, or, with ``stop_on_stall``, when even a plain proximal step
     from the last iterate fails to decrease the objective (a rounding-level stall).
     A non-negative penalty projects x0 on w >= 0.
@@ -143,6 +144,9 @@ def fista(
             checkpoint(FistaState(x, y, t, L, F_old, rule.calm, it, n_evals, history))
 
     clock = Clock.after(history)
+    # the longest step so far (restored with the history on resume): the stopping rule
+    # scales each decrease by how much shorter than that the step was
+    step_max = max((h.step for h in history if h.step is not None and not h.restart), default=0.0)
     reason, converged = "max_iter", False
     for it in range(it + 1, max_iter + 1):
         L_prev = L
@@ -177,7 +181,8 @@ def fista(
         t_new = (1.0 + math.sqrt(1.0 + 4.0 * (L / L_prev) * t * t)) / 2.0
         y = np.empty_like(x)
         extrapolate(x_new, x, (t - 1.0) / t_new, y)
-        stop = rule.update(F_old, F_new)
+        step_max = max(step_max, 1.0 / L)
+        stop = rule.update(F_old, F_new, step_max * L)
         x, t, F_old = x_new, t_new, F_new
         fy, gy = value_grad(y)
         n_evals += 1

@@ -14,7 +14,12 @@ import math
 
 
 class RelativeDecrease:
-    """(F_old - F_new) / max(|F_new|, floor) < tol for ``patience`` updates in a row."""
+    """(F_old - F_new) / max(|F_new|, floor) < tol for ``patience`` updates in a row.
+
+    ``update(..., scale=s)`` judges the decrease times s instead: a proximal-gradient
+    step's decrease is about proportional to the step size, so a solver whose step was
+    cut by backtracking passes (its largest step / this step) to compare what a full
+    step would have gained: a run of short steps is not mistaken for convergence."""
 
     def __init__(self, tol: float, patience: int = 3, floor: float = 1e-300):
         if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol >= 0):
@@ -28,9 +33,9 @@ class RelativeDecrease:
         """Start counting again (after a restart of the solver's momentum)."""
         self.calm = 0
 
-    def update(self, f_old: float, f_new: float) -> bool:
+    def update(self, f_old: float, f_new: float, scale: float = 1.0) -> bool:
         """Record one iteration; True when the rule says stop."""
-        rel = (f_old - f_new) / max(abs(f_new), self.floor)
+        rel = (f_old - f_new) / max(abs(f_new), self.floor) * scale
         self.calm = self.calm + 1 if rel < self.tol else 0
         return self.calm >= self.patience
 

@@ -262,6 +262,60 @@ def test_variational_inequality(name, nonneg):
                 assert f_p <= objective(name, q, v, parent, kappa, counts, weights) + 1e-12
 
 
+@pytest.mark.parametrize("name", ["l1", "l2sq", "linf-tree", "linf-tree-pivot"])
+@pytest.mark.parametrize("nonneg", [True, False])
+def test_prox_in_a_real_diagonal_metric(name, nonneg):
+    """``in_metric`` with a scale varying inside the groups (the LM's per-param
+    preconditioner): p is the prox in the metric C = diag(counts * scale) iff
+    <C(v - p), w - p> <= kappa (Omega(w) - Omega(p)) for every feasible w, and p beats
+    random feasible perturbations of itself."""
+    from suffixlm.penalties import make_penalty
+
+    rng = np.random.default_rng(14)
+    for trial in range(10):
+        n = int(rng.integers(2, 40))
+        parent = random_forest(rng, n, n_roots=int(rng.integers(1, 3)))
+        counts = rng.integers(1, 4, size=n)
+        weights = rng.uniform(0.0, 2.0, size=n)
+        scale = np.exp(rng.uniform(-3.0, 3.0, size=n))
+        metric = counts * scale
+        v = random_values(rng, n)
+        kappa = float(rng.choice([0.1, 0.5, 2.0, 8.0]))
+        pen = make_penalty(name, ForestStructure.from_parent(parent, counts=counts, weights=weights), 1.0,
+                           nonneg=nonneg).in_metric(scale)
+        p, omega = pen.prox_value(v.copy(), kappa)
+        omega_p = reference_omega(name, p, parent, weights)
+        assert omega == pytest.approx(omega_p, rel=1e-9, abs=1e-12)
+
+        def f(w):
+            return 0.5 * np.sum(metric * (w - v) ** 2) + kappa * reference_omega(name, w, parent, weights)
+
+        f_p = f(p)
+        for _ in range(30):
+            w = rng.normal(size=n) * rng.choice([0.1, 1.0, 3.0])
+            w[rng.random(n) < 0.3] = 0.0
+            if nonneg:
+                w = np.abs(w)
+            lhs = np.sum(metric * (v - p) * (w - p))
+            rhs = kappa * (reference_omega(name, w, parent, weights) - omega_p)
+            assert lhs <= rhs + 1e-9 * (1 + abs(rhs))
+            for eps in (1e-6, 1e-3, 0.1):
+                q = p + eps * rng.normal(size=n)
+                if nonneg:
+                    q = np.maximum(q, 0.0)
+                assert f_p <= f(q) + 1e-12
+
+
+def test_l2_tree_metric_must_be_constant_per_tree():
+    from suffixlm.penalties import PenaltyError, make_penalty
+
+    parent = np.array([-1, 0, 0, -1, 3])
+    pen = make_penalty("l2-tree", ForestStructure.from_parent(parent), 1.0)
+    pen.in_metric(np.array([2.0, 2.0, 2.0, 0.5, 0.5]))  # constant on each tree: fine
+    with pytest.raises(PenaltyError, match="constant on every tree"):
+        pen.in_metric(np.array([2.0, 1.0, 2.0, 0.5, 0.5]))
+
+
 def slsqp_prox(name, v, parent, kappa, weights, nonneg):
     """Generic solver: epigraph form, w >= 0 as bounds (the constrained problem)."""
     n = len(v)
