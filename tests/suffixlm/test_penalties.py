@@ -245,30 +245,40 @@ def test_variational_inequality(name, nonneg):
         v = random_values(rng, n)
         kappa = float(rng.choice([0.1, 0.5, 2.0]))
         p = prox(name, v, parent, kappa, counts=counts, weights=weights, nonneg=nonneg)
-        omega_p = reference_omega(name, p, parent, weights)
-        f_p = objective(name, p, v, parent, kappa, counts, weights)
-        for _ in range(30):
-            w = rng.normal(size=n) * rng.choice([0.1, 1.0, 3.0])
-            w[rng.random(n) < 0.3] = 0.0
+        assert_is_prox(rng, name, p, v, parent, kappa, counts, weights, nonneg)
+
+
+def assert_is_prox(rng, name, p, v, parent, kappa, metric, weights, nonneg):
+    """p = argmin 1/2 sum metric (w - v)^2 + kappa Omega(w) (w >= 0 if nonneg) iff
+    <metric (v - p), w - p> <= kappa (Omega(w) - Omega(p)) for every feasible w; also p
+    beats random feasible perturbations of itself."""
+    n = len(v)
+    omega_p = reference_omega(name, p, parent, weights)
+
+    def f(w):
+        return 0.5 * np.sum(metric * (w - v) ** 2) + kappa * reference_omega(name, w, parent, weights)
+
+    f_p = f(p)
+    for _ in range(30):
+        w = rng.normal(size=n) * rng.choice([0.1, 1.0, 3.0])
+        w[rng.random(n) < 0.3] = 0.0
+        if nonneg:
+            w = np.abs(w)
+        lhs = np.sum(metric * (v - p) * (w - p))
+        rhs = kappa * (reference_omega(name, w, parent, weights) - omega_p)
+        assert lhs <= rhs + 1e-9 * (1 + abs(rhs))
+        for eps in (1e-6, 1e-3, 0.1):
+            q = p + eps * rng.normal(size=n)
             if nonneg:
-                w = np.abs(w)
-            lhs = np.sum(counts * (v - p) * (w - p))
-            rhs = kappa * (reference_omega(name, w, parent, weights) - omega_p)
-            assert lhs <= rhs + 1e-9 * (1 + abs(rhs))
-            for eps in (1e-6, 1e-3, 0.1):
-                q = p + eps * rng.normal(size=n)
-                if nonneg:
-                    q = np.maximum(q, 0.0)
-                assert f_p <= objective(name, q, v, parent, kappa, counts, weights) + 1e-12
+                q = np.maximum(q, 0.0)
+            assert f_p <= f(q) + 1e-12
 
 
 @pytest.mark.parametrize("name", ["l1", "l2sq", "linf-tree", "linf-tree-pivot"])
 @pytest.mark.parametrize("nonneg", [True, False])
 def test_prox_in_a_real_diagonal_metric(name, nonneg):
     """``in_metric`` with a scale varying inside the groups (the LM's per-param
-    preconditioner): p is the prox in the metric C = diag(counts * scale) iff
-    <C(v - p), w - p> <= kappa (Omega(w) - Omega(p)) for every feasible w, and p beats
-    random feasible perturbations of itself."""
+    preconditioner) gives the prox in the metric diag(counts * scale)."""
     from suffixlm.penalties import make_penalty
 
     rng = np.random.default_rng(14)
@@ -284,26 +294,8 @@ def test_prox_in_a_real_diagonal_metric(name, nonneg):
         pen = make_penalty(name, ForestStructure.from_parent(parent, counts=counts, weights=weights), 1.0,
                            nonneg=nonneg).in_metric(scale)
         p, omega = pen.prox_value(v.copy(), kappa)
-        omega_p = reference_omega(name, p, parent, weights)
-        assert omega == pytest.approx(omega_p, rel=1e-9, abs=1e-12)
-
-        def f(w):
-            return 0.5 * np.sum(metric * (w - v) ** 2) + kappa * reference_omega(name, w, parent, weights)
-
-        f_p = f(p)
-        for _ in range(30):
-            w = rng.normal(size=n) * rng.choice([0.1, 1.0, 3.0])
-            w[rng.random(n) < 0.3] = 0.0
-            if nonneg:
-                w = np.abs(w)
-            lhs = np.sum(metric * (v - p) * (w - p))
-            rhs = kappa * (reference_omega(name, w, parent, weights) - omega_p)
-            assert lhs <= rhs + 1e-9 * (1 + abs(rhs))
-            for eps in (1e-6, 1e-3, 0.1):
-                q = p + eps * rng.normal(size=n)
-                if nonneg:
-                    q = np.maximum(q, 0.0)
-                assert f_p <= f(q) + 1e-12
+        assert omega == pytest.approx(reference_omega(name, p, parent, weights), rel=1e-9, abs=1e-12)
+        assert_is_prox(rng, name, p, v, parent, kappa, metric, weights, nonneg)
 
 
 def test_l2_tree_metric_must_be_constant_per_tree():
