@@ -105,6 +105,37 @@ def test_cli_workers_arpa_identical(tmp_path, sampled_corpus, args):
     assert a.read_bytes() == b.read_bytes()
 
 
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_cli_scheduler_existing_cluster(client, tmp_path, sampled_corpus, how, monkeypatch):
+    """``--scheduler ADDRESS`` (or $DASK_SCHEDULER_ADDRESS) runs on a cluster that is
+    already up, gives the single-process ARPA, and leaves that cluster running."""
+    address = client.scheduler.address
+    r = CliRunner()
+    a, b = tmp_path / "a.arpa", tmp_path / "b.arpa"
+    res = r.invoke(main, ["kn", sampled_corpus, "-o", str(a), "-q", "--order", "4"])
+    assert res.exit_code == 0, res.output
+    if how == "option":
+        extra = ["--scheduler", address]
+    else:
+        extra = []
+        monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", address)
+    res = r.invoke(main, ["kn", sampled_corpus, "-o", str(b), "-q", "--order", "4", *extra])
+    assert res.exit_code == 0, res.output
+    assert a.read_bytes() == b.read_bytes()
+    assert client.submit(sum, [1, 2]).result() == 3  # the cluster was not shut down
+    assert len(client.scheduler_info()["workers"]) == 2
+
+
+@pytest.mark.slow  # the client waits its 30 s connect timeout
+def test_cli_scheduler_unreachable_is_one_line(tmp_path, sampled_corpus):
+    pytest.importorskip("distributed")
+    res = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(tmp_path / "a.arpa"), "-q",
+                                    "--scheduler", "tcp://127.0.0.1:9"])
+    assert res.exit_code != 0
+    assert not (tmp_path / "a.arpa").exists()
+    assert "Traceback" not in res.output and "tcp://127.0.0.1:9" in res.output, res.output
+
+
 def test_vocab_file_and_gzip(client, tmp_path):
     import gzip
 
