@@ -110,16 +110,21 @@ def no_base(tree, n_unseen: float) -> BaseMeasure:
 
 def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
     """Interpolated modified Kneser-Ney of ``order`` on ``corpus`` (the tree's training
-    text, no cut-offs) as the base measure on the suffix trie ``tree``."""
+    text, no cut-offs) as the base measure on the suffix trie ``tree``. ``corpus`` may
+    also be the text's counted events (``suffixlm.events.ContextEvents`` with its
+    ``ngram_counts``): KN is estimated from those counts, the same model."""
     from . import _base_kernels as K
-    from .kn import KneserNeyLM
+    from .kn import KneserNeyLM, estimate_kneser_ney
 
-    kn = KneserNeyLM(order=order, modified=True, min_counts=[1]).fit(corpus)
-    model = kn.model_
+    if getattr(corpus, "ngram_counts", None) is not None:
+        model, _ = estimate_kneser_ney(corpus.ngram_counts, corpus.vocab, True, [1], True)
+    else:
+        model = KneserNeyLM(order=order, modified=True, min_counts=[1]).fit(corpus).model_
     nodes, node_bow, probs, prob_lp = model._index or model._build_index()
     lnB = np.empty(tree.n_params)
     ln_gamma = np.empty(tree.n_nodes)
-    missing = K.base_from_backoff(np.ascontiguousarray(corpus.tokens, dtype=np.int64),
+    # the tree's edge labels point into tree.tokens (the text, or its events)
+    missing = K.base_from_backoff(np.ascontiguousarray(tree.tokens, dtype=np.int64),
                                   np.ascontiguousarray(tree.context_position, dtype=np.int64),
                                   np.ascontiguousarray(tree.depth, dtype=np.int64),
                                   np.ascontiguousarray(tree.collapsed, dtype=np.int64),

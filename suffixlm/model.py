@@ -29,6 +29,7 @@ from . import _lm_kernels as K
 from ._tree_kernels import bfs_levels
 from .corpus import UNK_ID, Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
+from .events import ContextEvents
 from .io import load_container, save_container
 from .objective import LMObjective
 from .options import LM_PENALTIES as PENALTIES
@@ -62,6 +63,8 @@ _CONTAINER_SPEC = {
     "tree.max_depth": ((np.int32, np.int64), 0),
 }
 _BASE_SPEC = {"base.lnB": (np.float64, 1), "base.gamma": (np.float64, 1)}
+# a model built from counted events stores them (tree.tokens / tree.offsets) with their counts
+_EVENTS_SPEC = {"tree.event_counts": ((np.int32, np.int64), 1)}
 
 
 def node_counts(tree) -> np.ndarray:
@@ -257,6 +260,28 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.seconds_build_ = time.perf_counter() - t0
         return tree, end_node, target_param
 
+    def _build_events(self, events: ContextEvents):
+        """``_build`` from counted events: the tree (``SuffixTree.from_events``, the same as
+        the text's but for its edge labels) and per distinct event its end node, its
+        target's param and its count (end node -1 for targets that are not scored)."""
+        from .contexts import lookup_params
+
+        t0 = time.perf_counter()
+        tree = SuffixTree.from_events(events.tokens, events.offsets, events.counts, self.order - 1,
+                                      collapse=not _uses_trie(self.penalty, self.alpha, self.base))
+        end_node = np.array(tree.position_node, dtype=np.int64)
+        targets = tree.tokens[tree.offsets[1:] - 1]
+        target_param = lookup_params(tree, end_node, targets)
+        if not events.vocab.has_unk:
+            keep = targets != UNK_ID
+            end_node[~keep] = -1
+            target_param[~keep] = -1
+        if np.any(target_param[end_node >= 0] < 0):
+            raise RuntimeError("internal error: a training target is missing from the suffix tree")
+        tree.position_node = np.zeros(0, np.int64)  # no training positions: scoring walks every text
+        self.seconds_build_ = time.perf_counter() - t0
+        return tree, end_node, target_param, tree.event_counts
+
     def _n_unseen(self, tree, vocab: Vocabulary) -> float:
         """Words of the predicted vocabulary that are no root param: they keep score 0
         and add exp(0) = 1 each to every normaliser. (A ``<unk>`` root param in a
@@ -292,8 +317,15 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             penalty = P.NestedSum([l1, penalty])
         return penalty if scale is None else penalty.in_metric(scale)
 
-    def fit(self, corpus, valid=None, callback=None, checkpoint=None):
-        """Train on ``corpus`` (a Corpus, a path, or a list of sentence strings).
+    def fit(self, corpus, valid=None, callback=None, checkpoint=None, client=None):
+        """Train on ``corpus`` (a Corpus, a path, or a list of sentence strings; or the
+        text's counted events, :class:`suffixlm.events.ContextEvents`).
+
+        ``client``: a ``distributed.Client``; ``corpus`` is then a path, read and counted
+        in shards by the workers (``lm_dask.count_text_events``, vocabulary of the text
+        itself, closed, as ``fit(path)``), and the model is built from the merged
+        counts alone: the same tree and weights as the single-process fit (to rounding).
+        A model built from counts trains with the full-batch solver (fista) only.
 
         ``valid`` (same kinds, encoded with the training vocabulary) adds the
         validation perplexity to each iteration's record (``info.extra["valid_ppl"]``).
@@ -309,7 +341,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
         self._check_params()
         previous = getattr(self, "weights_", None)
-        corpus = _as_corpus(corpus, None)
+        corpus = self._training_data(corpus, client)
         resumed = hook = None
         if checkpoint is not None:
             identity = self._checkpoint_identity(corpus)
@@ -360,6 +392,36 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._prepare_scoring()
         return self
 
+    def _training_data(self, data, client=None):
+        """The training data of ``fit``: a Corpus, or counted events (given, or counted on
+        the cluster of ``client`` from a path), checked against this estimator."""
+        if client is not None and not isinstance(data, ContextEvents):
+            if not isinstance(data, (str, os.PathLike)):
+                raise TypeError("with a client the training text is given as a path (the workers read it), got "
+                                f"{type(data).__name__}")
+            self._check_events_params(self.order)
+            from .lm_dask import count_text_events
+
+            return count_text_events(client, data, int(self.order), keep_ngram_counts=self.base == "kn")
+        if isinstance(data, ContextEvents):
+            self._check_events_params(data.order)
+            if self.base == "kn" and data.ngram_counts is None:
+                raise ValueError("base='kn' needs the text's n-gram counts: count the events with "
+                                 "keep_ngram_counts=True")
+            if data.tokens.shape[0] and int(data.tokens.max()) >= len(data.vocab):
+                raise ValueError("events: word ids outside the vocabulary")
+            return data
+        return _as_corpus(data, None)
+
+    def _check_events_params(self, order):
+        """The options a model built from counted events cannot have: mini-batches (sage
+        draws training positions, which counts do not keep); events of another order."""
+        if self.solver != "fista":
+            raise ValueError(f"solver={self.solver!r} draws mini-batches of training positions; a model built from "
+                             "counts (client=, --workers/--scheduler) trains with solver='fista'")
+        if int(order) != int(self.order):
+            raise ValueError(f"events counted for order {order}, the model has order {self.order}")
+
     #: parameters that change a fit's result (max_iter, a cap, and warm_start, whose
     #: starting point a checkpoint's state replaces, are not among them)
     _RESULT_PARAMS = ("order", "penalty", "lam", "alpha", "solver", "batch_size", "batch_growth", "tol", "seed",
@@ -371,7 +433,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         the result."""
         from .checkpoint import content_digest
 
-        data = content_digest(corpus.vocab.words, bool(corpus.vocab.has_unk), corpus.tokens, corpus.offsets)
+        if isinstance(corpus, ContextEvents):
+            data = corpus.digest()
+        else:
+            data = content_digest(corpus.vocab.words, bool(corpus.vocab.has_unk), corpus.tokens, corpus.offsets)
         return {"training data": data, **{k: getattr(self, k) for k in self._RESULT_PARAMS}}
 
     def _fit_record(self) -> tuple[dict, dict]:
@@ -393,7 +458,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         from .solvers import state as S
 
         self._check_params()
-        self._problem(_as_corpus(corpus, None))
+        self._problem(self._training_data(corpus))
         w = S.array(arrays, "weights", (self.tree_.n_params,))
         if self.positive and np.any(w < 0):
             raise S.StateError(f"weights: entry {int(np.flatnonzero(w < 0)[0])} is negative")
@@ -421,13 +486,17 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             return cache[2]
         self._fit_cache = None
         self.vocab_ = corpus.vocab
-        tree, end_node, target_param = self._build(corpus)
+        count = None
+        if isinstance(corpus, ContextEvents):
+            tree, end_node, target_param, count = self._build_events(corpus)
+        else:
+            tree, end_node, target_param = self._build(corpus)
         self.tree_ = tree
         self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
         scale = self._param_scale(tree, corpus.vocab) if self.precondition else None
         extra = self._novel_context_events(tree, end_node, target_param) if self.loo > 0 else None
         self.base_ = self._base_measure(tree, corpus)
-        problem = LMObjective(tree, end_node, target_param, self.base_, scale, extra)
+        problem = LMObjective(tree, end_node, target_param, self.base_, scale, extra, event_count=count)
         if self.warm_start:
             self._fit_cache = (corpus, key, problem)
         return problem
@@ -622,8 +691,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
     # ------------------------------------------------------------------ files
     def save(self, path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
         """Write the model to exactly ``path``: an npz container (``io.save_container``,
-        no pickle) holding the weights, the vocabulary, the suffix tree's arrays and a
-        JSON header. Written atomically, so an interrupted save leaves no broken file.
+        no pickle) holding the weights, the vocabulary, the suffix tree's arrays (with the
+        training text its edge labels point into; for a model built from counts, the
+        distinct (context, target) events and their counts instead) and a JSON header.
+        Written atomically, so an interrupted save leaves no broken file.
         ``inputs``: files the model was made from (training text...); ``path`` must not
         be one of them (``io.SameFileError``)."""
         self._check_fitted()
@@ -650,21 +721,26 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             "base_u0": float(self.base_.u0),
             "base_ln_unseen": float(self.base_.ln_unseen),
         }
+        if self.tree_.event_counts is not None:
+            meta["training_text"] = "events"
         save_container(path, arrays, meta, FORMAT, FORMAT_VERSION, inputs=inputs)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "LogLinearLM":
         """Read a model written by ``save``. Never unpickles. Every value a kernel or a
         probability relies on is checked: the header's entries, the vocabulary, the
-        suffix tree (built again from the training text it stores and compared, array by
-        array: ``SuffixTree.from_arrays``), the weights and the base measure. A
+        suffix tree (built again from the training text it stores, or for a model built
+        from counts from the distinct events and their counts it stores, and compared,
+        array by array: ``SuffixTree.from_arrays``), the weights and the base measure. A
         truncated, tampered or foreign file raises ``ModelFormatError`` naming the file
         and the field."""
         from .options import LM_BASES
 
-        def spec(meta):  # base arrays with a base measure (an unknown one is refused with the header)
+        def spec(meta):  # base arrays with a base measure, the events' counts in a model built from them
+            # (an unknown base or training_text is refused with the header)
             base = meta.get("base", "none")
-            return {**_CONTAINER_SPEC, **(_BASE_SPEC if base != "none" and base in LM_BASES else {})}
+            return {**_CONTAINER_SPEC, **(_BASE_SPEC if base != "none" and base in LM_BASES else {}),
+                    **(_EVENTS_SPEC if meta.get("training_text", "text") != "text" else {})}
 
         data, meta = load_container(path, FORMAT, (FORMAT_VERSION,), spec, error=ModelFormatError)
         h = _checked_header(path, meta)
@@ -738,6 +814,7 @@ def _header_entries():
         "positive": (True, lambda v: isinstance(v, bool), "true or false"),
         "base_u0": (None, _is_finite, "a finite number"),
         "base_ln_unseen": (None, _is_finite, "a finite number"),
+        "training_text": ("text", lambda v: v in ("text", "events"), "'text' or 'events'"),
     }
 
 

@@ -175,8 +175,11 @@ def _path_identity(corpus, valid, *settings) -> dict:
 
     from .checkpoint import content_digest
     from .corpus import Corpus
+    from .events import ContextEvents
 
     def digest(c):
+        if isinstance(c, ContextEvents):  # a text counted on a cluster
+            return c.digest()
         if isinstance(c, Corpus):
             return content_digest(c.vocab.words, bool(c.vocab.has_unk), c.tokens, c.offsets)
         if isinstance(c, (str, os.PathLike)):

@@ -27,9 +27,14 @@ class LMObjective:
     ``base``: the :class:`suffixlm.base.BaseMeasure`, or for the paper's model the number
     of predicted words that are no root param. ``extra_events``: (end nodes, params,
     weight) of events added to the whole-corpus statistics (``LogLinearLM(loo=...)``).
+    ``event_count``: float64 or int64 per entry of ``end_node`` / ``target_param``, how
+    many training positions each stands for (distinct events with their counts, a model
+    built from counts: ``suffixlm.events``); None: one each. The statistics are sums of
+    integers, exact in float64, so they equal those of the positions one by one; with
+    counts there are no positions to draw mini-batches from (``batch`` must be None).
     """
 
-    def __init__(self, tree, end_node, target_param, base, scale=None, extra_events=None):
+    def __init__(self, tree, end_node, target_param, base, scale=None, extra_events=None, event_count=None):
         self.tree = tree
         if not hasattr(base, "kind"):  # a number: the unseen words of the plain model
             from .base import no_base
@@ -39,7 +44,8 @@ class LMObjective:
         keep = end_node >= 0
         self.end_node = np.ascontiguousarray(end_node[keep])
         self.target_param = np.ascontiguousarray(target_param[keep])
-        self.n_samples = int(self.end_node.shape[0])
+        self.event_count = None if event_count is None else np.asarray(event_count, dtype=np.float64)[keep]
+        self.n_samples = int(self.end_node.shape[0]) if event_count is None else int(self.event_count.sum())
         t = tree
         self.topo, self.level_start, self.child_start = bfs_levels(t.parent)
         self.param_node = t.param_node()
@@ -61,8 +67,11 @@ class LMObjective:
         # statistics of the whole corpus, and scratch for mini-batches
         self.n_end_all = np.zeros(n_nodes)
         self.emp_all = np.zeros(n_params)
-        K.accumulate_batch(np.arange(self.n_samples), self.end_node, self.target_param,
-                           self.param_parent, self.n_end_all, self.emp_all, 1.0)
+        if self.event_count is None:
+            K.accumulate_batch(np.arange(self.n_samples), self.end_node, self.target_param,
+                               self.param_parent, self.n_end_all, self.emp_all, 1.0)
+        else:
+            self._accumulate_counts()
         # extra (end node, param, weight) events of the whole corpus only: the mean is
         # over all events, counted with their weight (mini-batches see the plain ones)
         self.n_events = float(self.n_samples)
@@ -75,12 +84,27 @@ class LMObjective:
         # - sum ln B(y | x) over the events: constant in w (0 without a base measure)
         self.base_loss_all = 0.0
         if base.kind != "none":
-            self.base_loss_all = -float(base.event_log_base(tree, self.end_node, self.target_param).sum())
+            lb = base.event_log_base(tree, self.end_node, self.target_param)
+            self.base_loss_all = -float(lb.sum() if self.event_count is None else lb @ self.event_count)
             if extra_events is not None:
                 self.base_loss_all -= float(x_weight) * float(base.event_log_base(tree, x_end, x_param).sum())
         self.n_end_b = np.zeros(n_nodes)
         self.emp_b = np.zeros(n_params)
         self.seconds_gradient = 0.0
+
+    def _accumulate_counts(self):
+        """n_end_all and emp_all of counted events: each count at its end node, and at its
+        param and every param above it (a level of the tree at a time, deepest first).
+        Sums of integers, exact: the arrays of ``accumulate_batch`` over the positions."""
+        t = self.tree
+        self.n_end_all += np.bincount(self.end_node, weights=self.event_count, minlength=t.n_nodes)
+        emp = np.bincount(self.target_param, weights=self.event_count, minlength=t.n_params)
+        depth = np.asarray(t.depth)[self.param_node]
+        up = self.param_parent
+        for d in range(int(depth.max(initial=0)), 0, -1):
+            q = np.flatnonzero((depth == d) & (up >= 0))
+            np.add.at(emp, up[q], emp[q])
+        self.emp_all += emp
 
     def _forward(self, w):
         t = self.tree
@@ -92,6 +116,9 @@ class LMObjective:
         """(events per end node, per param, their number, their - sum ln B)."""
         if batch is None:
             return self.n_end_all, self.emp_all, self.n_events, self.base_loss_all
+        if self.event_count is not None:
+            raise ValueError("mini-batches draw training positions; a model built from counted events has none "
+                             "(use the full-batch solver, fista)")
         K.accumulate_batch(batch, self.end_node, self.target_param, self.param_parent, self.n_end_b, self.emp_b, 1.0)
         base_loss = 0.0
         if self.base.kind != "none":

@@ -66,6 +66,20 @@ the same for every m. One build raises the peak resident memory by 93 / 180 / 19
 hash table). So ``sort`` stays the default; ``ukkonen`` is the named algorithm, and an
 independent check of the sorting build.
 
+Built from counts
+-----------------
+The tree is a function of the multiset of (context, target) events alone, so
+``SuffixTree.from_events`` builds it from the distinct events and their counts (a text
+counted elsewhere: ``suffixlm.events``, ``suffixlm.lm_dask``). The events, each laid out
+as its n-gram (context oldest word first, then the target), take the place of the text:
+the same radix sort, leaf grouping and topology kernels run on the events' target
+positions, and ``successors_counted`` adds each event's count where the text build adds
+one per position. Every array equals the text build's except the edge labels
+(``context_position``, ``tokens``, ``offsets``), which point into the events, stored in
+canonical order (sorted by context, then target) with ``event_counts``; a node's label
+spells the same context (tests/suffixlm/test_dask_lm.py). A model file of such a tree
+stores the events and their counts, and the loader rebuilds the tree from them.
+
 ``context_position`` (which of a context's predictions labels it) is canonical, and
 both builders produce it: for node ``j``, of the predictions whose context (at most
 ``m`` symbols) begins with ``j``'s, the one with the smallest (context, predicted word,
@@ -121,6 +135,12 @@ class SuffixTree:
                                  position (corpus order, as ``Contexts.positions``)
     tree_node_of     int64[n] or None: for a trie built with collapse=False, the
                                  tree node each trie node belongs to
+    event_counts     int64[n_events] or None: for a tree built from counted events
+                                 (``from_events``): ``tokens``/``offsets`` are then the
+                                 distinct (context, target) events, event k the context
+                                 (oldest word first) then the target, in canonical order,
+                                 and this is how often each occurred; ``position_node`` is
+                                 the node of each event's context
 
     Nodes are in depth-first preorder (``parent[j] < j``; subtree of j is
     ``j .. subtree_end()[j] - 1``). Methods: ``param_parent()``, ``param_node()``,
@@ -144,6 +164,7 @@ class SuffixTree:
     offsets: np.ndarray
     position_node: np.ndarray
     tree_node_of: np.ndarray | None = None
+    event_counts: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ build
@@ -155,6 +176,8 @@ class SuffixTree:
         """The arrays of :data:`FIELDS` and ``max_depth``, for a model file."""
         d = {k: np.asarray(getattr(self, k)) for k in self.FIELDS}
         d["max_depth"] = np.array(self.max_depth, dtype=np.int64)
+        if self.event_counts is not None:
+            d["event_counts"] = np.asarray(self.event_counts)
         return d
 
     #: Largest ``max_depth`` a stored tree may have: scoring sizes buffers by it, and no
@@ -181,6 +204,8 @@ class SuffixTree:
             x = d.get(k)
             if not isinstance(x, np.ndarray) or x.dtype not in (np.int32, np.int64) or x.ndim != ndim:
                 raise ValueError(f"tree.{k}: missing or not a {ndim}-d array of int32 or int64")
+        if d.get("event_counts") is not None:
+            return cls._from_event_arrays(d, vocab_size, collapse)
         tokens = d["tokens"].astype(np.int32)  # exact: the ids are checked against vocab_size below
         offsets = d["offsets"].astype(np.int64)
         n_tokens = tokens.shape[0]
@@ -207,6 +232,80 @@ class SuffixTree:
         arrays = {k: getattr(built, k) for k in cls.FIELDS}
         arrays.update(tokens=tokens, offsets=offsets)
         return cls(max_depth=max_depth, position_node=np.zeros(0, np.int64), **arrays)
+
+    @classmethod
+    def _from_event_arrays(cls, d: dict, vocab_size: int, collapse: bool | None) -> "SuffixTree":
+        """``from_arrays`` for a tree built from counted events (``event_counts`` stored):
+        the events are checked (``check_events``), the tree is built again from them and
+        every stored array, the events' own canonical order included, must equal the built one."""
+        x = d["event_counts"]
+        if not isinstance(x, np.ndarray) or x.dtype not in (np.int32, np.int64) or x.ndim != 1:
+            raise ValueError("tree.event_counts: not a 1-d array of int32 or int64")
+        max_depth = int(d["max_depth"])
+        if not 0 <= max_depth <= cls.MAX_STORED_DEPTH:
+            raise ValueError(f"tree.max_depth: {max_depth}, expected 0 .. {cls.MAX_STORED_DEPTH}")
+        if np.any(d["tokens"] < 0) or np.any(d["tokens"] >= vocab_size):
+            raise ValueError(f"tree.tokens: word ids outside the vocabulary [0, {vocab_size})")
+        tokens = d["tokens"].astype(np.int32)  # exact: the ids were just checked
+        offsets = d["offsets"].astype(np.int64)
+        counts = x.astype(np.int64)
+        check_events(tokens, offsets, counts, max_depth)
+        k = int(_k.first_unordered_event(tokens, offsets))
+        if k >= 0:
+            raise ValueError(f"tree.tokens: events not in canonical order (distinct, by context, depth 1 first, "
+                             f"then target): event {k} after event {k - 1}")
+        built = cls.from_events(tokens, offsets, counts, max_depth, collapse=collapse is not False)
+        for k, a, b in (("offsets", offsets, built.offsets), ("tokens", tokens, built.tokens),
+                        ("event_counts", counts, built.event_counts)):
+            if not np.array_equal(a, b):  # cannot happen: canonical events are kept as they are
+                raise ValueError(f"tree.{k}: events not in canonical order")
+        what = "stored events (tree.tokens, tree.offsets, tree.event_counts, tree.max_depth)"
+        if collapse is None and _first_difference(d, built, what) is not None:
+            built = built.expand_to_trie()
+        diff = _first_difference(d, built, what)
+        if diff is not None:
+            raise ValueError(diff)
+        built.position_node = np.zeros(0, np.int64)
+        built._cache.clear()
+        return built
+
+    @classmethod
+    def from_events(cls, tokens, offsets, counts, max_depth: int, collapse: bool = True) -> "SuffixTree":
+        """The suffix tree of a text given only by its distinct (context, target) events
+        and their counts: the same tree as ``build`` on the text, array for array, except
+        the edge labels, which point into the events instead (``context_position``,
+        ``tokens``, ``offsets``; see "Built from counts" in the module docstring).
+
+        tokens int32, offsets int64[n_events+1]: event k is ``tokens[offsets[k]:offsets[k+1]]``,
+        its context oldest word first (at most ``max_depth`` words; fewer only when it
+        reaches back to ``<s>``, its first word), then its target; counts int64[n_events]
+        (>= 1). Events may come in any order and must be distinct (``ValueError`` naming
+        the field otherwise: ``check_events``). The tree stores them in canonical order
+        (sorted by context, depth 1 first, then target) with ``event_counts``, and
+        ``position_node`` holds the node of each event's context."""
+        max_depth = int(max_depth)
+        if max_depth < 0:
+            raise ValueError(f"max_depth must be >= 0, got {max_depth}")
+        tokens, offsets, counts = canonical_events(tokens, offsets, counts, max_depth)
+        n_symbols = int(tokens.max()) + 1
+        sorted_pos = offsets[1:] - 1
+        sorted_len = np.diff(offsets) - 1
+        leaf_start, leaf_len, leaf_lcp = _k.group_leaves(tokens, sorted_pos, sorted_len)
+        per_leaf = np.diff(leaf_start)
+        parent, depth, first_leaf, last_leaf, leaf_node = _k.tree_topology(leaf_len, leaf_lcp, max_depth)
+        context_position = sorted_pos[leaf_start[first_leaf]]
+        child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
+        count, succ_offsets, succ_words, succ_counts = _k.successors_counted(
+            tokens, sorted_pos, counts, leaf_start, first_leaf, last_leaf, child_offsets, children, n_symbols)
+        collapsed = np.empty_like(depth)
+        collapsed[0] = 1
+        collapsed[1:] = depth[1:] - depth[parent[1:]]
+        tree = cls(max_depth=max_depth, parent=parent, depth=depth, collapsed=collapsed, count=count,
+                   context_position=context_position, child_offsets=child_offsets, children=children,
+                   child_first_word=first_word, succ_offsets=succ_offsets, succ_words=succ_words,
+                   succ_counts=succ_counts, tokens=tokens, offsets=offsets,
+                   position_node=np.repeat(leaf_node, per_leaf), event_counts=counts)
+        return tree if collapse else tree.expand_to_trie()
 
     @classmethod
     def build(cls, corpus: Corpus, max_depth: int, collapse: bool = True, method: str = "sort") -> "SuffixTree":
@@ -270,6 +369,7 @@ class SuffixTree:
             offsets=self.offsets,
             position_node=last[self.position_node],
             tree_node_of=tree_node,
+            event_counts=self.event_counts,
         )
 
     # ------------------------------------------------------------- accessors
@@ -345,7 +445,66 @@ class SuffixTree:
 METHODS = ("sort", "ukkonen")
 
 
-def _first_difference(stored: dict, built: SuffixTree) -> str | None:
+def canonical_events(tokens, offsets, counts, max_depth: int):
+    """(tokens int32, offsets int64, counts int64) of the events (see ``SuffixTree.from_events``)
+    in canonical order: sorted by context, depth 1 first, then target (``sort_contexts``),
+    checked (``check_events``) and distinct (``ValueError`` naming ``tree.tokens``).
+    Events already in that order are returned as they are (no copy)."""
+    tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    check_events(tokens, offsets, counts, int(max_depth))
+    if _k.first_unordered_event(tokens, offsets) < 0:
+        return tokens, offsets, counts
+    ends = offsets[1:] - 1
+    sorted_end, _ = _k.sort_contexts(tokens, ends, np.diff(offsets) - 1, int(tokens.max()) + 1)
+    order = np.searchsorted(ends, sorted_end)  # event of each sorted position
+    del ends, sorted_end
+    new_tokens, new_offsets = _k.gather_events(tokens, offsets, order)
+    k = int(_k.first_unordered_event(new_tokens, new_offsets))
+    if k >= 0:  # sorted: only equal neighbours remain
+        raise ValueError(f"tree.tokens: events {int(order[k - 1])} and {int(order[k])} are the same "
+                         "(context, target); events must be distinct")
+    return new_tokens, new_offsets, counts[order]
+
+
+def check_events(tokens: np.ndarray, offsets: np.ndarray, counts: np.ndarray, max_depth: int) -> None:
+    """The invariants ``SuffixTree.from_events`` and its kernels rely on (``ValueError``
+    naming the field): at least one event; offsets from 0 to the tokens, each event one
+    target after at most ``max_depth`` context words; ids >= 0; no target ``<s>``; in a
+    context no ``</s>``, and ``<s>`` only as the oldest word, where it must be when the
+    context is shorter than ``max_depth``; counts >= 1, small enough that every sum of
+    them is exact in float64."""
+    n = offsets.shape[0] - 1
+    if n < 1 or offsets[0] != 0 or offsets[-1] != tokens.shape[0]:
+        raise ValueError(f"tree.offsets: event offsets must run from 0 to the {tokens.shape[0]} tokens, "
+                         "at least one event")
+    length = np.diff(offsets)
+    if np.any(length < 1) or np.any(length > max_depth + 1):
+        raise ValueError(f"tree.offsets: an event is not a target after 0 .. {max_depth} context words")
+    if counts.shape != (n,):
+        raise ValueError(f"tree.event_counts: {counts.shape[0]} entries for {n} events")
+    if np.any(counts < 1) or int(counts.max()) > (1 << 53) // n:
+        raise ValueError(f"tree.event_counts: counts must be >= 1 and at most 2**53 / {n}")
+    if tokens.shape[0] and tokens.min() < 0:
+        raise ValueError("tree.tokens: negative word ids")
+    is_start = np.zeros(tokens.shape[0], dtype=bool)
+    is_start[offsets[:-1]] = True
+    is_target = np.zeros(tokens.shape[0], dtype=bool)
+    is_target[offsets[1:] - 1] = True
+    if np.any(tokens[is_target] == BOS_ID):
+        raise ValueError("tree.tokens: an event predicts <s>")
+    if np.any((tokens == EOS_ID) & ~is_target):
+        raise ValueError("tree.tokens: an event's context holds </s>")
+    if np.any((tokens == BOS_ID) & ~is_start):
+        raise ValueError("tree.tokens: an event's context holds <s> after its oldest word")
+    short = length - 1 < max_depth
+    if np.any(tokens[offsets[:-1][short]] != BOS_ID):
+        raise ValueError(f"tree.tokens: an event's context of fewer than {max_depth} words does not reach <s>")
+
+
+def _first_difference(stored: dict, built: SuffixTree,
+                      what: str = "stored training text (tree.tokens, tree.offsets, tree.max_depth)") -> str | None:
     """How the first of ``stored``'s arrays (:data:`SuffixTree.FIELDS` but the text) that
     differs from ``built``'s does, or None when all are equal."""
     for k in SuffixTree.FIELDS:
@@ -353,13 +512,11 @@ def _first_difference(stored: dict, built: SuffixTree) -> str | None:
             continue
         a, b = stored[k], getattr(built, k)
         if a.shape != b.shape:
-            return (f"tree.{k}: {a.shape[0]} entries, the suffix tree of the stored training text "
-                    f"(tree.tokens, tree.offsets, tree.max_depth) has {b.shape[0]}")
+            return f"tree.{k}: {a.shape[0]} entries, the suffix tree of the {what} has {b.shape[0]}"
         bad = np.flatnonzero(a != b)
         if bad.size:
             i = int(bad[0])
-            return (f"tree.{k}: entry {i} is {int(a[i])}, the suffix tree of the stored training text "
-                    f"(tree.tokens, tree.offsets, tree.max_depth) has {int(b[i])}")
+            return f"tree.{k}: entry {i} is {int(a[i])}, the suffix tree of the {what} has {int(b[i])}"
     return None
 
 

@@ -10,6 +10,7 @@ import time
 
 import click
 
+from ..distributed import client_from_options, distributed_options
 from ..model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE
 from ..options import (
     INT32_MAX,
@@ -82,10 +83,15 @@ def _lam(value: str):
 @checkpoint_options()
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
+@distributed_options
 def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
             batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, checkpoint_path, checkpoint_every,
-            resume, quiet, as_json):
-    """Train a log-linear language model on TRAIN.txt (one sentence per line)."""
+            resume, quiet, as_json, workers, scheduler, memory_limit):
+    """Train a log-linear language model on TRAIN.txt (one sentence per line).
+
+    With --workers/--scheduler the text's (context, target) events are counted on Dask
+    (workers read byte ranges of TRAIN.txt) and the model is built from the merged
+    counts: the same model as in one process; training itself runs here."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..io import write_error_message
     from ..model import LogLinearLM
@@ -105,9 +111,17 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
                "base": base, "signed": signed, "discount": discount, "solver": solver, "batch_size": batch_size,
                "batch_growth": batch_growth, "tol": tol, "init": init, "seed": seed,
                **({"epochs": epochs} if lam == "auto" else {})}
+    distributed = workers is not None or bool(scheduler)
+    if distributed and solver != "fista":
+        raise click.UsageError(f"--solver {solver} draws mini-batches of training positions; with "
+                               "--workers/--scheduler the model is built from counts: use --solver fista")
     ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, output, inputs)
     try:
-        corpus = load_training_corpus(train_file, vocab_path=vocab_file, min_count=min_count, unk=unk)
+        if distributed:
+            corpus = _count_on_dask(train_file, order, vocab_file, min_count, unk, base == "kn", workers, scheduler,
+                                    memory_limit, quiet)
+        else:
+            corpus = load_training_corpus(train_file, vocab_path=vocab_file, min_count=min_count, unk=unk)
         valid = Corpus.from_text(valid_file, corpus.vocab) if valid_file else None
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
@@ -210,3 +224,22 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         click.echo(json.dumps(summary))
     elif not quiet:
         click.echo(f"wrote {output}" + (f" (valid ppl {summary['valid_ppl']:.2f})" if valid is not None else ""), err=True)
+
+
+def _count_on_dask(train_file, order, vocab_file, min_count, unk, keep_ngram_counts, workers, scheduler, memory_limit,
+                   quiet):
+    """The training text's counted events (``lm_dask.count_text_events``); the cluster is
+    closed before training, which runs in this process."""
+    from ..lm_dask import count_text_events
+
+    with client_from_options(workers, scheduler, memory_limit) as client:
+        if not quiet:
+            click.echo(f"counting on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
+        try:
+            return count_text_events(client, train_file, order, vocab_path=vocab_file, min_count=min_count, unk=unk,
+                                     keep_ngram_counts=keep_ngram_counts)
+        except Exception as e:
+            if type(e).__name__ != "KilledWorker":
+                raise
+            raise click.ClickException(f"Dask workers kept dying on a task (memory limit too low?): "
+                                       f"{str(e).splitlines()[0]}") from None

@@ -35,6 +35,7 @@ from suffixlm.corpora import sample_path
 
 from suffixlm.arpa import ArpaError, BackoffLM, predicted_positions
 from suffixlm.corpus import BOS, EOS, UNK, Corpus, CorpusError, Vocabulary, load_training_corpus
+from suffixlm.events import context_events
 from suffixlm.io import GZIP_MAGIC
 from suffixlm.kn import KneserNeyLM
 from suffixlm.load import load_model
@@ -80,6 +81,8 @@ def valid_files(d):
             "tree": LogLinearLM(order=3, lam=1e-3, max_iter=15).fit(lines),
             "trie": LogLinearLM(order=3, lam=1e-3, max_iter=15, penalty="l2-tree").fit(lines),
             "kn": LogLinearLM(order=3, lam=1e-3, max_iter=15, base="kn", positive=False).fit(lines),
+            # built from the counted events: the file stores them instead of the text
+            "events": LogLinearLM(order=3, lam=1e-3, max_iter=15).fit(context_events(corpus, 3)),
         }
     model_bytes = {}
     for name, m in models.items():
@@ -398,7 +401,7 @@ def check_model_load(files, name, path, touched):
             assert kenlm == [original.score(s) for s in TEST]
 
 
-MODEL_NAMES = st.sampled_from(["tree", "trie", "kn"])
+MODEL_NAMES = st.sampled_from(["tree", "trie", "kn", "events"])
 
 
 @fuzz_settings(150)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from suffixlm.corpus import Corpus
+from suffixlm.events import context_events
 from suffixlm.io import save_container
 from suffixlm.kn import DiscountWarning
 from suffixlm.model import FORMAT, LogLinearLM, ModelFormatError
@@ -25,9 +26,11 @@ TEST = ["a b b c", "c a x b", "b", "d a b c a b"]
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """Three saved models: the suffix tree (linf-tree), the suffix trie (l2-tree) and a
+    """Five saved models: the suffix tree (linf-tree), the suffix trie (l2-tree) and a
     Kneser-Ney base measure with signed weights (on the trie; an open vocabulary whose
-    <unk> is never seen, so the base leaves mass to an unseen word)."""
+    <unk> is never seen, so the base leaves mass to an unseen word); and the tree and
+    the trie built from the text's counted events (``suffixlm.events``: the file stores
+    the events and their counts instead of the text)."""
     d = tmp_path_factory.mktemp("models")
     out = {}
     for name, kw in (("tree", {}), ("trie", {"penalty": "l2-tree"}), ("kn", {"base": "kn", "positive": False})):
@@ -35,6 +38,11 @@ def models(tmp_path_factory):
             warnings.simplefilter("ignore", DiscountWarning)  # too few counts for modified KN's three discounts
             lm = LogLinearLM(order=4, lam=1e-3, max_iter=40, **kw).fit(
                 Corpus.from_strings(TRAIN, unk=name == "kn"))
+        p = d / f"{name}.lm"
+        lm.save(p)
+        out[name] = (lm, p)
+    for name, kw in (("events", {}), ("events-trie", {"penalty": "l2-tree"})):
+        lm = LogLinearLM(order=4, lam=1e-3, max_iter=40, **kw).fit(context_events(Corpus.from_strings(TRAIN), 4))
         p = d / f"{name}.lm"
         lm.save(p)
         out[name] = (lm, p)
@@ -71,7 +79,7 @@ def assert_refused(tmp_path, src, edit, field):
         LogLinearLM.load(bad)
 
 
-@pytest.mark.parametrize("name", ["tree", "trie", "kn"])
+@pytest.mark.parametrize("name", ["tree", "trie", "kn", "events", "events-trie"])
 def test_untampered_file_rewritten_loads_and_scores_identically(models, tmp_path, name):
     lm, p = models[name]
     back = LogLinearLM.load(rewritten(tmp_path, p, lambda a, m: None))
@@ -235,7 +243,7 @@ TREE_EDITS = [
 ]
 
 
-@pytest.mark.parametrize("name", ["tree", "trie"])
+@pytest.mark.parametrize("name", ["tree", "trie", "events", "events-trie"])
 @pytest.mark.parametrize("edit, field", TREE_EDITS, ids=[e.__name__ for e, _ in TREE_EDITS])
 def test_tampered_tree_is_refused(models, tmp_path, name, edit, field):
     assert_refused(tmp_path, models[name][1], edit, field + ":")
@@ -486,3 +494,114 @@ def test_tampered_base_measure_is_refused(models, tmp_path, edit, field):
 def test_a_model_without_base_measure_holds_no_base_arrays(models, tmp_path):
     assert_refused(tmp_path, models["tree"][1],
                    lambda a, m: a.update({"base.lnB": np.zeros(3), "base.gamma": np.ones(3)}), "unexpected member")
+
+
+# ---------------------------------------------------------------- a model built from counted events
+def _events(a):
+    o = a["tree.offsets"]
+    return [a["tree.tokens"][o[k]:o[k + 1]] for k in range(len(o) - 1)]
+
+
+def _two_events_of_one_length(a):
+    lens = np.diff(a["tree.offsets"])
+    k = int(np.flatnonzero(lens == lens.max())[0])
+    return k, int(np.flatnonzero(lens == lens.max())[1])
+
+
+def event_count_changed(a, m):
+    a["tree.event_counts"][0] += 1
+
+
+def event_count_zero(a, m):
+    a["tree.event_counts"][-1] = 0
+
+
+def event_count_huge(a, m):
+    a["tree.event_counts"][-1] = 2**62
+
+
+def events_swapped(a, m):
+    i, j = _two_events_of_one_length(a)
+    o, t = a["tree.offsets"], a["tree.tokens"]
+    t[o[i]:o[i + 1]], t[o[j]:o[j + 1]] = t[o[j]:o[j + 1]].copy(), t[o[i]:o[i + 1]].copy()
+
+
+def event_duplicated(a, m):
+    i, j = _two_events_of_one_length(a)
+    o, t = a["tree.offsets"], a["tree.tokens"]
+    t[o[j]:o[j + 1]] = t[o[i]:o[i + 1]]
+
+
+def event_predicts_bos(a, m):
+    a["tree.tokens"][a["tree.offsets"][1] - 1] = 0
+
+
+def event_context_holds_eos(a, m):
+    o = a["tree.offsets"]
+    a["tree.tokens"][o[-1] - 2] = 1
+
+
+def event_target_changed(a, m):
+    t = a["tree.tokens"]
+    t[-1] = 3 if t[-1] != 3 else 4
+
+
+def event_context_too_long_for_the_order(a, m):
+    a["tree.max_depth"] = a["tree.max_depth"] - 1
+    m["order"] -= 1
+
+
+def event_counts_missing(a, m):
+    del a["tree.event_counts"]
+
+
+def event_counts_as_float(a, m):
+    a["tree.event_counts"] = a["tree.event_counts"].astype(np.float64)
+
+
+def header_says_text(a, m):
+    m["training_text"] = "text"
+
+
+def header_training_text_unknown(a, m):
+    m["training_text"] = "counts"
+
+
+EVENT_EDITS = [
+    (event_count_changed, re.compile(r"tree\.\w+: .*tree\.event_counts")),
+    (event_count_zero, "tree.event_counts"),
+    (event_count_huge, "tree.event_counts"),
+    (events_swapped, "tree.tokens: events not in canonical order"),
+    (event_duplicated, "tree.tokens"),
+    (event_predicts_bos, "tree.tokens"),
+    (event_context_holds_eos, "tree.tokens"),
+    (event_target_changed, re.compile(r"tree\.\w+: ")),
+    (event_context_too_long_for_the_order, "tree.offsets"),
+    (event_counts_missing, "tree.event_counts"),
+    (event_counts_as_float, "tree.event_counts"),
+    (header_says_text, "tree.event_counts"),
+    (header_training_text_unknown, "training_text"),
+]
+
+
+@pytest.mark.parametrize("name", ["events", "events-trie"])
+@pytest.mark.parametrize("edit, field", EVENT_EDITS, ids=[e.__name__ for e, _ in EVENT_EDITS])
+def test_tampered_events_are_refused(models, tmp_path, name, edit, field):
+    assert_refused(tmp_path, models[name][1], edit, field)
+
+
+def test_text_model_claiming_events_is_refused(models, tmp_path):
+    """A model of the text whose header and members say it was built from events: its
+    sentences are no events (a context holding </s>, a short one not at <s>...)."""
+    def edit(a, m):
+        m["training_text"] = "events"
+        a["tree.event_counts"] = np.ones(len(a["tree.offsets"]) - 1, dtype=np.int64)
+
+    assert_refused(tmp_path, models["tree"][1], edit, "tree.")
+
+
+def test_events_model_scores_as_the_text_model(models):
+    """The same text, as events: the loaded files score alike (to rounding: the same weights)."""
+    for a, b in (("tree", "events"), ("trie", "events-trie")):
+        la, lb = LogLinearLM.load(models[a][1]), LogLinearLM.load(models[b][1])
+        np.testing.assert_allclose(scores(lb), scores(la), rtol=0, atol=1e-9)
