@@ -130,7 +130,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
     solver : str          ``"fista"`` (full batch, the default: measured fastest, see
                           benchmarks/lm_solvers.json) or ``"sage"`` (Algorithm 1, mini-batches)
     max_iter : int        maximum iterations (fista) / epochs (sage); the default is a cap
-                          only: on full PTB (order 5) FISTA stops by ``tol`` after 1,438
+                          only: on full PTB (order 5) FISTA stops by ``tol`` after 45-173
     batch_size : int|None initial mini-batch size (sage); None = n_tokens / 32
     batch_growth : float  factor by which the batch grows each epoch (sage)
     tol : float           stop when the objective's relative decrease stays below tol

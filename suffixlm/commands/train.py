@@ -65,7 +65,7 @@ def _lam(value: str):
               help="fista: full-batch accelerated proximal gradient (fastest, measured); "
                    "sage: Algorithm 1 (accelerated stochastic proximal gradient over mini-batches).")
 @click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1, INT32_MAX),
-              help="Maximum epochs (a cap: training stops by --tol first; full PTB, order 5: 1,438).")
+              help="Maximum epochs (a cap: training stops by --tol first; full PTB, order 5: 45 to 173).")
 @click.option("--batch-size", type=click.IntRange(1, INT32_MAX), default=None,
               help="Initial mini-batch size (sage). Default: tokens/32.")
 @click.option("--batch-growth", default=2.0, show_default=True, type=FiniteFloat(1.0),
