@@ -5,6 +5,9 @@ All kernels take a batch of sequences as flat arrays (see ``features.EncodedCorp
     theta        float64 (n_params,)
     seq_offsets  int64 (n_seq + 1,)
     ubase        int64 (n_tokens, n_unigram_patterns)  theta offset of (., x) or -1
+    uval         float64 (n_tokens, n_unigram_patterns) value of each unigram feature
+                 (real-valued features: the feature is value * [y_t = y]), or an
+                 empty (0, n_unigram_patterns) array: every value is 1
     bbase        int64 (n_tokens, n_bigram_patterns)   theta offset of (., ., x) or -1
     labels       int64 (n_tokens,)                     gold label ids (-1: none)
 
@@ -34,17 +37,31 @@ _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
 @njit(cache=True, fastmath=_FAST)
-def unary_scores(theta, ubase, s, e, L, U):
-    """U[t, y] = sum_j theta[ubase[s + t, j] + y] for t < e - s.  U: float64 (>= T, L)."""
+def unary_scores(theta, ubase, uval, s, e, L, U):
+    """U[t, y] = sum_j uval[s + t, j] theta[ubase[s + t, j] + y] for t < e - s (values 1
+    when uval is empty).  U: float64 (>= T, L)."""
     nu = ubase.shape[1]
+    valued = uval.shape[0] > 0
     for t in range(e - s):
         for y in range(L):
             U[t, y] = 0.0
         for j in range(nu):
             b = ubase[s + t, j]
             if b >= 0:
-                for y in range(L):
-                    U[t, y] += theta[b + y]
+                if valued:
+                    v = uval[s + t, j]
+                    for y in range(L):
+                        U[t, y] += v * theta[b + y]
+                else:
+                    for y in range(L):
+                        U[t, y] += theta[b + y]
+
+
+@njit(cache=True)
+def value_row(uval, i, none):
+    """The values of token i's unigram features: uval[i], or ``none`` (an empty float64
+    array: every value 1) when uval is empty."""
+    return uval[i] if uval.shape[0] > 0 else none
 
 
 @njit(cache=True)
@@ -123,7 +140,7 @@ def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_i
 
 
 @njit(cache=True, fastmath=_FAST)
-def _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                       U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
     """Scaled forward-backward on sequence [s, e); returns log Z.
 
@@ -131,7 +148,7 @@ def _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_i
     marginal is alpha[t-1, y'] Psi_t(y', y) eU[t, y] beta[t, y] / scale[t].
     """
     T = e - s
-    unary_scores(theta, ubase, s, e, L, U)
+    unary_scores(theta, ubase, uval, s, e, L, U)
     logz = 0.0
     for t in range(T):
         mx = U[t, 0]
@@ -246,15 +263,23 @@ def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp, add=False):
 
 
 @njit(cache=True, fastmath=_FAST)
-def add_expectation(g, bases, p, gold):
-    """g[b + k] += p[k] and g[b + gold] -= 1 for every feature block b >= 0 in bases (one
-    token's row of unigram or bigram bases): model expectation minus gold count."""
+def add_expectation(g, bases, vals, p, gold):
+    """g[b + k] += v p[k] and g[b + gold] -= v for every feature block b >= 0 in bases (one
+    token's row of unigram or bigram bases) with its value v (vals, the same row of values,
+    or empty: v = 1): model expectation minus gold count."""
+    valued = vals.shape[0] > 0
     for j in range(bases.shape[0]):
         b = bases[j]
         if b >= 0:
-            for k in range(p.shape[0]):
-                g[b + k] += p[k]
-            g[b + gold] -= 1.0
+            if valued:
+                v = vals[j]
+                for k in range(p.shape[0]):
+                    g[b + k] += v * p[k]
+                g[b + gold] -= v
+            else:
+                for k in range(p.shape[0]):
+                    g[b + k] += p[k]
+                g[b + gold] -= 1.0
 
 
 @njit(cache=True)
@@ -285,7 +310,7 @@ def fb_workspace(maxT, L, sparse):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr,
+def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr,
                          nz_idx, first, last, maxT, g, errs):
     """Sum over sequences first..last-1 of -log p(y|x); adds the gradient into g.
 
@@ -295,6 +320,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
     L2 = L * L
     U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(maxT, L, sparse)
     pp = np.empty(L2)
+    none = np.empty(0)
     loss = 0.0
     nb = bbase.shape[1]
     errs[0] = 0
@@ -303,7 +329,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
         T = e - s
-        logz = _forward_backward(theta, ubase, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+        logz = _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                                  U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
                                  m_idx, m_val)
         loss += logz - _gold_score(theta, U, bbase, labels, s, e, L)
@@ -318,7 +344,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
             if best != yg:
                 seq_err = 1
                 errs[0] += 1
-            add_expectation(g, ubase[s + t], tmp, yg)
+            add_expectation(g, ubase[s + t], value_row(uval, s + t, none), tmp, yg)
         errs[1] += seq_err
         if not sparse and T > 1 and psi_of[T - 1] == 0:
             # one transition matrix for the whole sequence (e.g. only the pure
@@ -347,12 +373,12 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bs
                     pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
             else:
                 pair_marginals(t, L, eU, alpha, beta, scale, psi[psi_of[t]], tmp, pp)
-            add_expectation(g, bbase[s + t], pp, labels[s + t - 1] * L + labels[s + t])
+            add_expectation(g, bbase[s + t], none, pp, labels[s + t - 1] * L + labels[s + t])
     return loss
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                   chunks, G, errors):
     """Negative log-likelihood and its gradient (model expectations - empirical counts).
 
@@ -374,20 +400,20 @@ def loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse, bstart, n
             T = seq_offsets[i + 1] - seq_offsets[i]
             if T > maxT:
                 maxT = T
-        losses[c] = _chunk_loss_gradient(theta, seq_offsets, ubase, bbase, labels, L, sparse,
+        losses[c] = _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse,
                                          bstart, nz_ptr, nz_idx, chunks[c], chunks[c + 1], maxT, Gc,
                                          errors[c])
     return losses.sum()
 
 
 @njit(cache=True, parallel=True)
-def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_idx, out, logz):
+def marginals(theta, seq_offsets, ubase, uval, bbase, L, sparse, bstart, nz_ptr, nz_idx, out, logz):
     """Posterior marginals out[i, y] = p(y_i = y | x) (float64 (n_tokens, L)); logz (n_seq,)."""
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse)
-        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, bbase, s, s + T, L, sparse, bstart, nz_ptr,
+        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, bbase, s, s + T, L, sparse, bstart, nz_ptr,
                                                        nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
                                                        mark, m_ptr, m_idx, m_val)
         for t in range(T):
@@ -396,7 +422,7 @@ def marginals(theta, seq_offsets, ubase, bbase, L, sparse, bstart, nz_ptr, nz_id
 
 
 @njit(cache=True)
-def viterbi_sequence(theta, ubase, bbase, s, e, L, U, delta, back, W, out, o):
+def viterbi_sequence(theta, ubase, uval, bbase, s, e, L, U, delta, back, W, out, o):
     """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s];
     returns its score. Work space: U, delta float64 (>= T, L), back int64 (>= T, L),
     W float64 (L*L,). The one Viterbi of the package (the perceptron calls it too).
@@ -405,7 +431,7 @@ def viterbi_sequence(theta, ubase, bbase, s, e, L, U, delta, back, W, out, o):
     if T <= 0:
         return 0.0
     L2 = L * L
-    unary_scores(theta, ubase, s, e, L, U)
+    unary_scores(theta, ubase, uval, s, e, L, U)
     for y in range(L):
         delta[0, y] = U[0, y]
     for t in range(1, T):
@@ -435,19 +461,19 @@ def viterbi_sequence(theta, ubase, bbase, s, e, L, U, delta, back, W, out, o):
 
 
 @njit(cache=True, parallel=True)
-def viterbi(theta, seq_offsets, ubase, bbase, L, out, best):
+def viterbi(theta, seq_offsets, ubase, uval, bbase, L, out, best):
     """Most probable label sequences: out int64 (n_tokens,), best float64 (n_seq,) its score.
     The parallel loop only calls the per-sequence kernel (a small parfor body also
     compiles several times faster)."""
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
-        best[i] = viterbi_sequence(theta, ubase, bbase, s, s + T, L, np.empty((T, L)), np.empty((T, L)),
+        best[i] = viterbi_sequence(theta, ubase, uval, bbase, s, s + T, L, np.empty((T, L)), np.empty((T, L)),
                                    np.empty((T, L), dtype=np.int64), np.empty(L * L), out, s)
 
 
 @njit(cache=True)
-def nbest_sequence(theta, ubase, bbase, s, e, L, N, out, scores):
+def nbest_sequence(theta, ubase, uval, bbase, s, e, L, N, out, scores):
     """The N best labelings of the tokens s..e-1 (list Viterbi): out[s:e, n] and
     scores[n] (float64 (N,)) for the n-th best path; nothing for an empty sequence."""
     T = e - s
@@ -455,7 +481,7 @@ def nbest_sequence(theta, ubase, bbase, s, e, L, N, out, scores):
         return
     L2 = L * L
     U = np.empty((T, L))
-    unary_scores(theta, ubase, s, e, L, U)
+    unary_scores(theta, ubase, uval, s, e, L, U)
     delta = np.full((T, L, N), _NEG_INF)
     bstate = np.zeros((T, L, N), dtype=np.int64)
     brank = np.zeros((T, L, N), dtype=np.int64)
@@ -494,11 +520,11 @@ def nbest_sequence(theta, ubase, bbase, s, e, L, N, out, scores):
 
 
 @njit(cache=True, parallel=True)
-def nbest_viterbi(theta, seq_offsets, ubase, bbase, L, N, out, scores):
+def nbest_viterbi(theta, seq_offsets, ubase, uval, bbase, L, N, out, scores):
     """The N best label sequences: out int64 (n_tokens, N) labels of the n-th best
     path; scores float64 (n_seq, N) (-inf where fewer than N paths exist, e.g. L**T < N)."""
     for i in prange(len(seq_offsets) - 1):
-        nbest_sequence(theta, ubase, bbase, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
+        nbest_sequence(theta, ubase, uval, bbase, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
 
 
 @njit(cache=True)

@@ -164,10 +164,15 @@ def _concatenated(paths) -> list[str]:
     return lines
 
 
-def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):
-    """Decode one batch with the estimator and write it as `label` output."""
+def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats, placeholder=None):
+    """Decode one batch with the estimator and write it as `label` output; with a
+    ``placeholder`` (--force), the gold column holds the forced labels."""
+    forced = None
+    if placeholder is not None:
+        forced = [[None if lab == placeholder else lab for lab in labs] for labs in gold]
+        gold = None
     line = 0
-    for i, ranked in enumerate(crf.decode(X, nbest_n, posterior=post, scores=score)):
+    for i, ranked in enumerate(crf.decode(X, nbest_n, posterior=post, scores=score, forced=forced)):
         T = len(X[i])
         for r, (labs, lp, probs) in enumerate(ranked):
             if score:
@@ -198,15 +203,27 @@ def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats):
 @click.option("--post", is_flag=True, help="Posterior decoding (max marginal per token) instead of Viterbi.")
 @click.option("--nbest", "nbest_n", type=click.IntRange(1, MAX_NBEST), default=1, show_default=True,
               help="Output the N best labellings.")
+@click.option("--force", is_flag=True,
+              help="Forced decoding (Wapiti's --force): IN's last column holds a label the path must keep, "
+                   "or the --unlabelled placeholder where the label is free.")
+@click.option("--unlabelled", default="?", show_default=True, metavar="STR",
+              help="With --force: the last-column value of a position whose label is free.")
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
 @click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
-def label(model_path, check, no_label, score, post, nbest_n, threads, infile, outfile):
+def label(model_path, check, no_label, score, post, nbest_n, force, unlabelled, threads, infile, outfile):
     """Label IN (column file; '-' = stdin) into OUT: every token line followed by a
     tab and the predicted label; a blank line after each sequence.
 
     If IN has one column more than the training observations, that last column is
     taken as the gold label (kept in the output, so `label` then `eval` scores it).
+
+    With --force that last column is required and holds, at each token, a label the
+    output must keep, or the placeholder (--unlabelled, default '?') where the label is
+    free: Viterbi and --nbest then give the best paths among the label sequences that
+    agree with every given label (as Wapiti's --force, which restricts the lattice the
+    same way). Wapiti leaves any label it does not know free; here a label that is
+    neither one of the model's nor the placeholder is an error naming its line.
     """
     from .data import DataError, iter_sequences, open_text
     from .model import CRF, ModelError
@@ -215,6 +232,8 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
         raise click.UsageError("--post and --nbest are exclusive")
     if check and no_label:
         raise click.UsageError("--check and --no-label are exclusive")
+    if force and (check or no_label or post):
+        raise click.UsageError("--force is exclusive with --check, --no-label and --post")
     # before any work: OUT is never one of the inputs, can be written, and is replaced
     # only once labelling succeeded
     check_output(outfile, [infile, model_path])
@@ -224,6 +243,8 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
         raise _fail(exc) from None
     crf.set_params(threads=threads)
     n_obs = crf.space_.n_columns
+    if force and unlabelled in crf.space_.label_index:
+        raise click.UsageError(f"--unlabelled {unlabelled!r} is one of the model's labels: choose another placeholder")
     stats = [0, 0, 0, 0]
     import contextlib
 
@@ -256,16 +277,27 @@ def label(model_path, check, no_label, score, post, nbest_n, threads, infile, ou
                                         f"observation column(s) (+1 optional gold label)")
                     if check and not has_gold:
                         raise DataError(f"{infile}:{start}: --check needs the gold label as an extra last column")
+                    if force and not has_gold:
+                        raise DataError(f"{infile}:{start}: --force needs the labels (or the placeholder "
+                                        f"{unlabelled!r}) as an extra last column")
                 if has_gold:
                     X.append([r[:-1] for r in rows])
                     G.append([r[-1] for r in rows])
+                    if force:
+                        known = crf.space_.label_index
+                        for t, r in enumerate(rows):
+                            if r[-1] != unlabelled and r[-1] not in known:
+                                raise DataError(f"{infile}:{start + t}: forced label {r[-1]!r} is not one of the "
+                                                f"model's {len(known)} labels (free positions: {unlabelled!r})")
                 else:
                     X.append(rows)
                 if len(X) >= BATCH:
-                    _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
+                    _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats,
+                                 unlabelled if force else None)
                     X, G, raw[:] = [], [], []
             if X:
-                _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats)
+                _label_batch(crf, X, G if has_gold else None, raw, out, post, score, nbest_n, stats,
+                             unlabelled if force else None)
         except (DataError, ValueError) as exc:
             raise _fail(exc) from None
         if out is sys.stdout:
@@ -308,7 +340,10 @@ def eval_(per_label, infile):
 @click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def dump(model_path, outfile):
     """Write the non-zero features of MODEL as text: observation, previous label
-    ('#' for unigram features), label, weight (tab-separated)."""
+    ('#' for unigram features), label, weight (tab-separated): the state features
+    (``state_features_``: attribute, label), the label transitions (``transition_features_``,
+    written as the observation B of the pure transition pattern, several such patterns
+    summed), then label pairs conditioned on an observation (Wapiti's bigram patterns)."""
     import contextlib
 
     from suffixlm.io import atomic_write, write_error_message
@@ -324,8 +359,12 @@ def dump(model_path, outfile):
         with contextlib.ExitStack() as stack:
             out = sys.stdout if outfile == "-" else stack.enter_context(
                 atomic_write(outfile, binary=False, inputs=[model_path]))
-            for obs, prev, lab, w in crf.space_.describe(crf.theta_):
-                out.write(f"{obs}\t{'#' if prev is None else prev}\t{lab}\t{w:.9g}\n")
+            for (obs, lab), w in crf.state_features_.items():
+                out.write(f"{obs}\t#\t{lab}\t{w:.9g}\n")
+            for (prev, lab), w in crf.transition_features_.items():
+                out.write(f"B\t{prev}\t{lab}\t{w:.9g}\n")
+            for (obs, prev, lab), w in crf.transition_state_features_.items():
+                out.write(f"{obs}\t{prev}\t{lab}\t{w:.9g}\n")
     except OSError as exc:
         raise click.ClickException(write_error_message(outfile, exc)) from None
 

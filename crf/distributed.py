@@ -42,7 +42,8 @@ def split_shards(data: EncodedCorpus, n_shards: int) -> list[EncodedCorpus]:
         out.append(EncodedCorpus(np.ascontiguousarray(data.seq_offsets[a:b + 1] - s),
                                  np.ascontiguousarray(data.unigram_base[s:e]),
                                  np.ascontiguousarray(data.bigram_base[s:e]),
-                                 np.ascontiguousarray(data.labels[s:e])))
+                                 np.ascontiguousarray(data.labels[s:e]),
+                                 np.ascontiguousarray(data.unigram_value[s:e] if data.valued else data.unigram_value)))
     return out
 
 
@@ -62,8 +63,9 @@ def _shard_loss_gradient(theta, shard: EncodedCorpus, n_labels, sparse, bigram_s
     chunks = np.array([0, shard.n_sequences], dtype=np.int64)
     G = np.empty((1, theta.shape[0]))
     errors = np.zeros((1, 2), dtype=np.int64)
-    loss = K.loss_gradient(theta, shard.seq_offsets, shard.unigram_base, shard.bigram_base, shard.labels,
-                           np.int64(n_labels), sparse, np.int64(bigram_start), nz_ptr, nz_idx, chunks, G, errors)
+    loss = K.loss_gradient(theta, shard.seq_offsets, shard.unigram_base, shard.unigram_value, shard.bigram_base,
+                           shard.labels, np.int64(n_labels), sparse, np.int64(bigram_start), nz_ptr, nz_idx, chunks,
+                           G, errors)
     return float(loss), G[0], errors[0]
 
 

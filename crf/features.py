@@ -40,12 +40,31 @@ class EncodedCorpus:
     bigram_base: int64 (n_tokens, n_bigram_patterns) likewise for bigram blocks
         (row 0 of each sequence is ignored: no previous label there).
     labels: int64 (n_tokens,) gold label ids, -1 when absent or unseen in training.
+    unigram_value: float64 (n_tokens, n_unigram_columns) value of each unigram feature
+        (real-valued features, :mod:`crf.dicts`), or an empty (0, n_unigram_columns)
+        array (the default): every value is 1, as for pattern observations.
     """
 
     seq_offsets: np.ndarray
     unigram_base: np.ndarray
     bigram_base: np.ndarray
     labels: np.ndarray
+    unigram_value: np.ndarray | None = None
+
+    def __post_init__(self):
+        k = self.unigram_base.shape[1]
+        if self.unigram_value is None:
+            self.unigram_value = np.empty((0, k))
+        v = self.unigram_value
+        # the kernels read uval[t, j] for every base they read: same shape, or no rows
+        if v.dtype != np.float64 or v.ndim != 2 or v.shape[1] != k or v.shape[0] not in (0, self.unigram_base.shape[0]):
+            raise ValueError(f"unigram_value: float64 {v.dtype} array of shape {v.shape}, expected "
+                             f"(0 or {self.unigram_base.shape[0]}, {k})")
+
+    @property
+    def valued(self) -> bool:
+        """Whether the unigram features carry values (else every value is 1)."""
+        return self.unigram_value.shape[0] > 0
 
     @property
     def n_sequences(self) -> int:
@@ -83,8 +102,15 @@ class FeatureSpace:
         self.labels = list(labels)
         self.n_columns = n_columns
         self.label_index = {lab: i for i, lab in enumerate(self.labels)}
-        self.obs_index = {s: i for i, s in enumerate(observations)}
+        self._obs_index = None
         self._layout()
+
+    @property
+    def obs_index(self) -> dict[str, int]:
+        """Observation string -> id, made on first use (training does not need it)."""
+        if self._obs_index is None:
+            self._obs_index = {s: i for i, s in enumerate(self.observations)}
+        return self._obs_index
 
     def _layout(self) -> None:
         L = len(self.labels)
@@ -130,11 +156,20 @@ class FeatureSpace:
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
         obs_ids = [rank[ids] for ids in obs_ids]
-        strings = list(index)
         kinds = np.zeros(len(index), dtype=np.int8)
         for p, ids in zip(patterns, obs_ids):
             kinds[ids] |= p.kind
-        space = cls(patterns, [strings[i] for i in order], kinds, list(labels), n_cols)
+        # the distinct strings were made among millions of short-lived ones: copy them
+        # out (one joined string, then slices) so that the allocator's pages holding the
+        # short-lived ones empty and go back to the system (~55 MB on CoNLL-2000)
+        strings = list(index)
+        strs = distinct = local = index = None
+        joined = "".join([strings[i] for i in order])
+        ends = np.cumsum([len(strings[i]) for i in order]).tolist()
+        strings = None
+        observations = [joined[a:b] for a, b in zip([0] + ends[:-1], ends)]
+        joined = None
+        space = cls(patterns, observations, kinds, list(labels), n_cols)
         return space, space._encode_ids(obs_ids, lengths, gold)
 
     def encode(self, X, y=None, name: str = "<input>") -> EncodedCorpus:

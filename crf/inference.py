@@ -6,12 +6,17 @@ float64 parameter vector of a :class:`crf.features.FeatureSpace`.
 
 from __future__ import annotations
 
+import ctypes
+
+import numba
 import numpy as np
 
+from . import _forced_kernels as F
+from . import _gradient_kernels as G
 from . import _inference_kernels as K
 from .features import EncodedCorpus, FeatureSpace
 
-__all__ = ["Objective", "forward_backward_marginals", "viterbi", "nbest", "choose_sparse"]
+__all__ = ["Objective", "forward_backward_marginals", "viterbi", "nbest", "choose_sparse", "forced_label_ids"]
 
 SPARSE_DENSITY = 0.25
 """``recursion="auto"`` uses the sparse recursion when at most this fraction of the
@@ -40,24 +45,42 @@ def choose_sparse(theta: np.ndarray, space: FeatureSpace, recursion: str = "auto
     return size == 0 or np.count_nonzero(theta[space.bigram_start:]) <= SPARSE_DENSITY * size
 
 
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere): the millions of short-lived strings of feature extraction leave freed
+    but mapped pages behind, which would count in the resident size of the whole
+    training run."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _sparse_args(theta, space, sparse):
     if sparse:
         return _nonzeros(theta, space)
     return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
 
 
+BATCH_BYTES = 1 << 20
+"""Byte budget of the gradient's per-batch token rows (phase 1 -> phase 2, ``_gradient_kernels``)."""
+
+
+
 class Objective:
     """Negative conditional log-likelihood of an encoded corpus, parallel over sequences.
 
-    ``value_and_gradient(theta)`` returns ``(loss, grad)`` with grad float64
-    (n_params,) owned by this object and overwritten by the next call.
-    ``value_and_gradient_parts(theta)`` returns ``(loss, parts)`` with parts float64
-    (n_chunks, n_params) whose column sums are the gradient (what the solvers use:
-    they sum the per-thread buffers in their own next pass).
+    ``value_and_gradient(theta, out=None)`` returns ``(loss, grad)``: the gradient is
+    written into ``out`` (float64 (n_params,)) when given, else into a buffer owned by
+    this object and overwritten by the next call. The result is the same bits for any
+    number of threads, and the memory does not grow with it (``_gradient_kernels``:
+    batch buffers of ``BATCH_BYTES``). ``value_and_gradient_parts(theta, out=None)`` gives the gradient
+    as a (1, n_params) view (the protocol of the distributed objective). ``n_chunks`` is
+    accepted for compatibility and unused.
     """
 
     def __init__(self, space: FeatureSpace, data: EncodedCorpus, n_chunks: int = 2,
-                 recursion: str = "auto"):
+                 recursion: str = "auto", batch_bytes: int = BATCH_BYTES):
         if data.n_sequences == 0:
             raise ValueError("no training sequence")
         if (data.labels < 0).any():
@@ -65,38 +88,92 @@ class Objective:
         self.space = space
         self.data = data
         self.recursion = recursion
-        n_chunks = max(1, min(n_chunks, data.n_sequences))
-        # balance the chunks by tokens
-        cum = data.seq_offsets[1:]
-        targets = np.arange(1, n_chunks) * (data.n_tokens / n_chunks)
-        inner = np.searchsorted(cum, targets) + 1
-        self.chunks = np.unique(np.concatenate([[0], inner, [data.n_sequences]])).astype(np.int64)
-        self.G = np.empty((len(self.chunks) - 1, space.n_params))
-        self.errors = np.zeros((len(self.chunks) - 1, 2), dtype=np.int64)
         self.last_sparse = False
+        if data.unigram_base.dtype == np.int64 and space.n_params < 2**31:
+            # narrowed in place (the caller's corpus too): half the memory of the encoded
+            # corpus; every kernel takes int32 or int64 offsets
+            data.unigram_base = data.unigram_base.astype(np.int32)
+        L = space.n_labels
+        L2 = L * L
+        n_seq = data.n_sequences
+        self.uniform = np.zeros(n_seq, dtype=np.bool_)
+        self.brow_start = np.zeros(n_seq + 1, dtype=np.int64)
+        G.bigram_rows(data.seq_offsets, data.bigram_base, self.uniform, self.brow_start)
+        n_uobs, n_bobs = space.n_unigram_obs, space.n_bigram_obs
+        occ_ptr = np.zeros(n_uobs + n_bobs + 1, dtype=np.int64)
+        G.occurrence_counts(data.seq_offsets, data.unigram_base, data.bigram_base, self.uniform, np.int64(L),
+                            np.int64(space.bigram_start), np.int64(n_uobs), occ_ptr)
+        # phase 2's work per observation (its occurrences times its block size), cumulated
+        work = np.diff(occ_ptr).astype(np.float64) + 1.0
+        del occ_ptr
+        work[:n_uobs] *= L
+        work[n_uobs:] *= L2
+        self._work = np.cumsum(work).astype(np.float32)  # for balancing only
+        del work
+        self._units: dict[int, np.ndarray] = {}
+        # batches of whole sequences whose rows fit the budget
+        lengths = np.diff(data.seq_offsets)
+        cost = (lengths * L + np.diff(self.brow_start) * L2) * 8
+        cum = np.cumsum(cost)
+        bounds = [0]
+        while bounds[-1] < n_seq:
+            base = cum[bounds[-1] - 1] if bounds[-1] else 0
+            nxt = int(np.searchsorted(cum, base + batch_bytes, side="right"))
+            bounds.append(min(n_seq, max(nxt, bounds[-1] + 1)))
+        self.batches = np.asarray(bounds, dtype=np.int64)
+        tok = data.seq_offsets[self.batches]
+        rows = self.brow_start[self.batches]
+        self.Pu = np.empty((max(1, int(np.diff(tok).max())), L))
+        self.Pb = np.empty((max(1, int(np.diff(rows).max())), L2))
+        self.seq_loss = np.empty(n_seq)
+        self.seq_err = np.zeros(n_seq, dtype=np.int64)
+        self._grad = None
+        release_free_memory()
+
+    def units(self, n_threads: int) -> np.ndarray:
+        """Phase 2's observation ranges for n_threads threads: one range per thread (each
+        thread reads the batch's offsets once), of about equal work, cut at multiples of 8
+        observations (8 unigram blocks are 64 L bytes: no two threads write one cache line
+        of the gradient). The result does not depend on them."""
+        units = self._units.get(n_threads)
+        if units is None:
+            cum = self._work
+            n_obs = len(cum)
+            cuts = np.searchsorted(cum, np.arange(1, n_threads) * (cum[-1] / n_threads)) if n_obs else np.zeros(0)
+            cuts = (cuts.astype(np.int64) // 8) * 8
+            units = self._units[n_threads] = np.unique(np.concatenate([[0], cuts, [n_obs]])).astype(np.int64)
+        return units
 
     @property
     def last_errors(self) -> tuple[float, float]:
         """Token and sequence error (percent) of posterior decoding at the last evaluated point."""
-        te, se = self.errors.sum(axis=0)
+        te = int(self.seq_err.sum())
+        se = int(np.count_nonzero(self.seq_err))
         return 100.0 * te / self.data.n_tokens, 100.0 * se / self.data.n_sequences
 
-    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, parts = self.value_and_gradient_parts(theta)
-        if parts.shape[0] > 1:
-            parts[0] += parts[1:].sum(axis=0)
-        return loss, parts[0]
-
-    def value_and_gradient_parts(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+    def value_and_gradient(self, theta: np.ndarray, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         sp = self.space
         d = self.data
+        if out is None:
+            if self._grad is None:
+                self._grad = np.empty(sp.n_params)
+            out = self._grad
+        if out.shape != (sp.n_params,) or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(f"out: expected a contiguous float64 array of shape ({sp.n_params},)")
         sparse = choose_sparse(theta, sp, self.recursion)
         self.last_sparse = sparse
         nz_ptr, nz_idx = _sparse_args(theta, sp, sparse)
-        loss = K.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.bigram_base, d.labels,
-                               np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr,
-                               nz_idx, self.chunks, self.G, self.errors)
-        return float(loss), self.G
+        n_threads = numba.get_num_threads()
+        loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.labels,
+                               np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr, nz_idx,
+                               self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
+                               self.units(n_threads), np.int64(sp.n_unigram_obs), self.Pu, self.Pb, self.seq_loss,
+                               self.seq_err, out)
+        return float(loss), out
+
+    def value_and_gradient_parts(self, theta: np.ndarray, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        loss, g = self.value_and_gradient(theta, out)
+        return loss, g.reshape(1, -1)
 
 
 def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
@@ -106,27 +183,78 @@ def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: Enc
     nz_ptr, nz_idx = _sparse_args(theta, space, sparse)
     out = np.empty((data.n_tokens, space.n_labels))
     logz = np.empty(data.n_sequences)
-    K.marginals(theta, data.seq_offsets, data.unigram_base, data.bigram_base,
+    K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
                 np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
                 out, logz)
     return out, logz
 
 
-def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, scores)``: int64 (n_tokens,) best label ids, float64 (n_seq,) their scores."""
+def forced_label_ids(space: FeatureSpace, data: EncodedCorpus, forced, name: str = "forced") -> np.ndarray:
+    """The forced labels of every token as ids (int64 (n_tokens,), -1 where free), from
+    one list per sequence of label strings or None (free). ValueError on a label the
+    model does not have or a list of the wrong length (one line naming the position)."""
+    off = data.seq_offsets
+    if len(forced) != data.n_sequences:
+        raise ValueError(f"{name}: {len(forced)} sequences, the input has {data.n_sequences}")
+    out = np.full(data.n_tokens, -1, dtype=np.int64)
+    index = space.label_index
+    for i, labs in enumerate(forced):
+        s, e = int(off[i]), int(off[i + 1])
+        if labs is None:
+            continue
+        if len(labs) != e - s:
+            raise ValueError(f"{name}: sequence {i + 1} has {len(labs)} labels for {e - s} tokens")
+        for t, lab in enumerate(labs):
+            if lab is None:
+                continue
+            k = index.get(lab)
+            if k is None:
+                raise ValueError(f"{name}: sequence {i + 1}, token {t + 1}: label {lab!r} is not one of the "
+                                 f"model's {len(index)} labels")
+            out[s + t] = k
+    return out
+
+
+def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
+            forced: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, scores)``: int64 (n_tokens,) best label ids, float64 (n_seq,) their scores.
+    ``forced``: int64 (n_tokens,) label ids (-1: free) the paths must agree with
+    (:func:`forced_label_ids`; Wapiti's ``--force``)."""
     out = np.empty(data.n_tokens, dtype=np.int64)
     best = np.empty(data.n_sequences)
-    K.viterbi(theta, data.seq_offsets, data.unigram_base, data.bigram_base,
+    if forced is not None:
+        forced = _checked_forced(forced, space, data)
+        F.forced_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
+                         np.int64(space.n_labels), out, best)
+        return out, best
+    K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
               np.int64(space.n_labels), out, best)
     return out, best
 
 
-def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, scores)``: int64 (n_tokens, n) and float64 (n_seq, n); score -inf = no such path."""
+def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int,
+          forced: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, scores)``: int64 (n_tokens, n) and float64 (n_seq, n); score -inf = no such path.
+    ``forced`` as for :func:`viterbi`."""
     if n < 1:
         raise ValueError("n-best needs n >= 1")
     out = np.zeros((data.n_tokens, n), dtype=np.int64)
     scores = np.full((data.n_sequences, n), -np.inf)
-    K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.bigram_base,
+    if forced is not None:
+        forced = _checked_forced(forced, space, data)
+        F.forced_nbest(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
+                       np.int64(space.n_labels), np.int64(n), out, scores)
+        return out, scores
+    K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
                     np.int64(space.n_labels), np.int64(n), out, scores)
     return out, scores
+
+
+def _checked_forced(forced, space, data) -> np.ndarray:
+    """The kernels index labels with it: one int64 per token, each -1 or a label id."""
+    forced = np.ascontiguousarray(forced, dtype=np.int64)
+    if forced.shape != (data.n_tokens,):
+        raise ValueError(f"forced: {forced.shape} labels, expected one per token ({data.n_tokens},)")
+    if forced.size and (forced.min() < -1 or forced.max() >= space.n_labels):
+        raise ValueError(f"forced: label ids must be -1 (free) or 0..{space.n_labels - 1}")
+    return forced

@@ -11,6 +11,10 @@ Model file: a ``.npz`` archive read with ``allow_pickle=False`` holding
     kinds        int8    (n_obs,) 1 unigram | 2 bigram | 3 both
     theta        float64 (n_params,) weights in the layout of crf.features
 
+A model trained on feature dicts or attribute lists (:mod:`crf.dicts`) has the header
+entry ``"input": "dicts"`` (or ``"lists"``), the patterns ``B`` and no columns; column
+models have no ``input`` entry (their files are as before).
+
 Only observations with a non-zero weight are stored (after l1 training this is
 what makes models small).  Files are written and read by ``suffixlm.io``'s
 container (``save_container`` / ``load_container``): atomically, and with every
@@ -131,7 +135,7 @@ def _checked_header(path, meta: dict) -> dict:
     def bad(key, what):
         return ModelError(f"{path}: header entry {key!r}: {what}")
 
-    known = {"format", "version", "labels", "patterns", "n_columns", "params", "n_features", "sha256"}
+    known = {"format", "version", "labels", "patterns", "n_columns", "params", "n_features", "sha256", "input"}
     for key in meta:
         if key not in known:
             raise ModelError(f"{path}: header: unexpected entry {key!r}")
@@ -172,8 +176,14 @@ def _checked_header(path, meta: dict) -> dict:
     n_features = meta.get("n_features")
     if n_features is not None and not (_is_int(n_features) and n_features >= 0):
         raise bad("n_features", f"{n_features!r} is not an integer >= 0")
+    kind = meta.get("input", "columns")
+    if kind not in INPUT_KINDS or kind == "columns" and "input" in meta:
+        raise bad("input", f"{kind!r} is not one of {', '.join(INPUT_KINDS[1:])} (absent: columns)")
+    if kind != "columns" and not (n_columns == 0 and len(patterns) == 1 and patterns[0].kind == 2
+                                  and not patterns[0].commands and patterns[0].text == "B"):
+        raise bad("patterns", f"a model of {kind} has the lone transition pattern 'B' and no columns")
     return {"labels": labels, "patterns": patterns, "n_columns": n_columns, "params": params,
-            "n_features": n_features}
+            "n_features": n_features, "input": kind}
 
 
 def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
@@ -198,6 +208,10 @@ def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
         raise ModelError(f"{path}: obs_blob: an observation appears twice")
     return observations, kinds
 
+
+#: what a model is trained on and labels: token rows of columns (expanded by patterns), or
+#: python-crfsuite's feature dicts or lists of attribute names (:mod:`crf.dicts`)
+INPUT_KINDS = ("columns", "dicts", "lists")
 
 #: Most columns a model file may declare (labelling allocates per column).
 MAX_COLUMNS = 1 << 16
@@ -224,6 +238,18 @@ def _check_score_range(path, theta: np.ndarray, kinds: np.ndarray, L: int, patte
     if n_uni_pat * max_u > 1e300:
         raise ModelError(f"{path}: theta: unigram weights up to {max_u:g} over {n_uni_pat} pattern(s) overflow "
                          "a position's score")
+
+
+def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> None:
+    """Real feature values multiply the weights: refuse values for which a position's
+    score could overflow (a finite sum keeps forward-backward and Viterbi exact)."""
+    if not data.valued or data.unigram_value.size == 0:
+        return
+    max_u = float(np.abs(theta[: space.bigram_start]).max()) if space.bigram_start else 0.0
+    max_v = float(np.abs(data.unigram_value).max())
+    if max_u * max_v * data.unigram_value.shape[1] > 1e300:
+        raise ValueError(f"{name}: feature values up to {max_v:g} times weights up to {max_u:g} overflow a "
+                         "position's score")
 
 
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
@@ -282,7 +308,8 @@ class CRF(ParamsMixin):
 
     Parameters
     ----------
-    patterns : path of a Wapiti/CRF++ pattern file, or a list of pattern lines.
+    patterns : path of a Wapiti/CRF++ pattern file, or a list of pattern lines, for token rows
+        of columns; None for sklearn-crfsuite's feature dicts (:mod:`crf.dicts`).
     algorithm : one of :data:`ALGORITHMS`:
 
         ``"owlqn"``      OWL-QN, l1 / elastic net (default; Andrew & Gao 2007);
@@ -422,17 +449,54 @@ class CRF(ParamsMixin):
             print(msg, file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ training
-    def _check_fit_input(self, X, y, X_dev, y_dev) -> None:
+    def _input_kind(self, X, name="X", fitted=None) -> str:
+        """The kind of X: ``"columns"`` (token rows of column strings, for patterns),
+        ``"dicts"`` (sklearn-crfsuite's feature dicts) or ``"lists"`` (python-crfsuite's
+        lists of attribute names), read from the data and from the model: a token that is a
+        dict makes X feature dicts, lists are columns when there are patterns (``fitted``:
+        the kind the model was trained on, which X must have; None: ``fit``'s rule)."""
+        from .dicts import input_kind
+
+        if not isinstance(X, (list, tuple)):
+            raise TypeError(f"{name} must be a list of sequences")
+        has_dict = any(isinstance(tok, dict) for seq in X if isinstance(seq, (list, tuple)) for tok in seq)
+        columns = self.patterns is not None if fitted is None else fitted == "columns"
+        if columns and not has_dict:
+            return "columns"
+        kind = input_kind(X, name)
+        if fitted is None:
+            if columns:
+                raise ValueError(f"{name} holds feature dicts; patterns= is for token rows of columns: leave "
+                                 "patterns None to train on feature dicts")
+            return kind
+        if kind != fitted:
+            what = {"columns": "token rows of columns (with patterns)", "dicts": "feature dicts",
+                    "lists": "lists of attribute names"}
+            raise ValueError(f"{name}: this model was trained on {what[fitted]}, not on {what[kind]}")
+        return kind
+
+    def _check_fit_input(self, X, y, X_dev, y_dev, kind=None) -> str:
+        """The kind of the training data (``_input_kind``; ``kind``: the one it must have),
+        after checking X, y and the development set."""
         if len(X) == 0:
             raise ValueError("no training sequence")
-        _check_sequences(X, y)
+        kind = self._input_kind(X, "X", kind)
+        if kind == "columns":
+            _check_sequences(X, y)
         if X_dev is not None:
             if y_dev is None:
                 raise ValueError("X_dev needs its labels y_dev")
-            _check_sequences(X_dev, y_dev, "X_dev")
+            self._input_kind(X_dev, "X_dev", kind)
+            if kind == "columns":
+                _check_sequences(X_dev, y_dev, "X_dev")
+        return kind
 
     def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None, client=None) -> "CRF":
-        """Train on sequences X (lists of token rows = lists of column strings) and labels y.
+        """Train on sequences X and labels y (lists of label strings). X: lists of token rows
+        (lists of column strings) expanded by ``patterns``; or, with ``patterns`` None,
+        sklearn-crfsuite's / python-crfsuite's feature dicts (one per token) or lists of
+        attribute names (:mod:`crf.dicts`, ``docs/crf_dicts.md``): what X holds is read from
+        it and kept (``input_kind_``); prediction takes the same kind.
 
         ``checkpoint``: a :class:`suffixlm.checkpoint.Checkpoint`: the solver's state (and
         the stopping rule's, and the training log) is written to it periodically and on a
@@ -456,12 +520,19 @@ class CRF(ParamsMixin):
                                  f"not {self.algorithm!r}")
             if checkpoint is not None:
                 raise ValueError("checkpoints are not supported when training on Dask workers")
-        self._check_fit_input(X, y, X_dev, y_dev)
-        text, patterns = self._pattern_text()
+        kind = self._check_fit_input(X, y, X_dev, y_dev)
         n_threads = self._set_threads()
         t_start = time.perf_counter()
-        space, train = FeatureSpace.build(patterns, X, y, "training data")
-        dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
+        if kind == "columns":
+            text, patterns = self._pattern_text()
+            space, train = FeatureSpace.build(patterns, X, y, "training data")
+            dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
+        else:
+            from . import dicts
+
+            space, train = dicts.build(X, y, "X")
+            text = dicts.TRANSITION + "\n"
+            dev = dicts.encode(space, X_dev, y_dev, "X_dev") if X_dev is not None else None
         self._log(f"* {len(X)} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
@@ -470,6 +541,7 @@ class CRF(ParamsMixin):
         self._log(f"* stopped after {result.n_iter} iterations ({result.reason}), "
                   f"{time.perf_counter() - t_start:.2f}s")
         self._set_fitted(space, result, log, text)
+        self.input_kind_ = kind
         return self
 
     def grow(self, X, y, rounds=None, X_dev=None, y_dev=None) -> "CRF":
@@ -488,7 +560,9 @@ class CRF(ParamsMixin):
         from .train.proximal import grow, rounds_by_depth
 
         self._rho1()
-        self._check_fit_input(X, y, X_dev, y_dev)
+        if getattr(self, "input_kind_", "columns") != "columns":
+            raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
+        self._check_fit_input(X, y, X_dev, y_dev, "columns")
         if rounds is None:
             round_patterns = rounds_by_depth(self._pattern_text()[1])
         else:
@@ -520,6 +594,7 @@ class CRF(ParamsMixin):
         self._log(f"* {len(growth)} rounds, {time.perf_counter() - t_start:.2f}s")
         text = "".join(p.text + "\n" for p in space.patterns)
         self._set_fitted(space, last["result"], log, text)
+        self.input_kind_ = "columns"
         self.growth_log_ = growth
         return self
 
@@ -542,7 +617,10 @@ class CRF(ParamsMixin):
         from suffixlm.checkpoint import content_digest
 
         def encoded(d):
-            return None if d is None else content_digest(d.seq_offsets, d.unigram_base, d.bigram_base, d.labels)
+            if d is None:
+                return None
+            parts = (d.seq_offsets, d.unigram_base, d.bigram_base, d.labels)
+            return content_digest(*parts, d.unigram_value) if d.valued else content_digest(*parts)
 
         data = content_digest([p.text for p in space.patterns], space.labels, space.observations, space.kinds,
                               int(space.n_columns), encoded(train))
@@ -697,6 +775,14 @@ class CRF(ParamsMixin):
     def encode(self, X, y=None, name: str = "<input>") -> EncodedCorpus:
         """Encode sequences with the fitted feature space (for the low-level inference API)."""
         self._fitted()
+        label = "X" if name == "<input>" else name
+        kind = self._input_kind(X, label, getattr(self, "input_kind_", "columns"))
+        if kind != "columns":
+            from . import dicts
+
+            data = dicts.encode(self.space_, X, y, label)
+            _check_value_range(label, self.theta_, self.space_, data)
+            return data
         _check_sequences(X, y)
         if X and X[0] and len(X[0][0]) != self.space_.n_columns:
             raise ValueError(f"{name}: the model expects {self.space_.n_columns} observation column(s), "
@@ -707,7 +793,7 @@ class CRF(ParamsMixin):
         off = data.seq_offsets
         return [flat[off[i]: off[i + 1]] for i in range(data.n_sequences)]
 
-    def decode(self, X, n: int = 1, posterior: bool = False, scores: bool = False):
+    def decode(self, X, n: int = 1, posterior: bool = False, scores: bool = False, forced=None):
         """The one decoding behind :meth:`predict`, :meth:`predict_nbest` and ``crf label``.
 
         For each sequence of X, a list of up to ``n`` labellings, best first (fewer when
@@ -715,25 +801,30 @@ class CRF(ParamsMixin):
         n best paths (list Viterbi), or with ``posterior`` the label of highest marginal
         at each token (n must be 1). With ``scores``, log_prob is log p(labels | x) and,
         for posterior decoding, token_probs the chosen labels' marginals; else both None.
+        ``forced``: per sequence, a list of labels or None (free) the paths must agree with
+        (Wapiti's ``--force``; Viterbi and n-best only).
         """
-        from .inference import forward_backward_marginals, nbest, viterbi
+        from .inference import forced_label_ids, forward_backward_marginals, nbest, viterbi
 
         if n < 1:
             raise ValueError(f"n = {n}: expected >= 1")
         if posterior and n > 1:
             raise ValueError("posterior decoding gives one labelling (n = 1)")
+        if posterior and forced is not None:
+            raise ValueError("forced labels work with Viterbi and n-best decoding, not posterior decoding")
         self._set_threads()
         data = self.encode(X)
         sp, theta = self.space_, self.theta_
+        forced = None if forced is None else forced_label_ids(sp, data, forced)
         marg = logz = path_scores = None
         if posterior or scores:
             marg, logz = forward_backward_marginals(theta, sp, data, self.recursion)
         if posterior:
             paths = marg.argmax(axis=1)[:, None]
         elif n > 1:
-            paths, path_scores = nbest(theta, sp, data, n)
+            paths, path_scores = nbest(theta, sp, data, n, forced)
         else:
-            best, sc = viterbi(theta, sp, data)
+            best, sc = viterbi(theta, sp, data, forced)
             paths, path_scores = best[:, None], sc[:, None]
         labels = sp.labels
         off = data.seq_offsets
@@ -770,9 +861,9 @@ class CRF(ParamsMixin):
             raise ValueError("score: no tokens to score")
         return sum(a == b for p, t in zip(pred, y) for a, b in zip(p, t)) / total
 
-    def predict(self, X) -> list[list[str]]:
-        """Viterbi label sequences."""
-        return [d[0][0] for d in self.decode(X)]
+    def predict(self, X, forced=None) -> list[list[str]]:
+        """Viterbi label sequences (``forced``: see :meth:`decode`)."""
+        return [d[0][0] for d in self.decode(X, forced=forced)]
 
     def predict_marginals(self, X) -> list[list[dict[str, float]]]:
         """Posterior marginals: for each token a dict label -> probability."""
@@ -808,6 +899,9 @@ class CRF(ParamsMixin):
                        "stopwin": self.stopwin, "history": self.history, "seed": self.seed},
             "n_features": int(self.n_features_),
         }
+        kind = getattr(self, "input_kind_", "columns")
+        if kind != "columns":  # column models' files stay as they were
+            meta["input"] = kind
         meta["sha256"] = _digest({"format": FORMAT_NAME, "version": FORMAT_VERSION, **meta}, arrays)
         save_container(path, arrays, meta, FORMAT_NAME, FORMAT_VERSION, meta_key="meta", inputs=inputs)
 
@@ -852,7 +946,13 @@ class CRF(ParamsMixin):
             raise ModelError(f"{path}: header entry 'patterns': a version-1 model whose patterns use %t/%m regular "
                              f"expressions or @ positions, which meant Python's re and 0-based rows when it was "
                              f"written and mean Wapiti's dialect now: train the model again")
+        if h["input"] != "columns":
+            other = [o for o, k in zip(observations, kinds) if k & 2 and o != "B"]
+            if other:
+                raise ModelError(f"{path}: obs_blob: bigram observation {other[0]!r} in a model of {h['input']}, "
+                                 "whose only bigram observation is the transition 'B'")
         space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"])
+        model.input_kind_ = h["input"]
         model.space_ = space
         model.theta_ = np.ascontiguousarray(theta, dtype=np.float64)
         model.pattern_text_ = meta["patterns"]

@@ -90,6 +90,67 @@ def worker_ours(args) -> dict:
     return fit_ours(args, X, y, Xt, yt)[0]
 
 
+def _status_mb() -> dict:
+    """Resident set now (and its anonymous / file-backed parts) and its peak, MB."""
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key = line.split(":")[0]
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+                out[key] = int(line.split()[1]) / 1024
+    return out
+
+
+def worker_memory(args) -> dict:
+    """Where the bytes of ``CRF().fit`` go: resident size at the phase boundaries of the
+    same steps (imports, data, feature extraction, objective, solver) and the sizes of
+    the arrays held, measured in this process (Linux /proc/self/status)."""
+    marks = [("python + numpy", _status_mb())]
+    import numba
+    import numpy as np
+
+    from crf.inference import Objective
+    from crf.patterns import read_patterns
+    from crf.train import _vector_kernels as V
+    from crf.train.owlqn import owlqn
+
+    V.dot(np.ones(2), np.ones(2))  # numba and LLVM loaded, a first kernel mapped
+    marks.append(("+ numba, crf, first kernel loaded", _status_mb()))
+    X, y, Xt, yt = _data(Path(args.shared))
+    marks.append(("+ train and test data (Python lists)", _status_mb()))
+    if args.threads:
+        numba.set_num_threads(args.threads)
+    from crf.features import FeatureSpace
+
+    _, patterns = read_patterns(args.patterns)
+    space, train = FeatureSpace.build(patterns, X, y)
+    marks.append(("+ feature space and encoded corpus", _status_mb()))
+    obj = Objective(space, train)  # narrows the offsets to int32, returns freed heap pages
+    marks.append(("+ objective (batch buffers), heap trimmed", _status_mb()))
+    peak = {"rss": 0.0}
+
+    def callback(info, x):
+        st = _status_mb()
+        if st["VmRSS"] > peak["rss"]:
+            peak.update(rss=st["VmRSS"], at=info.n_iter, status=st)
+        return info.n_iter >= args.memory_iterations
+
+    res = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=0.5, rho2=1e-4, callback=callback)
+    marks.append((f"+ OWL-QN, largest over {res.n_iter} iterations (at iteration {peak['at']})", peak["status"]))
+    n = space.n_params
+    held = {
+        "weights n_params": n,
+        "one float64 weight-sized vector (MB)": 8 * n / 2**20,
+        "solver float64 vectors (x, smooth gradient at x and at the trial point) (MB)": 3 * 8 * n / 2**20,
+        "L-BFGS y pairs, float32 (m, n) (MB)": 4 * 5 * n / 2**20,
+        "encoded corpus: unigram offsets (MB)": train.unigram_base.nbytes / 2**20,
+        "objective arrays (MB)": sum(v.nbytes for v in vars(obj).values() if isinstance(v, np.ndarray)) / 2**20,
+    }
+    return {"marks": [(name, st) for name, st in marks], "held": held, "threads": numba.get_num_threads(),
+            "f1": 0.0, "token_accuracy": 0.0, "train_seconds": 0.0, "iterations": res.n_iter,
+            "active_features": 0, "label_seconds": 0.0}
+
+
 def _attributes(patterns, X):
     from crf.patterns import UNIGRAM, expand_patterns
 
@@ -307,10 +368,11 @@ def header_lines(title: str, report: dict, runs: int) -> list[str]:
     ]
 
 
-def timing_note(warmup_s: float) -> str:
+def timing_note(warmup_s: float, threads: int | None = None) -> str:
     return ("Train wall for ours includes feature extraction from the parsed columns; "
             "CRFsuite's first train row is `Trainer.append` + `train` only, the second adds the Python "
-            "attribute generation (the same pattern expansion code). Ours uses 2 threads, CRFsuite 1 "
+            "attribute generation (the same pattern expansion code). "
+            f"Ours uses {threads or 'all the (2)'} thread{'' if threads == 1 else 's'}, CRFsuite 1 "
             "(hence the CPU-time row). The numba kernels were compiled/loaded in an untimed warm-up "
             f"process first ({warmup_s:.1f} s).")
 
@@ -322,11 +384,14 @@ def crfsuite_setting(args) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(ap, "conll2000", "chunk.pat", "conll2000", ["ours", "crfsuite"])
+    add_arguments(ap, "conll2000", "chunk.pat", "conll2000", ["ours", "crfsuite", "memory"])
+    ap.add_argument("--memory-iterations", type=int, default=12,
+                    help="OWL-QN iterations of the memory breakdown (the pairs fill in 5)")
+    ap.add_argument("--no-breakdown", action="store_true", help="skip the memory breakdown run")
     args = ap.parse_args()
     resolve_shared(args, "conll2000")
     if args.worker:
-        worker_main(args, worker_ours if args.worker == "ours" else worker_crfsuite)
+        worker_main(args, {"ours": worker_ours, "crfsuite": worker_crfsuite, "memory": worker_memory}[args.worker])
         return
 
     warmup_s = warm_up_process(args)
@@ -337,6 +402,8 @@ def main() -> None:
             runs[kind].append(res)
             print_run(r, kind, res)
 
+    breakdown = None if args.no_breakdown else run_worker(
+        "memory", args, extra=["--memory-iterations", str(args.memory_iterations)])
     summary, ratios = summarise(runs, n_test_tokens=47377)
     report = provenance("CoNLL-2000 chunking, train.txt -> test.txt")
     report.update({
@@ -344,7 +411,8 @@ def main() -> None:
         "settings": {"ours": "CRF() defaults: OWL-QN, rho1=0.5, rho2=1e-4, stop when the objective improves by < 2 % over 5 iterations",
                      "crfsuite": crfsuite_setting(args)},
         "warmup_seconds_numba_compile_or_cache_load": warmup_s,
-        "runs": runs, "median": summary, "ratios": ratios,
+        "runs": runs, "median": summary, "ratios": ratios, "threads": args.threads,
+        "memory_breakdown": breakdown,
     })
     Path(args.out + ".json").write_text(json.dumps(report, indent=2) + "\n")
     rows = comparison_rows(summary["ours"], summary["crfsuite"], ratios)
@@ -355,7 +423,20 @@ def main() -> None:
         "| | suffixlm crf | CRFsuite | ratio / difference |",
         "|---|---|---|---|",
     ] + [f"| {a} | {b} | {c_} | {d} |" for a, b, c_, d in rows]
-    lines += ["", timing_note(warmup_s)]
+    lines += ["", timing_note(warmup_s, args.threads)]
+    if breakdown is not None:
+        lines += ["", "## Where the bytes go", "",
+                  f"One more process (`--worker memory`, {breakdown['threads']} threads) runs the steps of "
+                  "`CRF().fit` one by one and reads /proc/self/status after each (resident MB; the "
+                  "file-backed part is mostly the shared libraries numba and LLVM map):", "",
+                  "| after | resident (MB) | step (MB) | anonymous | file-backed |", "|---|---|---|---|---|"]
+        prev = 0.0
+        for name, st in breakdown["marks"]:
+            lines.append(f"| {name} | {st['VmRSS']:.0f} | {st['VmRSS'] - prev:+.0f} | {st['RssAnon']:.0f} | "
+                         f"{st['RssFile']:.0f} |")
+            prev = st["VmRSS"]
+        lines += ["", "Arrays held: " + "; ".join(f"{k} {v:,.1f}" if isinstance(v, float) else f"{k} {v:,}"
+                                                  for k, v in breakdown["held"].items()) + "."]
     Path(args.out + ".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

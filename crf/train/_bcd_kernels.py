@@ -45,15 +45,15 @@ def block_sequences(seq_offsets, blk_ptr, blocks, obs_of_block_rank, L, bstart, 
 
 
 @njit(cache=True)
-def _bcd_block_loss(w, seq_offsets, ubase, bbase, labels, seqs, L, ws):
+def _bcd_block_loss(w, seq_offsets, ubase, uval, bbase, labels, seqs, L, ws):
     tot = 0.0
     for i in seqs:
-        tot += sequence_loss(w, ubase, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+        tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot
 
 
 @njit(cache=True)
-def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, bbase, labels, L, rho1,
+def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, bbase, labels, L, rho1,
              rho2, kappa, counts):
     """One pass of block coordinate descent (Sokolovska et al. 2010; Lavergne et al.
     section 3.4, eq. 10-11) over the observations in ``order``.
@@ -79,6 +79,7 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, bbase, 
     h = np.empty(size)
     old = np.empty(size)
     changed = 0
+    valued = uval.shape[0] > 0
     for oo in range(order.shape[0]):
         o = order[oo]
         seqs = obs_seq[obs_ptr[o]:obs_ptr[o + 1]]
@@ -92,15 +93,15 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, bbase, 
         for i in seqs:
             s = seq_offsets[i]
             e = seq_offsets[i + 1]
-            f_old += sequence_loss(w, ubase, bbase, labels, s, e, L, ws)
+            f_old += sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
             counts[0] += 1
             for t in range(e - s):
                 if ub >= 0:
                     c = 0.0
                     for j in range(ubase.shape[1]):
                         if ubase[s + t, j] == ub:
-                            c += 1.0
-                    if c > 0.0:
+                            c += uval[s + t, j] if valued else 1.0
+                    if c != 0.0:  # the feature value at t (values may be negative)
                         for y in range(L):
                             p = alpha[t, y] * beta[t, y]
                             g[y] += c * p
@@ -146,7 +147,7 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, bbase, 
                 pen_new += rho1 * abs(v) + 0.5 * rho2 * v * v
             if not moved:
                 break
-            f_new = _bcd_block_loss(w, seq_offsets, ubase, bbase, labels, seqs, L, ws)
+            f_new = _bcd_block_loss(w, seq_offsets, ubase, uval, bbase, labels, seqs, L, ws)
             counts[0] += seqs.shape[0]
             if f_new + pen_new <= f_old + pen_old:
                 changed += 1

@@ -10,12 +10,14 @@ from ._sequence_kernels import longest_sequence
 
 
 @njit(cache=True)
-def _perceptron_add(w, wa, c, ubase, bbase, s, t, L, y, yprev, v):
+def _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, y, yprev, v):
+    valued = uval.shape[0] > 0
     for j in range(ubase.shape[1]):
         b = ubase[s + t, j]
         if b >= 0:
-            w[b + y] += v
-            wa[b + y] += c * v
+            x = v * uval[s + t, j] if valued else v
+            w[b + y] += x
+            wa[b + y] += c * x
     if t > 0:
         k = yprev * L + y
         for j in range(bbase.shape[1]):
@@ -26,7 +28,7 @@ def _perceptron_add(w, wa, c, ubase, bbase, s, t, L, y, yprev, v):
 
 
 @njit(cache=True)
-def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
+def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c0):
     """One pass of the structured perceptron (Collins 2002) over ``order``.
 
     For sequence i (the c-th example seen, c = c0 + 1, c0 + 2, ...): Viterbi at w;
@@ -48,7 +50,7 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
         c += 1.0
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        K.viterbi_sequence(w, ubase, bbase, s, e, L, U, delta, back, W, pred, 0)
+        K.viterbi_sequence(w, ubase, uval, bbase, s, e, L, U, delta, back, W, pred, 0)
         wrong = False
         for t in range(e - s):
             if pred[t] != labels[s + t]:
@@ -62,6 +64,6 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, bbase, labels, L, c0):
             gp = labels[s + t - 1] if t > 0 else 0
             pprev = pred[t - 1] if t > 0 else 0
             if yg != yp or (t > 0 and gp != pprev):
-                _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yg, gp, 1.0)
-                _perceptron_add(w, wa, c, ubase, bbase, s, t, L, yp, pprev, -1.0)
+                _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, yg, gp, 1.0)
+                _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, yp, pprev, -1.0)
     return mistakes

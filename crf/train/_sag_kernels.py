@@ -65,7 +65,7 @@ def seed(s):
 
 
 @njit(cache=True)
-def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, blk_ptr, blocks, L,
+def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L,
              bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, tsum, size, nus, state,
              counts):
     """n iterations of SAG (Schmidt et al., Algorithm 1) with stored marginals.
@@ -96,6 +96,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
     alpha, beta = ws.alpha, ws.beta
     L2 = L * L
     pp = np.empty(L2)
+    valued = uval.shape[0] > 0
     m = state[0]
     Lg = state[1]
     A[0] = 1.0
@@ -120,7 +121,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
                 if lj != k:
                     w[j] = (Ak / A[lj]) * w[j] - d[j] * Ak * (Sk - Sacc[lj])
                     last[j] = k
-        fi = sequence_loss(w, ubase, bbase, labels, s, e, L, ws)
+        fi = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
         counts[0] += 1
         f_store[i] = fi
         if visited[i] == 0:
@@ -128,7 +129,8 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
                 _tree_update(tsum, size, i, tsum[1] / m if m > 0 else 1.0)
             visited[i] = 1
             m += 1.0
-        # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold
+        # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold (each times the
+        # feature's value v, constant per token: the stored marginals need no values)
         for t in range(e - s):
             yg = labels[s + t]
             for y in range(L):
@@ -138,12 +140,13 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
                 for j in range(ubase.shape[1]):
                     b = ubase[s + t, j]
                     if b >= 0:
-                        d[b + y] += diff
-                        g[b + y] += p
+                        v = uval[s + t, j] if valued else 1.0
+                        d[b + y] += v * diff
+                        g[b + y] += v * p
             for j in range(ubase.shape[1]):
                 b = ubase[s + t, j]
                 if b >= 0:
-                    g[b + yg] -= 1.0
+                    g[b + yg] -= uval[s + t, j] if valued else 1.0
         pf = pair_first[i]
         npair = pair_first[i + 1] - pf
         plo = hi - npair
@@ -180,7 +183,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, bbase, labels, b
                     b = blocks[r]
                     for j in range(b, b + block_size(b, bstart, L)):
                         w[j] -= g[j] / Lcur
-                f_new = sequence_loss(w, ubase, bbase, labels, s, e, L, ws)
+                f_new = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
                 counts[1] += 1
                 c = 0
                 for r in range(lo, hi):

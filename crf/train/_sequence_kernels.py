@@ -9,6 +9,7 @@ Arrays, as in ``crf.features.EncodedCorpus``:
     w            float64 (n_params,) weights, read by the kernels as theta
     seq_offsets  int64 (n_seq + 1,)
     ubase        int64 (n_tokens, n_unigram_patterns)   theta offset of (., x) or -1
+    uval         float64 (n_tokens, n_unigram_patterns) feature values, or (0, .): all 1
     bbase        int64 (n_tokens, n_bigram_patterns)    theta offset of (., ., x) or -1
     labels       int64 (n_tokens,) gold label ids
 
@@ -117,22 +118,22 @@ def workspace(maxT, L):
 
 
 @njit(cache=True)
-def forward_backward(w, ubase, bbase, s, e, L, ws):
+def forward_backward(w, ubase, uval, bbase, s, e, L, ws):
     """The core's scaled forward-backward (dense recursion) on [s, e); returns log Z.
 
     The solvers change w between sequences, so the transition matrix cached in
     psi[0] from an earlier call is never reused (psi_of[0] = -1).
     """
     ws.psi_of[0] = -1
-    return K._forward_backward(w, ubase, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU, ws.alpha,
+    return K._forward_backward(w, ubase, uval, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU, ws.alpha,
                                ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr, ws.m_idx,
                                ws.m_val)
 
 
 @njit(cache=True)
-def sequence_loss(w, ubase, bbase, labels, s, e, L, ws):
+def sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws):
     """-log p(y|x) of sequence [s, e)."""
-    logz = forward_backward(w, ubase, bbase, s, e, L, ws)
+    logz = forward_backward(w, ubase, uval, bbase, s, e, L, ws)
     return logz - K._gold_score(w, ws.U, bbase, labels, s, e, L)
 
 
@@ -143,23 +144,24 @@ def pairwise(t, L, ws, pp):
 
 
 @njit(cache=True)
-def add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g):
+def add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g):
     """g += gradient of -log p(y|x) (model expectations - gold counts), after _forward_backward."""
+    none = np.empty(0)
     for t in range(e - s):
         yg = labels[s + t]
         for y in range(L):
             ws.tmp[y] = ws.alpha[t, y] * ws.beta[t, y]
-        K.add_expectation(g, ubase[s + t], ws.tmp, yg)
+        K.add_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), ws.tmp, yg)
         if t > 0:
             pairwise(t, L, ws, pp)
-            K.add_expectation(g, bbase[s + t], pp, labels[s + t - 1] * L + yg)
+            K.add_expectation(g, bbase[s + t], none, pp, labels[s + t - 1] * L + yg)
 
 
 @njit(cache=True)
-def total_loss(w, seq_offsets, ubase, bbase, labels, L):
+def total_loss(w, seq_offsets, ubase, uval, bbase, labels, L):
     """sum_i -log p(y_i|x_i, w) over all sequences (sequential; for checks and benchmarks)."""
     ws = workspace(longest_sequence(seq_offsets), L)
     tot = 0.0
     for i in range(len(seq_offsets) - 1):
-        tot += sequence_loss(w, ubase, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+        tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot

@@ -20,7 +20,7 @@ def _clip(w, q, j, u):
 
 
 @njit(cache=True)
-def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, bbase, labels, blk_ptr, blocks,
+def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks,
                  L, bstart, rho1_n, rho2_n, state):
     """One pass of SGD with the cumulative l1 penalty over the sequences in ``order``.
 
@@ -58,8 +58,8 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, bbase, labels,
                     lastc[b] = c
                     for j in range(b, b + block_size(b, bstart, L)):
                         w[j] *= f
-        total += sequence_loss(w, ubase, bbase, labels, s, e, L, ws)
-        add_gradient(ubase, bbase, labels, s, e, L, ws, pp, g)
+        total += sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
+        add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g)
         for r in range(lo, hi):
             b = blocks[r]
             for j in range(b, b + block_size(b, bstart, L)):

@@ -167,3 +167,232 @@ def axpy_scale_constrain(alpha, x, q, c, pseudo_grad):
         q[i] = v
         acc += v * pseudo_grad[i]
     return acc
+
+
+# ---------------------------------------------------------------- OWL-QN without pseudo-gradient vectors
+# The pseudo-gradient is a function of x and the smooth gradient, computed where it is
+# read (the same bits as storing it); the L-BFGS steps s are stored sparse (x moves only
+# where the direction is non-zero, a small part of the features under l1).
+
+
+@njit(cache=True, inline="always")
+def _pseudo(xi, gi, rho1):
+    """Orthant-wise pseudo-gradient of smooth + rho1 |x|_1 at one coordinate (Andrew & Gao 2007, eq. 4)."""
+    if xi > 0.0:
+        return gi + rho1
+    if xi < 0.0:
+        return gi - rho1
+    if gi + rho1 < 0.0:
+        return gi + rho1
+    if gi - rho1 > 0.0:
+        return gi - rho1
+    return 0.0
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
+    """:func:`penalised_pair` without the pseudo-gradient vector: smooth_grad = column sum of
+    grad_parts + rho2 x (smooth_grad may be grad_parts[0] itself: each element is read
+    before it is written); returns (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y)."""
+    l1 = 0.0
+    l2 = 0.0
+    pg2 = 0.0
+    sy = 0.0
+    yy = 0.0
+    nnz = 0
+    n_parts = grad_parts.shape[0]
+    for i in prange(x.shape[0]):
+        xi = x[i]
+        gi = rho2 * xi
+        for p in range(n_parts):
+            gi += grad_parts[p, i]
+        smooth_grad[i] = gi
+        l2 += xi * xi
+        if xi != 0.0:
+            l1 += abs(xi)
+            nnz += 1
+        pgi = _pseudo(xi, gi, rho1)
+        pg2 += pgi * pgi
+        s[i] = xi - x_old[i]
+        y[i] = gi - sg_old[i]
+        si = np.float64(s[i])
+        yi = np.float64(y[i])
+        sy += si * yi
+        yy += yi * yi
+    return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, sy, yy
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def pseudo_copy(x, sg, rho1, pseudo, out, negate):
+    """out = pg (or -pg with ``negate``), pg = pseudo-gradient of (x, sg) if ``pseudo`` else sg."""
+    for i in prange(out.shape[0]):
+        v = _pseudo(x[i], sg[i], rho1) if pseudo else sg[i]
+        out[i] = -v if negate else v
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def pseudo_dot(x, sg, rho1, pseudo, q):
+    """pg . q."""
+    acc = 0.0
+    for i in prange(q.shape[0]):
+        v = _pseudo(x[i], sg[i], rho1) if pseudo else sg[i]
+        acc += v * q[i]
+    return acc
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def pseudo_constrain(d, x, sg, rho1, pseudo):
+    """Zero the components of d that do not descend (d * pg >= 0); returns pg . d."""
+    acc = 0.0
+    for i in prange(d.shape[0]):
+        v = _pseudo(x[i], sg[i], rho1) if pseudo else sg[i]
+        if d[i] * v >= 0.0:
+            d[i] = 0.0
+        else:
+            acc += d[i] * v
+    return acc
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def scale_constrain(q, c, x, sg, rho1, pseudo, constrain):
+    """q *= c, then (``constrain``) OWL-QN's sign constraint; returns pg . q."""
+    acc = 0.0
+    for i in prange(q.shape[0]):
+        v = c * q[i]
+        g = _pseudo(x[i], sg[i], rho1) if pseudo else sg[i]
+        if constrain and v * g >= 0.0:
+            v = 0.0
+        q[i] = v
+        acc += v * g
+    return acc
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def pseudo_orthant_step(x, d, step, sg, rho1, project, out):
+    """:func:`orthant_step` with the pseudo-gradient computed from (x, sg)."""
+    acc = 0.0
+    for i in prange(x.shape[0]):
+        xi = x[i]
+        pgi = _pseudo(xi, sg[i], rho1)
+        v = xi + step * d[i]
+        if project:
+            orth = xi if xi != 0.0 else -pgi
+            if v * orth <= 0.0:
+                v = 0.0
+        out[i] = v
+        acc += pgi * (v - xi)
+    return acc
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def axpy_dense_dot(alpha, x, q, z):
+    """q += alpha * x; returns z . q (x, z dense; z may be float32)."""
+    acc = 0.0
+    for i in prange(q.shape[0]):
+        v = q[i] + alpha * x[i]
+        q[i] = v
+        acc += z[i] * v
+    return acc
+
+
+@njit(cache=True, fastmath=_FAST)
+def sparse_dot(idx, val, q):
+    """sum_k val[k] q[idx[k]] (a sparse float32 vector against a dense one)."""
+    acc = 0.0
+    for k in range(idx.shape[0]):
+        acc += np.float64(val[k]) * q[idx[k]]
+    return acc
+
+
+@njit(cache=True, fastmath=_FAST)
+def sparse_axpy(alpha, idx, val, q):
+    """q[idx[k]] += alpha * val[k]."""
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        q[i] = q[i] + alpha * np.float64(val[k])
+
+
+@njit(cache=True)
+def compress(dense, idx, val):
+    """Write the non-zeros of dense (float32) into idx / val (sized by np.count_nonzero)."""
+    n = 0
+    for i in range(dense.shape[0]):
+        v = dense[i]
+        if v != 0.0:
+            idx[n] = i
+            val[n] = v
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def compress64(dense, idx, val):
+    """Write the non-zeros of dense (float64) into idx / val (sized by np.count_nonzero)."""
+    n = 0
+    for i in range(dense.shape[0]):
+        v = dense[i]
+        if v != 0.0:
+            idx[n] = i
+            val[n] = v
+            n += 1
+    return n
+
+
+@njit(cache=True, fastmath=_FAST)
+def sparse_orthant_step(x, idx, d_val, x_save, step, sg, rho1, project):
+    """:func:`pseudo_orthant_step` in place for a direction non-zero only at idx: x[idx[k]] =
+    x_save[k] + step * d_val[k], projected on the orthant of x_save (sign of -pg where it is
+    0); x elsewhere is unchanged (a zero component of d moves nothing). Returns pg . (x' - x)."""
+    acc = 0.0
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        xi = x_save[k]
+        pgi = _pseudo(xi, sg[i], rho1)
+        v = xi + step * d_val[k]
+        if project:
+            orth = xi if xi != 0.0 else -pgi
+            if v * orth <= 0.0:
+                v = 0.0
+        x[i] = v
+        acc += pgi * (v - xi)
+    return acc
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def smooth_gradient_y(x, grad_parts, rho1, rho2, smooth_grad, sg_old, y):
+    """:func:`smooth_pair` without s: smooth_grad = column sum of grad_parts + rho2 x (in place
+    when it is grad_parts[0]), y = smooth_grad - sg_old (float32; sg_old may be smooth_grad
+    itself); returns (penalty, non-zeros, ||pg||^2, ||x||^2, y.y)."""
+    l1 = 0.0
+    l2 = 0.0
+    pg2 = 0.0
+    yy = 0.0
+    nnz = 0
+    n_parts = grad_parts.shape[0]
+    for i in prange(x.shape[0]):
+        xi = x[i]
+        gi = rho2 * xi
+        for p in range(n_parts):
+            gi += grad_parts[p, i]
+        smooth_grad[i] = gi
+        yi = gi - sg_old[i]
+        l2 += xi * xi
+        if xi != 0.0:
+            l1 += abs(xi)
+            nnz += 1
+        pgi = _pseudo(xi, gi, rho1)
+        pg2 += pgi * pgi
+        y[i] = yi
+        y64 = np.float64(y[i])
+        yy += y64 * y64
+    return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, yy
+
+
+@njit(cache=True, fastmath=_FAST)
+def sparse_step_pair(x, idx, x_save, y, s_val):
+    """s_val[k] = x[idx[k]] - x_save[k] (float32): the step where x moved; returns s.y."""
+    sy = 0.0
+    for k in range(idx.shape[0]):
+        s_val[k] = x[idx[k]] - x_save[k]
+        sy += np.float64(s_val[k]) * np.float64(y[idx[k]])
+    return sy

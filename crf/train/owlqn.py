@@ -9,6 +9,7 @@ f(x') <= f(x) + gamma * pg . (x' - x).  With rho1 = 0 this is plain L-BFGS.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,11 +24,16 @@ from .lbfgs import LbfgsHistory
 
 __all__ = ["owlqn", "lbfgs", "IterationInfo", "OptimizeResult", "OwlqnState"]
 
+SPARSE_DIRECTION = 0.25
+"""A direction with at most this fraction of non-zeros is kept as (index, value) pairs and
+the trial point made in x itself (beyond it, two more dense vectors are worth it)."""
+
 
 @dataclass
 class OwlqnState:
     """Where :func:`owlqn` stands at the end of an iteration (:mod:`suffixlm.solvers.state`):
-    the iterate x float64 (n,), the L-BFGS memory (pairs s, y float32 (m, n), rho float64
+    the iterate x float64 (n,), the L-BFGS memory (pairs s, y float32 (m, n) (s may be the
+    solver's sparse rows, :class:`crf.train.lbfgs.SparsePairs`), rho float64
     (m,), gamma, count of pairs held, head: the next slot), iterations, evaluations and
     history. The gradients at x are evaluated again when the solver goes on."""
 
@@ -45,7 +51,8 @@ class OwlqnState:
     NAME = "owlqn"
 
     def to_arrays(self) -> tuple[dict, dict]:
-        return ({"x": self.x, "s": self.s, "y": self.y, "rho": self.rho},
+        # s may be the solver's sparse rows (lbfgs.SparsePairs): stored dense
+        return ({"x": self.x, "s": np.asarray(self.s, dtype=np.float32), "y": self.y, "rho": self.rho},
                 {"gamma": float(self.gamma), "count": int(self.count), "head": int(self.head),
                  "n_iter": int(self.n_iter), "n_evals": int(self.n_evals), "history": S.history_to_json(self.history)})
 
@@ -65,6 +72,14 @@ class OwlqnState:
                    S.number(meta, "n_evals", integer=True, low=0), history)
 
 
+def _takes_out(fun) -> bool:
+    """Whether fun accepts ``out=`` (the gradient written into a vector the caller gives)."""
+    try:
+        return "out" in inspect.signature(fun).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def owlqn(
     fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
     x0: np.ndarray,
@@ -82,8 +97,10 @@ def owlqn(
     """Minimise ``fun(x) + rho1*|x|_1 + rho2/2*||x||^2``.
 
     fun(x) -> (value, gradient) of the smooth data term; the gradient may be a
-    float64 (n_parts, n) array whose column sums are the gradient (per-thread
-    buffers), and fun may reuse it between calls (it is consumed at once).  ``callback(info, x)`` returning
+    float64 (n_parts, n) array whose column sums are the gradient, and fun may
+    reuse it between calls (it is consumed at once). A fun with an ``out``
+    parameter (``fun(x, out=g)``, e.g. :meth:`crf.inference.Objective.value_and_gradient`)
+    writes the gradient into the solver's own vector: no copy is kept.  ``callback(info, x)`` returning
     True stops the run.  Stops also when ||pg|| / max(||x||, 1) <= gtol (Wapiti's
     test), when an iteration decreases the objective by less than
     ftol * max(|f|, 1) (no progress left at machine precision), after
@@ -99,73 +116,117 @@ def owlqn(
         raise ValueError(f"the state holds {state.s.shape[0]} L-BFGS pairs, history = {history}")
     n = x0.shape[0] if state is None else state.x.shape[0]
     x = np.array(x0 if state is None else state.x, dtype=np.float64)
-    x_new = np.empty(n)
+    # Weight-sized float64 vectors: x, the smooth gradients at x and at the trial point
+    # (a fun taking ``out`` writes the data gradient into the latter itself), and, only
+    # for a dense direction, d and x_new. The pseudo-gradient is computed from (x, sg)
+    # where it is read. Under l1 the direction is sparse (non-zero only where the
+    # pseudo-gradient is): it is kept as (index, value) pairs, the trial point is made
+    # in x itself (the moved components saved, put back if the step is refused) and the
+    # step s is stored sparse in the L-BFGS memory.
     sg = np.empty(n)  # smooth gradient at x
-    sg_new = np.empty(n)
-    pg = np.empty(n)
-    pg_new = np.empty(n)
-    d = np.empty(n)
+    sg_new = np.empty(n)  # at the trial point; the direction's work vector in between
+    x_new = d = None
     mem = LbfgsHistory(n, history)
     project = rho1 > 0
+    in_place = _takes_out(fun)
+    itype = np.int32 if n < 2**31 else np.int64
+    no_idx = np.zeros(0, dtype=itype)
 
-    def evaluate(xx, sg_out, pg_out, x_old, sg_old, slot=None):
-        """f(xx) with its smooth and pseudo gradients; also writes the L-BFGS pair
-        (xx - x_old, sg_out - sg_old) into the next history slot (see commit), or into
-        ``slot``."""
-        val, grad = fun(xx)
-        if grad.ndim == 1:
-            grad = grad.reshape(1, -1)
-        s_slot, y_slot = mem.slot() if slot is None else slot
-        pen, nnz, pg2, x2, sy, yy = V.penalised_pair(xx, grad, rho1, rho2, sg_out, pg_out, x_old, sg_old,
-                                                     s_slot, y_slot)
+    def gradient(xx, sg_out):
+        if in_place:
+            val, grad = fun(xx, out=sg_out)
+        else:
+            val, grad = fun(xx)
+        return val, (grad.reshape(1, -1) if grad.ndim == 1 else grad)
+
+    def evaluate(xx, sg_out, x_old, sg_old):
+        """f(xx) with its smooth gradient (dense step from x_old); also writes the L-BFGS
+        pair (xx - x_old, sg_out - sg_old) into the next history slot (see commit)."""
+        val, grad = gradient(xx, sg_out)
+        s_slot, y_slot = mem.slot()
+        pen, nnz, pg2, x2, sy, yy = V.smooth_pair(xx, grad, rho1, rho2, sg_out, x_old, sg_old, s_slot, y_slot)
         pair[0], pair[1] = sy, yy
         return val + pen, nnz, pg2, x2
 
-    pair = [0.0, 0.0]
+    def evaluate_sparse(xx, sg_out, sg_old, idx, x_save, s_val, y_slot):
+        """f(xx) with its smooth gradient, xx having moved from x_save at idx only: y into
+        y_slot, s into s_val (float32 (len(idx),))."""
+        val, grad = gradient(xx, sg_out)
+        pen, nnz, pg2, x2, yy = V.smooth_gradient_y(xx, grad, rho1, rho2, sg_out, sg_old, y_slot)
+        pair[0], pair[1] = V.sparse_step_pair(xx, idx, x_save, y_slot, s_val), yy
+        return val + pen, nnz, pg2, x2
 
+    pair = [0.0, 0.0]
+    y_scratch = mem.y[mem.head] if state is None else np.empty(n, dtype=np.float32)
+    # the gradients at x (again, the same bits, on resume): no step, y = 0 in an unused slot
+    f, nnz, pg2, x2 = evaluate_sparse(x, sg, sg, no_idx, np.zeros(0), np.zeros(0, dtype=np.float32), y_scratch)
+    del y_scratch
     if state is None:
-        f, nnz, pg2, x2 = evaluate(x, sg, pg, x, sg)  # no previous point: the slot gets zeros, unused
         evals = 1
         infos: list[IterationInfo] = []
         it = 0
     else:
-        mem.s[...], mem.y[...], mem.rho[...] = state.s, state.y, state.rho
-        mem.gamma, mem.count, mem.head = state.gamma, state.count, state.head
-        # the gradients at x again (the same bits), the held pairs left as they are
-        scratch = (np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32))
-        f, nnz, pg2, x2 = evaluate(x, sg, pg, x, sg, scratch)
+        mem.set_pairs(state.s, state.y, state.rho, state.gamma, state.count, state.head)
         evals, infos, it = state.n_evals, list(state.history), state.n_iter
     clock = Clock.after(infos)
     reason = "max_iter"
     while max_iter is None or it < max_iter:
-        gd = mem.direction(pg, d, constrain=project)
+        if not project and d is None:
+            x_new, d = np.empty(n), np.empty(n)
+        q = sg_new if project else d
+        gd = mem.direction(sg, q, constrain=project, x=x, rho1=rho1)
         if not gd < 0:  # not a descent direction: restart from steepest descent
             mem.count = 0
-            np.negative(pg, out=d)
+            V.pseudo_copy(x, sg, rho1, True, q, True)
             gd = -pg2
             if gd == 0:
                 reason = "zero gradient"
                 break
+        mem.release_slot()
         step = 1.0
         if mem.count == 0:
             step = 1.0 / math.sqrt(-gd)
+        sparse = False
+        if project:
+            nnz_d = int(np.count_nonzero(q))
+            sparse = nnz_d <= SPARSE_DIRECTION * n
+            if sparse:
+                d_idx = np.empty(nnz_d, dtype=itype)
+                d_val = np.empty(nnz_d)
+                V.compress64(q, d_idx, d_val)
+                x_save = x[d_idx]
+                s_val = np.empty(nnz_d, dtype=np.float32)
+            else:
+                if d is None:
+                    x_new, d = np.empty(n), np.empty(n)
+                d[:] = q
         ok = False
         for _ in range(max_linesearch):
-            dirderiv = V.orthant_step(x, d, step, pg, project, x_new)
-            f_new, nnz_new, pg2_new, x2_new = evaluate(x_new, sg_new, pg_new, x, sg)
+            if sparse:
+                dirderiv = V.sparse_orthant_step(x, d_idx, d_val, x_save, step, sg, rho1, project)
+                f_new, nnz_new, pg2_new, x2_new = evaluate_sparse(x, sg_new, sg, d_idx, x_save, s_val,
+                                                                  mem.y[mem.head])
+            else:
+                dirderiv = V.pseudo_orthant_step(x, d, step, sg, rho1, project, x_new)
+                f_new, nnz_new, pg2_new, x2_new = evaluate(x_new, sg_new, x, sg)
             evals += 1
             if f_new <= f + 1e-4 * dirderiv:
                 ok = True
                 break
+            if sparse:
+                x[d_idx] = x_save
             step *= 0.5
         if not ok:
             reason = "line search failed"
             break
         progress = f - f_new
-        mem.commit(pair[0], pair[1])
-        x, x_new = x_new, x
+        if sparse:
+            mem.commit_sparse(d_idx, s_val, pair[0], pair[1])
+            d_idx = d_val = x_save = s_val = None
+        else:
+            mem.commit(pair[0], pair[1])
+            x, x_new = x_new, x
         sg, sg_new = sg_new, sg
-        pg, pg_new = pg_new, pg
         f, nnz, pg2, x2 = f_new, nnz_new, pg2_new, x2_new
         it += 1
         info = clock.record(infos, it, f, step=step, n_evals=evals, active=int(nnz))

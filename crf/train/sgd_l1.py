@@ -123,7 +123,7 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
         loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                               data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
+                               data.unigram_value, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                                np.int64(space.bigram_start), rho1 / n, rho2 / n, kernel_state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
         info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))

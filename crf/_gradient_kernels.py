@@ -1,0 +1,241 @@
+"""Loss and gradient of the CRF negative log-likelihood in memory flat in the thread count
+(Lavergne et al. 2010, section 4: model expectations minus empirical counts).
+
+The gradient is made in two phases per batch of whole sequences:
+
+1. in parallel over the sequences: forward-backward, then one row per token of
+   unigram marginals minus the gold indicator (``Pu``, float64 (batch tokens, L)) and
+   rows of label-pair marginals minus the gold pair (``Pb``, float64 (batch rows, L*L)):
+   one row per position t >= 1, or a single row summed over the sequence when every
+   position of it has the same bigram observations (``uniform``: e.g. the lone ``B``
+   pattern), scattered once per sequence;
+2. in parallel over disjoint ranges of observations (``units``, balanced by their
+   occurrence counts): each thread reads the batch's base offsets (a few MB, shared
+   in cache by the threads) and adds the rows of the occurrences in its range to their
+   blocks g[b : b + L] (or L*L), in corpus order.
+
+Every block is summed by one thread in a fixed order, so the gradient (and the loss,
+summed over sequences in order) is the same bits for any number of threads; memory is
+the batch buffers (a fixed byte budget) and g itself (the caller's): no index, no
+per-thread copy of the gradient.
+Array arguments as in ``_inference_kernels``; ``uval`` empty means every value is 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._inference_kernels import _FAST, _forward_backward, _gold_score, _same_bigram_row, fb_workspace, pair_marginals
+
+
+@njit(cache=True)
+def bigram_rows(seq_offsets, bbase, uniform, brow_start):
+    """uniform[i] (bool): sequence i has T > 1 and the same bigram row at every t >= 1;
+    brow_start (n_seq + 1,): first row of sequence i in the bigram row numbering
+    (0 rows without bigram patterns or T < 2, 1 row when uniform, else T)."""
+    nb = bbase.shape[1]
+    brow_start[0] = 0
+    for i in range(len(seq_offsets) - 1):
+        s = seq_offsets[i]
+        T = seq_offsets[i + 1] - s
+        u = nb > 0 and T > 1
+        if u:
+            for t in range(2, T):
+                if not _same_bigram_row(bbase, s + t, s + t - 1):
+                    u = False
+                    break
+        uniform[i] = u
+        n = 0
+        if nb > 0 and T > 1:
+            n = 1 if u else T
+        brow_start[i + 1] = brow_start[i] + n
+
+
+@njit(cache=True)
+def occurrence_counts(seq_offsets, ubase, bbase, uniform, L, bstart, n_uobs, occ_ptr):
+    """occ_ptr (n_uobs + n_bobs + 1,): cumulative occurrence counts of the observations
+    (unigram ones, then bigram ones; a uniform sequence's bigram row counts once)."""
+    L2 = L * L
+    nu = ubase.shape[1]
+    nb = bbase.shape[1]
+    for o in range(occ_ptr.shape[0]):
+        occ_ptr[o] = 0
+    for i in range(len(seq_offsets) - 1):
+        s = seq_offsets[i]
+        e = seq_offsets[i + 1]
+        for t in range(s, e):
+            for j in range(nu):
+                b = ubase[t, j]
+                if b >= 0:
+                    occ_ptr[b // L + 1] += 1
+        last = s + 2 if uniform[i] else e
+        for t in range(s + 1, last):
+            for j in range(nb):
+                b = bbase[t, j]
+                if b >= 0:
+                    occ_ptr[n_uobs + (b - bstart) // L2 + 1] += 1
+    for o in range(1, occ_ptr.shape[0]):
+        occ_ptr[o] += occ_ptr[o - 1]
+
+
+@njit(cache=True, fastmath=_FAST)
+def _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx, uniform,
+                   brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err):
+    """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows."""
+    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = ws
+    L2 = L * L
+    s = seq_offsets[i]
+    e = seq_offsets[i + 1]
+    T = e - s
+    if T <= 0:
+        seq_loss[i] = 0.0
+        seq_err[i] = 0
+        return
+    logz = _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                             U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val)
+    seq_loss[i] = logz - _gold_score(theta, U, bbase, labels, s, e, L)
+    errs = 0
+    for t in range(T):
+        best = 0
+        r = s + t - tok0
+        for y in range(L):
+            p = alpha[t, y] * beta[t, y]
+            Pu[r, y] = p
+            if p > Pu[r, best]:
+                best = y
+        yg = labels[s + t]
+        if best != yg:
+            errs += 1
+        Pu[r, yg] -= 1.0
+    seq_err[i] = errs
+    if brow_start[i + 1] == brow_start[i]:
+        return
+    rb = brow_start[i] - brow0
+    if uniform[i]:
+        row = Pb[rb]
+        for k in range(L2):
+            row[k] = 0.0
+        if not sparse:
+            # one transition matrix for the whole sequence: sum_t alpha[t-1] (x) v_t, times Psi once
+            for t in range(1, T):
+                pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, row, True)
+            P = psi[psi_of[1]]
+            for k in range(L2):
+                row[k] *= P[k]
+        else:
+            for t in range(1, T):
+                pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, pp, False)
+                for q in range(m_ptr[t], m_ptr[t + 1]):
+                    k = m_idx[q]
+                    pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+                for k in range(L2):
+                    row[k] += pp[k]
+        for t in range(1, T):
+            row[labels[s + t - 1] * L + labels[s + t]] -= 1.0
+        return
+    for t in range(1, T):
+        row = Pb[rb + t]
+        if sparse:
+            pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, row, False)
+            for q in range(m_ptr[t], m_ptr[t + 1]):
+                k = m_idx[q]
+                row[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+        else:
+            pair_marginals(t, L, eU, alpha, beta, scale, psi[psi_of[t]], tmp, row)
+        row[labels[s + t - 1] * L + labels[s + t]] -= 1.0
+
+
+@njit(cache=True, fastmath=_FAST)
+def _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, o0, o1, s0, s1, tok0, brow0,
+             Pu, Pb, g):
+    """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids) and the
+    batch of sequences s0..s1-1: every occurrence in corpus order adds its row to its block."""
+    L2 = L * L
+    nu = ubase.shape[1]
+    nb = bbase.shape[1]
+    valued = uval.shape[0] > 0
+    lo = o0 * L
+    hi = min(o1, n_uobs) * L
+    if lo < hi:
+        for t in range(seq_offsets[s0], seq_offsets[s1]):
+            r = t - tok0
+            for j in range(nu):
+                b = ubase[t, j]
+                if b >= lo and b < hi:
+                    if valued:
+                        v = uval[t, j]
+                        for y in range(L):
+                            g[b + y] += v * Pu[r, y]
+                    else:
+                        for y in range(L):
+                            g[b + y] += Pu[r, y]
+    if o1 <= n_uobs or nb == 0:
+        return
+    lo = bstart + max(o0 - n_uobs, 0) * L2
+    hi = bstart + (o1 - n_uobs) * L2
+    for i in range(s0, s1):
+        if brow_start[i + 1] == brow_start[i]:
+            continue
+        s = seq_offsets[i]
+        last = s + 2 if uniform[i] else seq_offsets[i + 1]
+        for t in range(s + 1, last):
+            r = brow_start[i] - brow0 + (0 if uniform[i] else t - s)
+            for j in range(nb):
+                b = bbase[t, j]
+                if b >= lo and b < hi:
+                    for k in range(L2):
+                        g[b + k] += Pb[r, k]
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+                  uniform, brow_start, batches, n_groups, units, n_uobs, Pu, Pb, seq_loss, seq_err, g):
+    """Negative log-likelihood (returned) and its gradient, written into g float64 (n_params,).
+
+    uniform bool (n_seq,), brow_start int64 (n_seq + 1,): from :func:`bigram_rows`;
+    batches int64 (n_batches + 1,): sequence boundaries of the batches, each fitting Pu
+    float64 (>= its tokens, L) and Pb float64 (>= its bigram rows, L*L); n_groups: how
+    many parallel groups of sequences phase 1 makes per batch (any value: the result
+    does not depend on it); units int64 (n_units + 1,): the observation ranges of phase
+    2 (unigram observations 0..n_uobs-1, then the bigram ones); seq_loss float64 /
+    seq_err int64 (n_seq,) per-sequence loss and token errors (output).
+    """
+    L2 = L * L
+    n_units = units.shape[0] - 1
+    for u in prange(n_units):
+        for o in range(units[u], units[u + 1]):
+            if o < n_uobs:
+                for y in range(L):
+                    g[o * L + y] = 0.0
+            else:
+                gb = bstart + (o - n_uobs) * L2
+                for k in range(L2):
+                    g[gb + k] = 0.0
+    for bi in range(batches.shape[0] - 1):
+        s0 = batches[bi]
+        s1 = batches[bi + 1]
+        tok0 = seq_offsets[s0]
+        brow0 = brow_start[s0]
+        ns = s1 - s0
+        ng = min(n_groups, ns)
+        for gi in prange(ng):
+            a = s0 + (ns * gi) // ng
+            b = s0 + (ns * (gi + 1)) // ng
+            maxT = 1
+            for i in range(a, b):
+                T = seq_offsets[i + 1] - seq_offsets[i]
+                if T > maxT:
+                    maxT = T
+            ws = fb_workspace(maxT, L, sparse)
+            pp = np.empty(L2)
+            for i in range(a, b):
+                _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+                               uniform, brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err)
+        for u in prange(n_units):
+            _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, units[u],
+                     units[u + 1], s0, s1, tok0, brow0, Pu, Pb, g)
+    loss = 0.0
+    for i in range(seq_loss.shape[0]):
+        loss += seq_loss[i]
+    return loss
