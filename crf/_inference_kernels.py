@@ -422,16 +422,34 @@ def marginals(theta, seq_offsets, ubase, uval, bbase, L, sparse, bstart, nz_ptr,
 
 
 @njit(cache=True)
-def viterbi_sequence(theta, ubase, uval, bbase, s, e, L, U, delta, back, W, out, o):
-    """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s];
-    returns its score. Work space: U, delta float64 (>= T, L), back int64 (>= T, L),
-    W float64 (L*L,). The one Viterbi of the package (the perceptron calls it too).
-    An empty sequence scores 0."""
+def restrict_to_forced(U, forced, s, T, L):
+    """Forced decoding (Wapiti's ``--force``, ``tag_forced`` in its decoder.c): U[t, y] =
+    -inf for every label y other than the forced one at a forced position, so that every
+    arc into or out of another label there is removed and the best paths are the best of
+    the label sequences agreeing with every forced label. ``forced`` int64 (n_tokens,):
+    a label id, or -1 where the label is free; empty: nothing forced."""
+    if forced.shape[0] == 0:
+        return
+    for t in range(T):
+        f = forced[s + t]
+        if f >= 0:
+            for y in range(L):
+                if y != f:
+                    U[t, y] = _NEG_INF
+
+
+@njit(cache=True)
+def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back, W, out, o):
+    """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s]
+    (agreeing with ``forced``: see :func:`restrict_to_forced`); returns its score.
+    Work space: U, delta float64 (>= T, L), back int64 (>= T, L), W float64 (L*L,). The
+    one Viterbi of the package (the perceptron calls it too). An empty sequence scores 0."""
     T = e - s
     if T <= 0:
         return 0.0
     L2 = L * L
     unary_scores(theta, ubase, uval, s, e, L, U)
+    restrict_to_forced(U, forced, s, T, L)
     for y in range(L):
         delta[0, y] = U[0, y]
     for t in range(1, T):
@@ -461,27 +479,30 @@ def viterbi_sequence(theta, ubase, uval, bbase, s, e, L, U, delta, back, W, out,
 
 
 @njit(cache=True, parallel=True)
-def viterbi(theta, seq_offsets, ubase, uval, bbase, L, out, best):
-    """Most probable label sequences: out int64 (n_tokens,), best float64 (n_seq,) its score.
+def viterbi(theta, seq_offsets, ubase, uval, bbase, forced, L, out, best):
+    """Most probable label sequences (agreeing with ``forced``, see
+    :func:`restrict_to_forced`): out int64 (n_tokens,), best float64 (n_seq,) its score.
     The parallel loop only calls the per-sequence kernel (a small parfor body also
     compiles several times faster)."""
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
-        best[i] = viterbi_sequence(theta, ubase, uval, bbase, s, s + T, L, np.empty((T, L)), np.empty((T, L)),
-                                   np.empty((T, L), dtype=np.int64), np.empty(L * L), out, s)
+        best[i] = viterbi_sequence(theta, ubase, uval, bbase, forced, s, s + T, L, np.empty((T, L)),
+                                   np.empty((T, L)), np.empty((T, L), dtype=np.int64), np.empty(L * L), out, s)
 
 
 @njit(cache=True)
-def nbest_sequence(theta, ubase, uval, bbase, s, e, L, N, out, scores):
-    """The N best labelings of the tokens s..e-1 (list Viterbi): out[s:e, n] and
-    scores[n] (float64 (N,)) for the n-th best path; nothing for an empty sequence."""
+def nbest_sequence(theta, ubase, uval, bbase, forced, s, e, L, N, out, scores):
+    """The N best labelings of the tokens s..e-1 (list Viterbi; agreeing with ``forced``,
+    see :func:`restrict_to_forced`): out[s:e, n] and scores[n] (float64 (N,)) for the n-th
+    best path (-inf where fewer exist); nothing for an empty sequence."""
     T = e - s
     if T <= 0:
         return
     L2 = L * L
     U = np.empty((T, L))
     unary_scores(theta, ubase, uval, s, e, L, U)
+    restrict_to_forced(U, forced, s, T, L)
     delta = np.full((T, L, N), _NEG_INF)
     bstate = np.zeros((T, L, N), dtype=np.int64)
     brank = np.zeros((T, L, N), dtype=np.int64)
@@ -520,11 +541,11 @@ def nbest_sequence(theta, ubase, uval, bbase, s, e, L, N, out, scores):
 
 
 @njit(cache=True, parallel=True)
-def nbest_viterbi(theta, seq_offsets, ubase, uval, bbase, L, N, out, scores):
+def nbest_viterbi(theta, seq_offsets, ubase, uval, bbase, forced, L, N, out, scores):
     """The N best label sequences: out int64 (n_tokens, N) labels of the n-th best
     path; scores float64 (n_seq, N) (-inf where fewer than N paths exist, e.g. L**T < N)."""
     for i in prange(len(seq_offsets) - 1):
-        nbest_sequence(theta, ubase, uval, bbase, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
+        nbest_sequence(theta, ubase, uval, bbase, forced, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
 
 
 @njit(cache=True)

@@ -11,7 +11,6 @@ import ctypes
 import numba
 import numpy as np
 
-from . import _forced_kernels as F
 from . import _gradient_kernels as G
 from . import _inference_kernels as K
 from .features import EncodedCorpus, FeatureSpace
@@ -222,12 +221,8 @@ def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
     (:func:`forced_label_ids`; Wapiti's ``--force``)."""
     out = np.empty(data.n_tokens, dtype=np.int64)
     best = np.empty(data.n_sequences)
-    if forced is not None:
-        forced = _checked_forced(forced, space, data)
-        F.forced_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
-                         np.int64(space.n_labels), out, best)
-        return out, best
-    K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+    forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
+    K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
               np.int64(space.n_labels), out, best)
     return out, best
 
@@ -240,14 +235,13 @@ def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int,
         raise ValueError("n-best needs n >= 1")
     out = np.zeros((data.n_tokens, n), dtype=np.int64)
     scores = np.full((data.n_sequences, n), -np.inf)
-    if forced is not None:
-        forced = _checked_forced(forced, space, data)
-        F.forced_nbest(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
-                       np.int64(space.n_labels), np.int64(n), out, scores)
-        return out, scores
-    K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+    forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
+    K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
                     np.int64(space.n_labels), np.int64(n), out, scores)
     return out, scores
+
+
+_NOTHING_FORCED = np.empty(0, dtype=np.int64)
 
 
 def _checked_forced(forced, space, data) -> np.ndarray:

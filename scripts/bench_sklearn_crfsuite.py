@@ -4,7 +4,7 @@ tutorial's feature dicts against sklearn-crfsuite itself, side by side.
 
 Data: ../shared/corpora/conll2002, esp.train (training) and esp.testb (test), columns
 ``word POS NE`` (no -DOCSTART- lines in the Spanish files).  Features: the tutorial's
-``word2features`` (word2features below, verbatim), one dict per token.  Systems:
+``word2features`` (``crf.tutorial``, verbatim), one dict per token.  Systems:
 
 * ``sklearn-crfsuite``: ``sklearn_crfsuite.CRF(algorithm='lbfgs', c1=0.1, c2=0.1,
   max_iterations=100, all_possible_transitions=True)``, the tutorial's settings;
@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from crf.tutorial import sent2features  # noqa: E402
+
 SYSTEMS = ("ours", "sklearn-crfsuite", "ours-defaults")
 SETTINGS = {
     "ours": "crf.CRF(rho1=0.1, rho2=0.2, max_iter=100): OWL-QN, the tutorial's c1=0.1, c2=0.1 "
@@ -48,52 +50,6 @@ SETTINGS = {
     "sklearn-crfsuite": "sklearn_crfsuite.CRF(algorithm='lbfgs', c1=0.1, c2=0.1, max_iterations=100, "
                         "all_possible_transitions=True) (the tutorial's)",
 }
-
-
-# ---------------------------------------------------------------- the tutorial's features
-def word2features(sent, i):
-    word = sent[i][0]
-    postag = sent[i][1]
-    features = {
-        'bias': 1.0,
-        'word.lower()': word.lower(),
-        'word[-3:]': word[-3:],
-        'word[-2:]': word[-2:],
-        'word.isupper()': word.isupper(),
-        'word.istitle()': word.istitle(),
-        'word.isdigit()': word.isdigit(),
-        'postag': postag,
-        'postag[:2]': postag[:2],
-    }
-    if i > 0:
-        word1 = sent[i - 1][0]
-        postag1 = sent[i - 1][1]
-        features.update({
-            '-1:word.lower()': word1.lower(),
-            '-1:word.istitle()': word1.istitle(),
-            '-1:word.isupper()': word1.isupper(),
-            '-1:postag': postag1,
-            '-1:postag[:2]': postag1[:2],
-        })
-    else:
-        features['BOS'] = True
-    if i < len(sent) - 1:
-        word1 = sent[i + 1][0]
-        postag1 = sent[i + 1][1]
-        features.update({
-            '+1:word.lower()': word1.lower(),
-            '+1:word.istitle()': word1.istitle(),
-            '+1:word.isupper()': word1.isupper(),
-            '+1:postag': postag1,
-            '+1:postag[:2]': postag1[:2],
-        })
-    else:
-        features['EOS'] = True
-    return features
-
-
-def sent2features(sent):
-    return [word2features(sent, i) for i in range(len(sent))]
 
 
 def read(path):

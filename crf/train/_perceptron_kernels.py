@@ -43,6 +43,7 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c
     back = np.zeros((maxT, L), dtype=np.int64)
     W = np.empty(L * L)
     pred = np.empty(maxT, dtype=np.int64)
+    free = np.empty(0, dtype=np.int64)  # nothing forced
     mistakes = 0
     c = float(c0)
     for k in range(order.shape[0]):
@@ -50,7 +51,7 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c
         c += 1.0
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        K.viterbi_sequence(w, ubase, uval, bbase, s, e, L, U, delta, back, W, pred, 0)
+        K.viterbi_sequence(w, ubase, uval, bbase, free, s, e, L, U, delta, back, W, pred, 0)
         wrong = False
         for t in range(e - s):
             if pred[t] != labels[s + t]:

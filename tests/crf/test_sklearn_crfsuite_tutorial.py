@@ -14,52 +14,7 @@ import pytest
 from crf import CRF, dicts
 from crf.data import read_sequences
 from crf.evaluate import chunk_scores
-
-
-def word2features(sent, i):
-    """The tutorial's (verbatim but for the line breaks)."""
-    word = sent[i][0]
-    postag = sent[i][1]
-    features = {
-        'bias': 1.0,
-        'word.lower()': word.lower(),
-        'word[-3:]': word[-3:],
-        'word[-2:]': word[-2:],
-        'word.isupper()': word.isupper(),
-        'word.istitle()': word.istitle(),
-        'word.isdigit()': word.isdigit(),
-        'postag': postag,
-        'postag[:2]': postag[:2],
-    }
-    if i > 0:
-        word1 = sent[i - 1][0]
-        postag1 = sent[i - 1][1]
-        features.update({
-            '-1:word.lower()': word1.lower(),
-            '-1:word.istitle()': word1.istitle(),
-            '-1:word.isupper()': word1.isupper(),
-            '-1:postag': postag1,
-            '-1:postag[:2]': postag1[:2],
-        })
-    else:
-        features['BOS'] = True
-    if i < len(sent) - 1:
-        word1 = sent[i + 1][0]
-        postag1 = sent[i + 1][1]
-        features.update({
-            '+1:word.lower()': word1.lower(),
-            '+1:word.istitle()': word1.istitle(),
-            '+1:word.isupper()': word1.isupper(),
-            '+1:postag': postag1,
-            '+1:postag[:2]': postag1[:2],
-        })
-    else:
-        features['EOS'] = True
-    return features
-
-
-def sent2features(sent):
-    return [word2features(sent, i) for i in range(len(sent))]
+from crf.tutorial import sent2features
 
 
 @pytest.mark.slow
