@@ -56,3 +56,33 @@ def shared(*parts: str) -> Path:
     if p is None:
         sys.exit(f"needs ../shared/{'/'.join(parts)} (not found)")
     return p
+
+
+def run_sampled(cmd: list[str]) -> tuple[float, int, list[int], str]:
+    """Run ``cmd``, sampling the RSS of it and of its child processes every 50 ms (psutil):
+    (wall seconds, its peak bytes, the children's peak bytes, its stdout). A failure
+    ends the benchmark with the command's stderr."""
+    import time
+
+    import psutil
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    root = psutil.Process(proc.pid)
+    peak: dict[int, int] = {}
+    while proc.poll() is None:
+        try:
+            for p in [root] + root.children(recursive=True):
+                try:
+                    peak[p.pid] = max(peak.get(p.pid, 0), p.memory_info().rss)
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err.decode()}")
+    driver = peak.pop(proc.pid, 0)
+    return wall, driver, list(peak.values()), out.decode()

@@ -17,43 +17,22 @@ from __future__ import annotations
 import filecmp
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import click
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import BENCH_DIR, write_json  # noqa: E402
+from _bench_common import BENCH_DIR, run_sampled, write_json  # noqa: E402
 
 
 def run(cmd: list[str]) -> dict:
     """Wall time and peak RSS (MB) of the command (driver) and of its largest child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    root = psutil.Process(proc.pid)
-    peak: dict[int, int] = {}
-    while proc.poll() is None:
-        try:
-            for p in [root] + root.children(recursive=True):
-                try:
-                    peak[p.pid] = max(peak.get(p.pid, 0), p.memory_info().rss)
-                except psutil.Error:
-                    pass
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode()
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
-    driver = peak.pop(proc.pid, 0)
+    wall, driver, children, _ = run_sampled(cmd)
     # the workers are the largest children (the nanny processes are small)
     return {"wall_s": round(wall, 2), "driver_peak_mb": round(driver / 2**20, 1),
-            "worker_peak_mb": round(max(peak.values(), default=0) / 2**20, 1)}
+            "worker_peak_mb": round(max(children, default=0) / 2**20, 1)}
 
 
 @click.command()

@@ -31,11 +31,10 @@ import time
 from pathlib import Path
 
 import click
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _bench_common import BENCH_DIR, write_json  # noqa: E402
+from _bench_common import BENCH_DIR, run_sampled, write_json  # noqa: E402
 
 EDGE_LABELS = ("tokens", "offsets", "context_position")
 
@@ -43,28 +42,10 @@ EDGE_LABELS = ("tokens", "offsets", "context_position")
 def run(cmd: list[str]) -> dict:
     """Wall time, peak RSS (MB) of the command (the driver) and of each child process over
     100 MB (the workers; nannies and the scheduler's helpers are small), and its stdout."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    root = psutil.Process(proc.pid)
-    peak: dict[int, int] = {}
-    while proc.poll() is None:
-        try:
-            for p in [root] + root.children(recursive=True):
-                try:
-                    peak[p.pid] = max(peak.get(p.pid, 0), p.memory_info().rss)
-                except psutil.Error:
-                    pass
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    wall = time.perf_counter() - t0
-    out, err = proc.communicate()
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err.decode()}")
-    driver = peak.pop(proc.pid, 0)
-    workers = sorted((round(v / 2**20, 1) for v in peak.values() if v > 100 * 2**20), reverse=True)
+    wall, driver, children, out = run_sampled(cmd)
+    workers = sorted((round(v / 2**20, 1) for v in children if v > 100 * 2**20), reverse=True)
     return {"wall_s": round(wall, 2), "driver_peak_mb": round(driver / 2**20, 1), "worker_peak_mb": workers,
-            "stdout": out.decode()}
+            "stdout": out}
 
 
 def digest(problem, tree) -> str:

@@ -238,13 +238,18 @@ def children_csr(parent, depth, context_position, tokens):
 
 
 @njit(cache=True)
-def successors(tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offsets, children, n_symbols):
+def successors(tokens, sorted_pos, sorted_count, leaf_start, first_leaf, last_leaf, child_offsets, children,
+               n_symbols):
     """Successor words and counts of every node (the parameters).
 
     A leaf's successors are the runs of targets among its sorted positions (sorted by
     target within a context); an inner node's are the sum of its children's, merged
     with a dense accumulator in reverse preorder (children before parents), so the
     work is O(n_params log) rather than O(sum of subtree sizes).
+
+    sorted_count : int64[n_pos], the predictions each sorted position stands for
+    (distinct events with their counts, ``SuffixTree.from_events``); empty: one each
+    (a text's positions).
 
     Returns count int64[n], succ_offsets int64[n+1], succ_words int32[P], succ_counts int64[P].
     """
@@ -270,13 +275,14 @@ def successors(tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offs
             prev = -1
             for k in range(lo, hi):
                 w = tokens[sorted_pos[k]]
+                c = sorted_count[k] if sorted_count.shape[0] else 1
                 if w != prev:
                     tw[used] = w
-                    tc[used] = 1
+                    tc[used] = c
                     used += 1
                     prev = w
                 else:
-                    tc[used - 1] += 1
+                    tc[used - 1] += c
             tlen[j] = used - tstart[j]
         else:
             nt = 0
@@ -444,89 +450,6 @@ def csr_from_parent(parent):
     child_offsets int64[n+1], children int64[n-1] (``_tree_kernels.children_csr``)."""
     child_offsets, children, _ = forest_children(parent)
     return child_offsets, children
-
-
-@njit(cache=True)
-def successors_counted(tokens, sorted_pos, sorted_count, leaf_start, first_leaf, last_leaf, child_offsets, children,
-                       n_symbols):
-    """``successors`` for positions that stand for ``sorted_count[k]`` predictions each
-    (distinct (context, target) events with their counts, ``SuffixTree.from_events``):
-    a leaf's successor counts are the sums of its events' counts, the rest as there.
-
-    sorted_count : int64[n_pos], the count of each sorted position.
-    Returns count int64[n], succ_offsets int64[n+1], succ_words int32[P], succ_counts int64[P].
-    """
-    n = first_leaf.shape[0]
-    cap = sorted_pos.shape[0] + n_symbols + 16
-    tw = np.empty(cap, np.int32)
-    tc = np.empty(cap, np.int64)
-    tstart = np.empty(n, np.int64)
-    tlen = np.empty(n, np.int64)
-    mark = np.full(n_symbols, -1, np.int64)
-    acc = np.zeros(n_symbols, np.int64)
-    touched = np.empty(n_symbols, np.int32)
-    used = 0
-    for j in range(n - 1, -1, -1):
-        c0 = child_offsets[j]
-        c1 = child_offsets[j + 1]
-        if c1 == c0:
-            lo = leaf_start[first_leaf[j]]
-            hi = leaf_start[last_leaf[j] + 1]
-            tw = grow(tw, used + hi - lo)
-            tc = grow(tc, used + hi - lo)
-            tstart[j] = used
-            prev = -1
-            for k in range(lo, hi):
-                w = tokens[sorted_pos[k]]
-                if w != prev:
-                    tw[used] = w
-                    tc[used] = sorted_count[k]
-                    used += 1
-                    prev = w
-                else:
-                    tc[used - 1] += sorted_count[k]
-            tlen[j] = used - tstart[j]
-        else:
-            nt = 0
-            for e in range(c0, c1):
-                c = children[e]
-                for f in range(tstart[c], tstart[c] + tlen[c]):
-                    w = tw[f]
-                    if mark[w] != j:
-                        mark[w] = j
-                        acc[w] = 0
-                        touched[nt] = w
-                        nt += 1
-                    acc[w] += tc[f]
-            if c1 - c0 > 1:
-                sort_prefix(touched, nt)
-            tw = grow(tw, used + nt)
-            tc = grow(tc, used + nt)
-            tstart[j] = used
-            for e in range(nt):
-                w = touched[e]
-                tw[used] = w
-                tc[used] = acc[w]
-                used += 1
-            tlen[j] = nt
-    succ_offsets = np.empty(n + 1, np.int64)
-    succ_offsets[0] = 0
-    for j in range(n):
-        succ_offsets[j + 1] = succ_offsets[j] + tlen[j]
-    n_params = succ_offsets[n]
-    succ_words = np.empty(n_params, np.int32)
-    succ_counts = np.empty(n_params, np.int64)
-    count = np.empty(n, np.int64)
-    for j in range(n):
-        s = tstart[j]
-        o = succ_offsets[j]
-        total = 0
-        for e in range(tlen[j]):
-            succ_words[o + e] = tw[s + e]
-            succ_counts[o + e] = tc[s + e]
-            total += tc[s + e]
-        count[j] = total
-    return count, succ_offsets, succ_words, succ_counts
 
 
 @njit(cache=True)

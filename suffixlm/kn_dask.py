@@ -230,7 +230,6 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
 
     n_shards: byte ranges (default: 4 per worker, at least one per 16 MB);
     n_partitions: reduce tasks of the shuffle (default: 2 per worker)."""
-    from distributed import wait
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
@@ -272,32 +271,42 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
     counted = [client.submit(count_shard, s, words, vocab.has_unk, order, bounds, key=f"kn-count-{tag}-{i}")
                for i, s in enumerate(shards)]
     del shards  # the encoded shards are freed once counted
-    unigram_f = [client.submit(_unigrams_of, c, key=f"kn-uni-{tag}-{i}") for i, c in enumerate(counted)]
+    unigrams, n_oov, merged = shuffle_merge(client, counted, order, V, P, f"kn-{tag}")
+    counts = build_counts(order, unigrams, merged)
+    return counts, vocab, TextStats(n_sentences, n_words, n_oov, len(ranges))
+
+
+def shuffle_merge(client, counted: list, order: int, V: int, P: int, prefix: str):
+    """The keyed shuffle of shards counted by ``count_shard`` (futures, ``counted``, which
+    is emptied so that the shards are freed once merged): partition p of every shard goes
+    to one task that sums equal n-grams. Returns (unigrams int64[V], OOV count, merged):
+    merged[j] = (rows, counts) of the (j+2)-grams, sorted, since the partitions are
+    first-word ranges laid end to end; the driver holds one partition at a time."""
+    from distributed import wait
+
+    unigram_f = [client.submit(_unigrams_of, c, key=f"{prefix}-uni-{i}") for i, c in enumerate(counted)]
     merged_f = []
     for p in range(P):
-        pieces = [client.submit(_part_of, c, p, key=f"kn-part-{tag}-{i}-{p}") for i, c in enumerate(counted)]
-        merged_f.append(client.submit(merge_partition, *pieces, key=f"kn-merge-{tag}-{p}"))
+        pieces = [client.submit(_part_of, c, p, key=f"{prefix}-part-{i}-{p}") for i, c in enumerate(counted)]
+        merged_f.append(client.submit(merge_partition, *pieces, key=f"{prefix}-merge-{p}"))
     wait(merged_f + unigram_f)
-    del counted
+    counted.clear()
     unigrams = np.zeros(V, dtype=np.int64)
     n_oov = 0
     for u, o in client.gather(unigram_f):
         unigrams += u
         n_oov += o
-    # partitions are first-word ranges: laid end to end they are sorted
-    merged = []
     parts = []
-    for f in merged_f:  # stream: one partition on the driver at a time, plus the result
+    for f in merged_f:
         parts.append(f.result())
         f.release()
+    merged = []
     for j in range(order - 1):
         merged.append((np.concatenate([pt[j][0] for pt in parts]).reshape(-1, j + 2),
                        np.concatenate([pt[j][1] for pt in parts])))
         for pt in parts:
             pt[j] = None
-    del parts
-    counts = build_counts(order, unigrams, merged)
-    return counts, vocab, TextStats(n_sentences, n_words, n_oov, len(ranges))
+    return unigrams, n_oov, merged
 
 
 def _unigrams_of(counted):

@@ -34,9 +34,9 @@ from .kn_dask import (
     _partition_bounds,
     build_counts,
     count_shard,
-    merge_partition,
     read_shard,
     shard_word_counts,
+    shuffle_merge,
     split_text,
 )
 
@@ -55,10 +55,6 @@ def count_shard_events(shard, vocab_words: list[str], has_unk: bool, order: int,
     return unigrams, n_oov, parts
 
 
-def _unigrams_of(counted):
-    return counted[0], counted[1]
-
-
 def _part_of(counted, p: int):
     return counted[2][p]
 
@@ -74,7 +70,6 @@ def count_text_events(client, path, order: int, vocab_path=None, min_count: int 
     ``ngram_counts`` (what the Kneser-Ney base measure is estimated from).
     n_shards: byte ranges (default: 4 per worker, at least one per 16 MB);
     n_partitions: reduce tasks of the shuffle (default: 2 per worker)."""
-    from distributed import wait
 
     order = int(order)
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
@@ -121,29 +116,7 @@ def count_text_events(client, path, order: int, vocab_path=None, min_count: int 
     counted = [client.submit(count_shard_events, s, words, vocab.has_unk, order, bounds, keep_ngram_counts,
                              key=f"lm-count-{tag}-{i}") for i, s in enumerate(shards)]
     del shards
-    unigram_f = [client.submit(_unigrams_of, c, key=f"lm-uni-{tag}-{i}") for i, c in enumerate(counted)]
-    merged_f = []
-    for p in range(P):
-        pieces = [client.submit(_part_of, c, p, key=f"lm-part-{tag}-{i}-{p}") for i, c in enumerate(counted)]
-        merged_f.append(client.submit(merge_partition, *pieces, key=f"lm-merge-{tag}-{p}"))
-    wait(merged_f + unigram_f)
-    del counted
-    unigrams = np.zeros(V, dtype=np.int64)
-    n_oov = 0
-    for u, o in client.gather(unigram_f):
-        unigrams += u
-        n_oov += o
-    parts = []
-    for f in merged_f:  # one partition at a time on the driver, plus the result
-        parts.append(f.result())
-        f.release()
-    merged = []
-    for j in range(order - 1):  # partitions are first-word ranges: laid end to end they are sorted
-        merged.append((np.concatenate([pt[j][0] for pt in parts]).reshape(-1, j + 2),
-                       np.concatenate([pt[j][1] for pt in parts])))
-        for pt in parts:
-            pt[j] = None
-    del parts
+    unigrams, n_oov, merged = shuffle_merge(client, counted, order, V, P, f"lm-{tag}")
     ngram_counts = build_counts(order, unigrams, merged) if keep_ngram_counts else None
     tokens, offsets, counts = events_from_rows(order, unigrams, merged)
     del merged

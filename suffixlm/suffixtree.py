@@ -73,7 +73,7 @@ The tree is a function of the multiset of (context, target) events alone, so
 counted elsewhere: ``suffixlm.events``, ``suffixlm.lm_dask``). The events, each laid out
 as its n-gram (context oldest word first, then the target), take the place of the text:
 the same radix sort, leaf grouping and topology kernels run on the events' target
-positions, and ``successors_counted`` adds each event's count where the text build adds
+positions, and ``successors`` adds each event's count where the text build adds
 one per position. Every array equals the text build's except the edge labels
 (``context_position``, ``tokens``, ``offsets``), which point into the events, stored in
 canonical order (sorted by context, then target) with ``event_counts``; a node's label
@@ -295,8 +295,9 @@ class SuffixTree:
         parent, depth, first_leaf, last_leaf, leaf_node = _k.tree_topology(leaf_len, leaf_lcp, max_depth)
         context_position = sorted_pos[leaf_start[first_leaf]]
         child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
-        count, succ_offsets, succ_words, succ_counts = _k.successors_counted(
-            tokens, sorted_pos, counts, leaf_start, first_leaf, last_leaf, child_offsets, children, n_symbols)
+        count, succ_offsets, succ_words, succ_counts = _k.successors(
+            tokens, sorted_pos, np.ascontiguousarray(counts, dtype=np.int64), leaf_start, first_leaf, last_leaf,
+            child_offsets, children, n_symbols)
         collapsed = np.empty_like(depth)
         collapsed[0] = 1
         collapsed[1:] = depth[1:] - depth[parent[1:]]
@@ -530,8 +531,8 @@ def _sort_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_symb
     context_position = sorted_pos[leaf_start[first_leaf]]
     child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
     count, succ_offsets, succ_words, succ_counts = _k.successors(
-        tokens, sorted_pos, leaf_start, first_leaf, last_leaf, child_offsets, children, n_symbols
-    )
+        tokens, sorted_pos, np.zeros(0, np.int64), leaf_start, first_leaf, last_leaf, child_offsets, children,
+        n_symbols)
     return dict(parent=parent, depth=depth, count=count, context_position=context_position,
                 child_offsets=child_offsets, children=children, child_first_word=first_word,
                 succ_offsets=succ_offsets, succ_words=succ_words, succ_counts=succ_counts,

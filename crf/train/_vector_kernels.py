@@ -27,70 +27,6 @@ def axpy(alpha, x, y):
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def penalised_pair(x, grad_parts, rho1, rho2, smooth_grad, pseudo_grad, x_old, sg_old, s, y):
-    """Add the elastic-net penalty and form the L-BFGS pair of this trial point.
-
-    grad_parts: float64 (n_parts, n), the data-term gradient is its column sum
-    (per-thread buffers of the gradient kernel).
-    smooth_grad = grad + rho2 * x (gradient of the smooth part);
-    pseudo_grad = the orthant-wise pseudo-gradient of smooth + rho1 |x|_1
-    (Andrew & Gao 2007, eq. 4): the one-sided derivative that descends, 0 if none;
-    s = x - x_old, y = smooth_grad - sg_old (float32; sg_old may be smooth_grad
-    itself, giving y = 0).  Returns (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y).
-    Doing it all in one pass saves a pass over memory per iteration.
-    """
-    l1 = 0.0
-    l2 = 0.0
-    pg2 = 0.0
-    sy = 0.0
-    yy = 0.0
-    nnz = 0
-    n_parts = grad_parts.shape[0]
-    for i in prange(x.shape[0]):
-        xi = x[i]
-        gi = rho2 * xi
-        for p in range(n_parts):
-            gi += grad_parts[p, i]
-        smooth_grad[i] = gi
-        l2 += xi * xi
-        if xi > 0.0:
-            l1 += xi
-            nnz += 1
-            pgi = gi + rho1
-        elif xi < 0.0:
-            l1 += -xi
-            nnz += 1
-            pgi = gi - rho1
-        elif gi + rho1 < 0.0:
-            pgi = gi + rho1
-        elif gi - rho1 > 0.0:
-            pgi = gi - rho1
-        else:
-            pgi = 0.0
-        pseudo_grad[i] = pgi
-        pg2 += pgi * pgi
-        s[i] = xi - x_old[i]
-        y[i] = gi - sg_old[i]
-        si = np.float64(s[i])
-        yi = np.float64(y[i])
-        sy += si * yi
-        yy += yi * yi
-    return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, sy, yy
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def constrain_direction(d, pseudo_grad):
-    """Zero the components of d that do not descend (sign(d) != sign(-pg)); returns pg . d."""
-    acc = 0.0
-    for i in prange(d.shape[0]):
-        if d[i] * pseudo_grad[i] >= 0.0:
-            d[i] = 0.0
-        else:
-            acc += d[i] * pseudo_grad[i]
-    return acc
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
 def orthant_step(x, d, step, pseudo_grad, project, out):
     """out = x + step * d, projected on the orthant of x (sign of -pg where x = 0).
 
@@ -127,48 +63,6 @@ def history_pair(x_new, x, g_new, g, s, y):
     return sy, yy
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def copy_dot(src, out, z):
-    """out = src; returns z . out."""
-    acc = 0.0
-    for i in prange(src.shape[0]):
-        out[i] = src[i]
-        acc += z[i] * src[i]
-    return acc
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def axpy_dot(alpha, x, q, z):
-    """q += alpha * x; returns z . q (one pass of the two-loop recursion)."""
-    acc = 0.0
-    for i in prange(q.shape[0]):
-        v = q[i] + alpha * x[i]
-        q[i] = v
-        acc += z[i] * v
-    return acc
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def axpy_scale(alpha, x, q, c):
-    """q = c * (q + alpha * x)."""
-    for i in prange(q.shape[0]):
-        q[i] = c * (q[i] + alpha * x[i])
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def axpy_scale_constrain(alpha, x, q, c, pseudo_grad):
-    """q = c * (q + alpha * x), then OWL-QN's sign constraint: zero the components
-    with q * pg >= 0; returns pg . q (last pass of the two-loop recursion)."""
-    acc = 0.0
-    for i in prange(q.shape[0]):
-        v = c * (q[i] + alpha * x[i])
-        if v * pseudo_grad[i] >= 0.0:
-            v = 0.0
-        q[i] = v
-        acc += v * pseudo_grad[i]
-    return acc
-
-
 # ---------------------------------------------------------------- OWL-QN without pseudo-gradient vectors
 # The pseudo-gradient is a function of x and the smooth gradient, computed where it is
 # read (the same bits as storing it); the L-BFGS steps s are stored sparse (x moves only
@@ -191,9 +85,12 @@ def _pseudo(xi, gi, rho1):
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
 def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
-    """:func:`penalised_pair` without the pseudo-gradient vector: smooth_grad = column sum of
-    grad_parts + rho2 x (smooth_grad may be grad_parts[0] itself: each element is read
-    before it is written); returns (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y)."""
+    """One pass over memory per iteration: smooth_grad = column sum of grad_parts + rho2 x
+    (the gradient of the smooth part; smooth_grad may be grad_parts[0] itself: each element
+    is read before it is written); s = x - x_old, y = smooth_grad - sg_old (float32; sg_old
+    may be smooth_grad itself, giving y = 0). The orthant-wise pseudo-gradient pg of
+    smooth + rho1 |x|_1 (Andrew & Gao 2007, eq. 4) is not stored, only its norm. Returns
+    (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y)."""
     l1 = 0.0
     l2 = 0.0
     pg2 = 0.0
