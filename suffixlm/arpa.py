@@ -220,44 +220,16 @@ class BackoffLM(KenLMInterface):
         self._write(out)
         return out.getvalue()
 
-    def _write(self, out, chunk: int = 1 << 16) -> None:
-        from . import _arpa_write_kernels as K
-
+    def _write(self, out) -> None:
         if self.restricted:
             raise ValueError("this model holds only the n-grams of one text (read with only_for); not writing it")
-        enc = [w.encode("utf-8") for w in self.vocab.words]
-        word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in enc], out=word_offsets[1:])
-        word_bytes = np.frombuffer(b"".join(enc) or b"\0", dtype=np.uint8)
-        word_len = np.diff(word_offsets)
-        out.write(b"\n\\data\\\n")
-        for n, c in enumerate(self.counts, start=1):
-            out.write(f"ngram {n}={c}\n".encode())
+        sections = []
         for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
             if n == 1 and self.implicit_unigrams:
                 keep = len(rows) - self.implicit_unigrams
                 rows, lp, bow, hb = rows[:keep], lp[:keep], bow[:keep], hb[:keep]
-            out.write(f"\n\\{n}-grams:\n".encode())
-            for a in range(0, len(rows), chunk):
-                r, p, b, h = rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk]
-                # a computed log10 1 rounded up (within COMPUTED_LOG10_TOLERANCE) is written
-                # as 0: readers (this one, KenLM) refuse a positive log10 probability
-                p = np.where(p > 0, np.float32(0), p)
-                buf = np.empty(int(word_len[r].sum()) + len(r) * (2 * 24 + n + 3) + 64, dtype=np.uint8)
-                start = 0
-                while start < len(r):
-                    used, bad = K.write_ngram_lines(r[start:], p[start:], b[start:], h[start:],
-                                                    word_bytes, word_offsets, buf)
-                    out.write(buf[:used].tobytes())
-                    if bad < 0:
-                        break
-                    i = start + bad  # a value the kernel leaves to Python formatting
-                    line = _fmt(p[i]) + "\t" + " ".join(self.vocab.words[w] for w in r[i])
-                    if h[i]:
-                        line += "\t" + _fmt(b[i])
-                    out.write(line.encode("utf-8") + b"\n")
-                    start = i + 1
-        out.write(b"\n\\end\\\n")
+            sections.append([(rows, lp, bow, hb)])
+        write_arpa_sections(out, self.vocab.words, self.counts, sections)
 
     # ------------------------------------------------------------ input
     @classmethod
@@ -650,3 +622,43 @@ def is_arpa_file(path: str | Path) -> bool:
     except (OSError, InputError):
         return False
     return False
+
+
+def write_arpa_sections(out, words: list[str], counts: list[int], sections, chunk: int = 1 << 16) -> None:
+    """Write an ARPA file to the binary stream ``out``: the header for ``counts`` (n-grams
+    per order), then for each order n the pieces ``sections[n-1]`` yields, in order: (rows
+    int32[m, n] of word ids, log10 probabilities, back-off weights, has-back-off flags).
+    Pieces may come one at a time (a model that is never whole in one process)."""
+    from . import _arpa_write_kernels as K
+
+    enc = [w.encode("utf-8") for w in words]
+    word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in enc], out=word_offsets[1:])
+    word_bytes = np.frombuffer(b"".join(enc) or b"\0", dtype=np.uint8)
+    word_len = np.diff(word_offsets)
+    out.write(b"\n\\data\\\n")
+    for n, c in enumerate(counts, start=1):
+        out.write(f"ngram {n}={c}\n".encode())
+    for n, pieces in enumerate(sections, start=1):
+        out.write(f"\n\\{n}-grams:\n".encode())
+        for rows, lp, bow, hb in pieces:
+            for a in range(0, len(rows), chunk):
+                r, p, b, h = rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk]
+                # a computed log10 1 rounded up (within COMPUTED_LOG10_TOLERANCE) is written
+                # as 0: readers (this one, KenLM) refuse a positive log10 probability
+                p = np.where(p > 0, np.float32(0), p)
+                buf = np.empty(int(word_len[r].sum()) + len(r) * (2 * 24 + n + 3) + 64, dtype=np.uint8)
+                start = 0
+                while start < len(r):
+                    used, bad = K.write_ngram_lines(r[start:], p[start:], b[start:], h[start:],
+                                                    word_bytes, word_offsets, buf)
+                    out.write(buf[:used].tobytes())
+                    if bad < 0:
+                        break
+                    i = start + bad  # a value the kernel leaves to Python formatting
+                    line = _fmt(p[i]) + "\t" + " ".join(words[w] for w in r[i])
+                    if h[i]:
+                        line += "\t" + _fmt(b[i])
+                    out.write(line.encode("utf-8") + b"\n")
+                    start = i + 1
+    out.write(b"\n\\end\\\n")

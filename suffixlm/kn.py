@@ -153,10 +153,25 @@ class _Order:
 
 def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
     """Back-off (found, acc) of every n-gram of an order, SRILM's summation order."""
-    found = np.where(explicit, lp, order_prev.found[suffix]).astype(np.float32)
-    acc_bo = (order_prev.acc[suffix] + bow_prev[prefix]).astype(np.float32)
+    return walk_step(order_prev.found[suffix], order_prev.acc[suffix], bow_prev[prefix], lp, explicit)
+
+
+def walk_step(found_suffix, acc_suffix, bow_prefix, lp, explicit):
+    """(found, acc) of the n-grams of an order from their suffixes' (found, acc) and their
+    prefixes' back-off weights (arrays aligned with the n-grams)."""
+    found = np.where(explicit, lp, found_suffix).astype(np.float32)
+    acc_bo = (acc_suffix + bow_prefix).astype(np.float32)
     acc = np.where(explicit, np.float32(0), acc_bo).astype(np.float32)
     return found, acc
+
+
+def fixup_order(lp, explicit, found, acc, fix) -> None:
+    """SRILM's ``fixupProbs`` on one order, in place: the n-grams ``fix`` (contexts, or
+    prefixes of contexts, without a probability) get their back-off probability."""
+    lp[fix] = (found[fix] + acc[fix]).astype(np.float32)
+    explicit[fix] = True
+    found[fix] = lp[fix]
+    acc[fix] = 0
 
 
 def estimate_kneser_ney(
@@ -257,10 +272,7 @@ def estimate_kneser_ney(
         fix = mark[n - 1] & ~o.explicit
         info["fixups"].append(int(fix.sum()))
         if fix.any():
-            o.lp[fix] = (o.found[fix] + o.acc[fix]).astype(np.float32)
-            o.explicit[fix] = True
-            o.found[fix] = o.lp[fix]
-            o.acc[fix] = 0
+            fixup_order(o.lp, o.explicit, o.found, o.acc, fix)
     node = context_nodes()
 
     ngrams = []
@@ -352,8 +364,9 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         """Fit on a text file (one sentence per line; see ``corpus.load_training_corpus``).
 
         client: a ``distributed.Client``: the workers read, encode and count shards of the
-        file and the counts are merged by key on the cluster (``kn_dask``); the driver never
-        holds the text and the model equals the single-process one. None: read the file here.
+        file, the counts are merged by key on the cluster (``kn_dask``) and the KN steps run
+        where the n-grams live (``kn_dask_estimate``); the driver never holds the text, then
+        gathers the model, which equals the single-process one. None: read the file here.
         Sets ``n_sentences_``, ``n_words_``, ``n_oov_`` besides the learned state of ``fit``."""
         self._check_params()
         if client is None:
@@ -363,13 +376,13 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
             self.fit(corpus)
             self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
             return self
-        from .kn_dask import count_text_ngrams
+        from .kn_dask import estimate_text_kn
 
-        counts, vocab, stats = count_text_ngrams(client, path, int(self.order), vocab_path, unk=unk,
-                                                 n_shards=n_shards)
-        self.model_, self.info_ = estimate_kneser_ney(counts, vocab, self.modified, self.min_counts, self.interpolate)
+        kn, stats = estimate_text_kn(client, path, int(self.order), vocab_path, unk=unk, modified=self.modified,
+                                     min_counts=self.min_counts, interpolate=self.interpolate, n_shards=n_shards)
+        self.model_, self.info_ = kn.model(), kn.info
         self.model_.sources = (str(path),)
-        self.vocab_ = vocab
+        self.vocab_ = kn.vocab
         self.discounts_ = self.info_["discounts"]
         self.n_sentences_, self.n_words_, self.n_oov_ = stats.n_sentences, stats.n_words, stats.n_oov
         return self

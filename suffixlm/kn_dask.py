@@ -230,7 +230,38 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
 
     n_shards: byte ranges (default: 4 per worker, at least one per 16 MB);
     n_partitions: reduce tasks of the shuffle (default: 2 per worker)."""
+    vocab, stats, bounds, counted, tag = count_on_cluster(client, path, order, vocab_path, unk, n_shards,
+                                                          n_partitions)
+    unigrams, n_oov, merged = shuffle_merge(client, counted, order, len(vocab), len(bounds) - 1, f"kn-{tag}")
+    stats.n_oov = n_oov
+    return build_counts(order, unigrams, merged), vocab, stats
 
+
+def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool = False, modified: bool = True,
+                     min_counts: list[int] | None = None, interpolate: bool = True, n_shards: int | None = None,
+                     n_partitions: int | None = None):
+    """Interpolated KN on the text file ``path``, counted and estimated on the Dask cluster
+    of ``client`` (``kn_dask_estimate.ClusterKN``: the n-grams stay on the workers until
+    written). Returns (ClusterKN, TextStats); the model equals the single-process one."""
+    from .kn_dask_estimate import ClusterKN
+
+    vocab, stats, bounds, counted, tag = count_on_cluster(client, path, order, vocab_path, unk, n_shards,
+                                                          n_partitions)
+    unigram_f, merged_f = shuffle_partitions(client, counted, len(bounds) - 1, f"kn-{tag}")
+    unigrams = np.zeros(len(vocab), dtype=np.int64)
+    for u, o in client.gather(unigram_f):
+        unigrams += u
+        stats.n_oov += o
+    del unigram_f
+    kn = ClusterKN(client, unigrams, merged_f, bounds, order, vocab, modified, min_counts, interpolate)
+    return kn, stats
+
+
+def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool = False,
+                     n_shards: int | None = None, n_partitions: int | None = None):
+    """Stages 1 and 2: the vocabulary (on the driver, from the shards' word counts) and the
+    shards counted by the workers. Returns (vocabulary, TextStats (n_oov still 0), bounds
+    of the first-word partitions, futures of ``count_shard``, a tag for task keys)."""
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
     if n_shards is None:
@@ -266,31 +297,35 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
     mass[BOS_ID] = n_sentences
     del counter
     bounds = _partition_bounds(mass, P)
-    P = len(bounds) - 1
     words = vocab.words
     counted = [client.submit(count_shard, s, words, vocab.has_unk, order, bounds, key=f"kn-count-{tag}-{i}")
                for i, s in enumerate(shards)]
     del shards  # the encoded shards are freed once counted
-    unigrams, n_oov, merged = shuffle_merge(client, counted, order, V, P, f"kn-{tag}")
-    counts = build_counts(order, unigrams, merged)
-    return counts, vocab, TextStats(n_sentences, n_words, n_oov, len(ranges))
+    return vocab, TextStats(n_sentences, n_words, 0, len(ranges)), bounds, counted, tag
 
 
-def shuffle_merge(client, counted: list, order: int, V: int, P: int, prefix: str):
+def shuffle_partitions(client, counted: list, P: int, prefix: str):
     """The keyed shuffle of shards counted by ``count_shard`` (futures, ``counted``, which
     is emptied so that the shards are freed once merged): partition p of every shard goes
-    to one task that sums equal n-grams. Returns (unigrams int64[V], OOV count, merged):
-    merged[j] = (rows, counts) of the (j+2)-grams, sorted, since the partitions are
-    first-word ranges laid end to end; the driver holds one partition at a time."""
-    from distributed import wait
-
+    to one task that sums equal n-grams. Returns futures: per shard (unigram counts, OOV
+    count), and per partition the merged n-grams (``merge_partition``)."""
     unigram_f = [client.submit(_unigrams_of, c, key=f"{prefix}-uni-{i}") for i, c in enumerate(counted)]
     merged_f = []
     for p in range(P):
         pieces = [client.submit(_part_of, c, p, key=f"{prefix}-part-{i}-{p}") for i, c in enumerate(counted)]
         merged_f.append(client.submit(merge_partition, *pieces, key=f"{prefix}-merge-{p}"))
-    wait(merged_f + unigram_f)
     counted.clear()
+    return unigram_f, merged_f
+
+
+def shuffle_merge(client, counted: list, order: int, V: int, P: int, prefix: str):
+    """``shuffle_partitions``, gathered: returns (unigrams int64[V], OOV count, merged):
+    merged[j] = (rows, counts) of the (j+2)-grams, sorted, since the partitions are
+    first-word ranges laid end to end; the driver holds one partition at a time."""
+    from distributed import wait
+
+    unigram_f, merged_f = shuffle_partitions(client, counted, P, prefix)
+    wait(merged_f + unigram_f)
     unigrams = np.zeros(V, dtype=np.int64)
     n_oov = 0
     for u, o in client.gather(unigram_f):

@@ -88,13 +88,21 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     return_freed_memory_to_os()
     t0 = time.perf_counter()
     lm = KneserNeyLM(order, modified=modified, min_counts=min_counts)
+    streamed = None
     with client_from_options(workers, scheduler, memory_limit) as client:
         if client is not None and not quiet:
-            click.echo(f"counting on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
+            click.echo(f"estimating on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DiscountWarning)
             try:
-                lm.fit_text(train_file, vocab_path, unk=unk, client=client)
+                if client is not None and prune is None:
+                    # the n-grams stay on the workers; the file is written one partition at a time
+                    from ..kn_dask import estimate_text_kn
+
+                    streamed, stats = estimate_text_kn(client, train_file, order, vocab_path, unk=unk,
+                                                       modified=modified, min_counts=min_counts)
+                else:
+                    lm.fit_text(train_file, vocab_path, unk=unk, client=client)
             except CorpusError as e:
                 raise click.ClickException(str(e)) from None
             except Exception as e:
@@ -102,31 +110,40 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                     raise
                 raise click.ClickException(f"Dask workers kept dying on a task (memory limit too low?): "
                                            f"{str(e).splitlines()[0]}") from None
-    if prune is not None:
-        from ..prune import prune_entropy
+        if prune is not None:
+            from ..prune import prune_entropy
 
-        unpruned_counts = lm.model_.counts
-        lm.model_ = prune_entropy(lm.model_, prune)
-    t1 = time.perf_counter()
-    try:
-        lm.write_arpa(output)
-    except OSError as e:
-        raise click.ClickException(write_error_message(output, e)) from None
-    except ArpaError as e:
-        raise click.ClickException(f"{output}: cannot write: {e}") from None
-    t2 = time.perf_counter()
+            unpruned_counts = lm.model_.counts
+            lm.model_ = prune_entropy(lm.model_, prune)
+        t1 = time.perf_counter()
+        try:
+            if streamed is not None:
+                streamed.write_arpa(output, sources=(train_file,))
+            else:
+                lm.write_arpa(output)
+        except OSError as e:
+            raise click.ClickException(write_error_message(output, e)) from None
+        except ArpaError as e:
+            raise click.ClickException(f"{output}: cannot write: {e}") from None
+        t2 = time.perf_counter()
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     if quiet:
         return
-    info = lm.info_
+    if streamed is not None:
+        info, counts, n_parameters, vocab_size = streamed.info, streamed.counts, streamed.n_parameters, \
+            len(streamed.vocab)
+        n_sentences, n_words = stats.n_sentences, stats.n_words
+    else:
+        info, counts, n_parameters, vocab_size = lm.info_, lm.model_.counts, lm.model_.n_parameters, len(lm.vocab_)
+        n_sentences, n_words = lm.n_sentences_, lm.n_words_
     summary = {
         "train": str(train_file), "output": str(output), "order": order,
         "method": "modified" if modified else "original",
         "min_counts": min_counts if min_counts is not None else "srilm",
-        "sentences": lm.n_sentences_, "words": lm.n_words_, "vocabulary": len(lm.vocab_),
-        "ngrams": lm.model_.counts, "discounts": [list(d) for d in info["discounts"]],
-        "count_of_counts": info["count_of_counts"], "parameters": lm.model_.n_parameters,
+        "sentences": n_sentences, "words": n_words, "vocabulary": vocab_size,
+        "ngrams": counts, "discounts": [list(d) for d in info["discounts"]],
+        "count_of_counts": info["count_of_counts"], "parameters": n_parameters,
         "estimate_seconds": round(t1 - t0, 3), "write_seconds": round(t2 - t1, 3),
     }
     if prune is not None:
@@ -135,8 +152,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
-    click.echo(f"{train_file}: {lm.n_sentences_} sentences, {lm.n_words_} words, vocabulary {len(lm.vocab_)}")
-    for n, (c, d) in enumerate(zip(lm.model_.counts, info["discounts"]), start=1):
+    click.echo(f"{train_file}: {n_sentences} sentences, {n_words} words, vocabulary {vocab_size}")
+    for n, (c, d) in enumerate(zip(counts, info["discounts"]), start=1):
         ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
         click.echo(f"  {n}-grams: {c:>10}  {ds}")
     if prune is not None:

@@ -3,6 +3,7 @@ and the corpus sampler (``suffixlm.sample``, ``scripts/sample_corpus.py``)."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from suffixlm.corpora import sample_path
 
+from suffixlm.arpa import BackoffLM as BackoffLMReader
 from suffixlm.cli import main
 from suffixlm.corpus import EOS_ID, load_training_corpus
 from suffixlm.kn import KneserNeyLM
@@ -100,9 +102,13 @@ def test_cli_workers_arpa_identical(tmp_path, sampled_corpus, args):
     a, b = tmp_path / "a.arpa", tmp_path / "b.arpa"
     res = r.invoke(main, ["kn", sampled_corpus, "-o", str(a), "-q", *args])
     assert res.exit_code == 0, res.output
-    res = r.invoke(main, ["kn", sampled_corpus, "-o", str(b), "-q", "--workers", "2", "--memory-limit", "1GB", *args])
+    res = r.invoke(main, ["kn", sampled_corpus, "-o", str(b), "--json", "--workers", "2", "--memory-limit", "1GB",
+                          *args])
     assert res.exit_code == 0, res.output
     assert a.read_bytes() == b.read_bytes()
+    summary = json.loads(res.output[res.output.index("{"):])
+    ref = BackoffLMReader.read_arpa(a)
+    assert summary["ngrams"] == ref.counts and summary["parameters"] == ref.n_parameters
 
 
 @pytest.mark.parametrize("how", ["option", "environment"])
@@ -151,6 +157,35 @@ def test_vocab_file_and_gzip(client, tmp_path):
         assert got.n_oov_ == ref.n_oov_
 
 
+@pytest.mark.parametrize("order", [3, 5])
+def test_estimate_closed_vocabulary_fixups_and_partitions(client, sampled_corpus, tmp_path, order):
+    """The KN steps on the workers (``kn_dask_estimate``) against the single process where
+    every cross-partition path is used: a closed vocabulary whose <unk> contexts get no
+    probabilities, SRILM's default cut-offs (fix-ups of missing contexts at orders 3..N-1),
+    back-off KN, and 1, 7 or 16 partitions (some of the 16 are empty: words heavier than a
+    16th of the tokens)."""
+    from suffixlm.kn_dask import estimate_text_kn
+
+    vocab = tmp_path / "v.txt"
+    words = load_training_corpus(sampled_corpus).vocab.words[3:]
+    vocab.write_text("\n".join(words[:300]) + "\n")
+    for interpolate in (True, False):
+        ref = KneserNeyLM(order, interpolate=interpolate).fit_text(sampled_corpus, vocab, unk=False)
+        if order == 5:
+            assert sum(ref.info_["fixups"]) > 0  # the fix-up pass has work to do
+        for n_partitions in ((1, 16) if order == 3 else (7,)):
+            kn, stats = estimate_text_kn(client, sampled_corpus, order, vocab, unk=False, interpolate=interpolate,
+                                         n_shards=3, n_partitions=n_partitions)
+            out = tmp_path / "b.arpa"
+            kn.write_arpa(out)
+            assert out.read_bytes() == ref.model_.arpa_bytes(), (interpolate, n_partitions)
+            assert kn.info == ref.info_
+            assert kn.counts == ref.model_.counts and kn.n_parameters == ref.model_.n_parameters
+            assert stats.n_oov == ref.n_oov_ > 0
+            if n_partitions == 16:
+                assert np.any(np.diff(kn.bounds) == 0)
+
+
 def test_worker_killed_mid_job(client, sampled_corpus, tmp_path):
     """A worker process dies as it starts counting a shard: Dask reruns its tasks on the
     restarted worker and the model is unchanged."""
@@ -163,6 +198,23 @@ def test_worker_killed_mid_job(client, sampled_corpus, tmp_path):
     finally:
         client.unregister_worker_plugin("kill-once")
     assert marker.exists()  # a worker did die mid-job
+    assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
+    client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("stage", ["fwd-", "fix-", "node-"])
+def test_worker_killed_mid_estimate(client, sampled_corpus, tmp_path, stage):
+    """A worker dies in the KN steps (first pass, fix-up pass, context nodes): the tasks
+    whose results it held are recomputed from their lineage and the ARPA is unchanged."""
+    marker = tmp_path / "killed"
+    ref = KneserNeyLM(5).fit_text(sampled_corpus, unk=True)
+    client.wait_for_workers(2, timeout=60)
+    client.register_plugin(kill_once_plugin(marker, "kn-est-", stage))
+    try:
+        got = KneserNeyLM(5).fit_text(sampled_corpus, unk=True, client=client, n_shards=4)
+    finally:
+        client.unregister_worker_plugin("kill-once")
+    assert marker.exists()
     assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
     client.wait_for_workers(2, timeout=60)
 
