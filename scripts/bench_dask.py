@@ -46,6 +46,7 @@ def main(corpora, order, repeats, workers):
     with tempfile.TemporaryDirectory() as tmp:
         for corpus in corpora:
             n_words = sum(len(ln.split()) for ln in open(corpus))
+            load0 = os.getloadavg()
             ref = os.path.join(tmp, "single.arpa")
             base = [*suffixlm, "kn", corpus, "--order", str(order), "-q"]
             runs = {"single": [], f"workers{workers}": []}
@@ -55,13 +56,14 @@ def main(corpora, order, repeats, workers):
                 runs[f"workers{workers}"].append(run([*base, "-o", out, "--workers", str(workers)]))
                 if not filecmp.cmp(ref, out, shallow=False):
                     raise SystemExit(f"{corpus}: the --workers ARPA differs from the single-process one")
-            row = {"corpus": corpus, "words": n_words, "order": order}
+            row = {"corpus": corpus, "words": n_words, "order": order, "loadavg_before": load0}
             for k, rs in runs.items():
                 row[k] = {m: statistics.median(r[m] for r in rs) for m in rs[0]}
             # a per-worker limit below what the single-process run needs
             # (an idle worker already holds ~110 MB: python, numpy, numba, distributed)
             limit_mb = int(row["single"]["driver_peak_mb"] * 0.6)
             if limit_mb < 400:
+                row["loadavg_after"] = os.getloadavg()
                 rows.append(row)
                 click.echo(row)
                 continue
@@ -70,12 +72,17 @@ def main(corpora, order, repeats, workers):
             r["memory_limit_mb"] = limit_mb
             r["identical"] = filecmp.cmp(ref, out, shallow=False)
             row["limited"] = r
+            row["loadavg_after"] = os.getloadavg()
             rows.append(row)
             click.echo(row)
     write_json("dask_kn.json", {"rows": rows, "repeats": repeats})
     lines = ["# suffixlm kn: single process vs Dask workers", "",
-             f"order {order}, medians of {repeats} run(s); peak RSS sampled every 50 ms; "
-             "every distributed ARPA byte-identical to the single-process one.", "",
+             f"Command: `python scripts/bench_dask.py {' '.join(corpora)} --repeats {repeats}`. "
+             f"Order {order}, medians of {repeats} run(s); peak RSS sampled every 50 ms; every distributed ARPA "
+             "byte-identical to the single-process one. The Dask runs count, merge and estimate on the workers "
+             "(`kn_dask`, `kn_dask_estimate`); the driver holds the unigram level and writes the ARPA one "
+             "partition at a time. Machine: 2 cores, 24 GiB, shared with other jobs (load averages per corpus "
+             "in the JSON); the wall times include the local cluster's start-up.", "",
              "| words | single s | single peak MB | 2 workers s | driver peak MB | worker peak MB "
              "| limit/worker MB | limited s | limited worker peak MB | identical |",
              "|---|---|---|---|---|---|---|---|---|---|"]

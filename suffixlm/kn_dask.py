@@ -18,7 +18,8 @@ newline (shards); each worker reads and encodes its own range. Three stages:
 
 Every task is a pure function of (file, byte range, vocabulary), so a worker lost
 mid-job costs only the recomputation of its tasks (Dask reschedules them).
-Gzip input and stdin cannot be cut by byte ranges: they are read by one task.
+Gzip input cannot be cut by byte ranges: it is read by one task. Standard input is
+refused (the workers read the file themselves).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from .corpus import (
     _FirstSeenIds,
     read_lines,
 )
-from .io import GZIP_MAGIC, input_name
+from .io import GZIP_MAGIC, input_name, open_error_message
 from .ngrams import NgramCounts, count_ngrams
 
 INT32_MAX = 2**31 - 1
@@ -264,8 +265,13 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
     of the first-word partitions, futures of ``count_shard``, a tag for task keys)."""
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
+    if input_name(path) == "<stdin>":
+        raise CorpusError("the workers read the training text from a file: give its path, not - (standard input)")
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise CorpusError(open_error_message(path, e)) from None
     if n_shards is None:
-        size = os.path.getsize(path) if input_name(path) != "<stdin>" else 0
         n_shards = max(4 * n_workers, -(-size // (16 << 20)))
     P = n_partitions or 2 * n_workers
     tag = uuid.uuid4().hex[:8]

@@ -221,6 +221,15 @@ def test_worker_killed_mid_estimate(client, sampled_corpus, tmp_path, stage):
 
 # ---------------------------------------------------------------- interface
 
+def test_cli_workers_refuse_stdin(tmp_path):
+    """The workers read the text themselves: standard input is refused in one line and
+    nothing is written."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "m.arpa"
+    res = CliRunner().invoke(main, ["kn", "-", "-o", str(out), "--workers", "1"], input="a b c\n")
+    assert res.exit_code != 0 and "standard input" in res.output and "Traceback" not in res.output, res.output
+    assert not out.exists()
+
 def test_workers_and_scheduler_conflict(tmp_path):
     res = CliRunner().invoke(main, ["kn", TINY, "-o", str(tmp_path / "m.arpa"), "--workers", "2",
                                     "--scheduler", "tcp://127.0.0.1:1"])
