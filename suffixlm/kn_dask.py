@@ -150,27 +150,22 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
     return unigrams, n_oov, parts
 
 
-def _lexsort_rows(rows: np.ndarray) -> np.ndarray:
-    return np.lexsort(rows.T[::-1]) if rows.shape[0] else np.zeros(0, dtype=np.int64)
-
-
 def merge_partition(*pieces):
     """Sum the counts of equal n-grams over the shards' pieces of one partition.
 
-    pieces: one ``parts[p]`` per shard (see ``count_shard``). Returns [(rows, counts)]
-    per order 2..N, rows sorted lexicographically and distinct."""
+    pieces: one ``parts[p]`` per shard (see ``count_shard``), each sorted and distinct.
+    Returns [(rows, counts int64)] per order 2..N, rows sorted lexicographically and
+    distinct: the pieces merged two by two (``_merge_kernels.merge_counted``)."""
+    from . import _merge_kernels as M
+
     out = []
     for j in range(len(pieces[0])):
-        rows = np.concatenate([pc[j][0] for pc in pieces])
-        cnt = np.concatenate([pc[j][1] for pc in pieces])
-        order = _lexsort_rows(rows)
-        rows, cnt = rows[order], cnt[order]
-        if len(rows):
-            new = np.ones(len(rows), dtype=bool)
-            new[1:] = np.any(rows[1:] != rows[:-1], axis=1)
-            starts = np.flatnonzero(new)
-            rows, cnt = rows[starts], np.add.reduceat(cnt, starts)
-        out.append((rows, cnt))
+        runs = [(np.ascontiguousarray(pc[j][0], dtype=np.int32), np.ascontiguousarray(pc[j][1], dtype=np.int64))
+                for pc in pieces]
+        while len(runs) > 1:
+            merged = [M.merge_counted(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
+            runs = merged + runs[len(merged) * 2:]
+        out.append(runs[0])
     return out
 
 

@@ -10,7 +10,8 @@ its first word), which lives in the partition of the second word:
 
 * pulled: the suffix's (found, acc) back-off values (the interpolation's lower-order
   probability and the back-off walk), by the suffix's index in its partition, which
-  is looked up once per order (``_resolve``, the join by suffix key);
+  is looked up once per order (``_resolve``, the join by suffix key: a binary search
+  of the sorted rows);
 * pushed: continuation counts (distinct left extensions, the KN counts below the top
   order) and the context-node marks, added up where the suffix lives.
 
@@ -50,33 +51,20 @@ def _item(t, i):
     return t[i]
 
 
-def _local_ids(rows: np.ndarray, keys: list[np.ndarray], V: int) -> np.ndarray:
-    """Local indices of the k-grams ``rows`` (k >= 2, all present, first words in the
-    partition) among the partition's k-grams; ``keys[j]`` sorts its (j+2)-grams:
-    first word * V + second word for bigrams, local prefix * V + last word above."""
-    ids = np.searchsorted(keys[0], rows[:, 0].astype(np.int64) * V + rows[:, 1])
-    for j in range(2, rows.shape[1]):
-        ids = np.searchsorted(keys[j - 1], ids.astype(np.int64) * V + rows[:, j])
-    return ids.astype(np.int32)
-
-
-def _setup(merged, lo: int, V: int):
-    """Per order n = 2..N of a merged partition: (rows, count, prefix, key, size); prefix:
-    the local index of the context (n = 2: first word - lo)."""
+def _setup(merged, lo: int):
+    """Per order n = 2..N of a merged partition: (rows, count, prefix, size); prefix: the
+    local index of the context (n = 2: first word - lo)."""
+    from . import _merge_kernels as M
     from .kn_dask import _check_int32
 
     out = []
-    keys: list[np.ndarray] = []
     for j, (rows, cnt) in enumerate(merged):
         n = j + 2
         if n == 2:
             prefix = (rows[:, 0] - lo).astype(np.int32)
-            key = rows[:, 0].astype(np.int64) * V + rows[:, 1]
         else:
-            prefix = _local_ids(rows[:, :-1], keys, V)
-            key = prefix.astype(np.int64) * V + rows[:, -1]
-        keys.append(key)
-        out += [rows, _check_int32(cnt, n), prefix, key, len(rows)]
+            prefix = M.find_rows(out[-4], np.ascontiguousarray(rows[:, :-1]))
+        out += [rows, _check_int32(cnt, n), prefix, len(rows)]
     return out
 
 
@@ -93,9 +81,11 @@ def _suffix_rows(rows: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows[sel, 1:])
 
 
-def _resolve(suffixes: np.ndarray, V: int, *keys):
-    """Local indices (in the suffixes' partition) of the suffixes (k-grams, k >= 2)."""
-    return _local_ids(suffixes, list(keys), V)
+def _resolve(suffixes: np.ndarray, table: np.ndarray):
+    """Local indices of the suffixes in their partition's rows of their order, ``table``."""
+    from . import _merge_kernels as M
+
+    return M.find_rows(table, suffixes)
 
 
 def _assemble(m: int, sels, pieces, dtype):
@@ -264,12 +254,11 @@ class ClusterKN:
         self.F = F
         self.m = {}
         for p in range(P):
-            parts = self._split(self._submit(_setup, merged[p], int(self.bounds[p]), V, name=f"setup-{p}"),
-                                5 * (N - 1), f"setup-{p}")
+            parts = self._split(self._submit(_setup, merged[p], int(self.bounds[p]), name=f"setup-{p}"),
+                                4 * (N - 1), f"setup-{p}")
             for j in range(N - 1):
                 n = j + 2
-                F["rows", p, n], F["count", p, n], F["prefix", p, n], F["key", p, n] = parts[5 * j:5 * j + 4]
-                self.m[p, n] = parts[5 * j + 4]
+                F["rows", p, n], F["count", p, n], F["prefix", p, n], self.m[p, n] = parts[4 * j:4 * j + 4]
         merged.clear()
         sizes = client.gather([self.m[k] for k in self.m])
         self.m = dict(zip(list(self.m), (int(s) for s in sizes)))
@@ -277,9 +266,16 @@ class ClusterKN:
         self._estimate(raw1)
 
     # -------------------------------------------------- plumbing
-    def _submit(self, fn, *args, name: str):
+    def _submit(self, fn, *args, name: str, near=None):
+        """Submit a task; ``near``: a future whose worker should run it (a soft wish: any
+        worker may, if that one is gone)."""
         self._k += 1
-        return self.client.submit(fn, *args, key=f"kn-est-{self.tag}-{name}-{self._k}")
+        where = {}
+        if near is not None:
+            holders = self.client.who_has([near]).get(near.key)
+            if holders:
+                where = {"workers": list(holders), "allow_other_workers": True}
+        return self.client.submit(fn, *args, key=f"kn-est-{self.tag}-{name}-{self._k}", **where)
 
     def _split(self, f, n_out: int, name: str) -> list:
         return [self._submit(_item, f, i, name=f"{name}-{i}") for i in range(n_out)]
@@ -298,8 +294,9 @@ class ClusterKN:
                 for q in range(P):
                     F["sel", p, q, n] = sels[q]
                     piece = self._submit(_suffix_rows, F["rows", p, n], sels[q], name=f"sufrows-{p}-{q}-{n}")
-                    keys = [F["key", q, k] for k in range(2, n)]
-                    F["idx", p, q, n] = self._submit(_resolve, piece, self.V, *keys, name=f"idx-{p}-{q}-{n}")
+                    # the suffixes travel to their partition, not its rows to them
+                    F["idx", p, q, n] = self._submit(_resolve, piece, F["rows", q, n - 1], name=f"idx-{p}-{q}-{n}",
+                                                     near=F["rows", q, n - 1])
 
     def _suffix_values(self, p: int, n: int, found1, acc1, found_name: str, acc_name: str):
         """Future of the (found, acc) of the suffixes of p's n-grams."""

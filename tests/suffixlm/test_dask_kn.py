@@ -69,6 +69,38 @@ def test_split_text_cuts_at_line_ends(tmp_path):
         assert all(data[a - 1:a] == b"\n" for a, _ in ranges[1:])
 
 
+def test_merge_partition_and_find_rows_brute_force():
+    """The shuffle's reducer (sorted pieces merged two by two, counts of equal rows summed)
+    and the join's binary search against a dictionary, on random rows with many ties."""
+    from collections import Counter
+
+    from suffixlm._merge_kernels import find_rows
+    from suffixlm.kn_dask import merge_partition
+
+    rng = np.random.default_rng(0)
+    for n_pieces in (1, 2, 3, 5):
+        pieces, total = [], [Counter(), Counter()]
+        for _ in range(n_pieces):
+            part = []
+            for j, n in enumerate((2, 3)):
+                size = int(rng.integers(0, 40))
+                rows = np.unique(rng.integers(0, 4, size=(size, n)).astype(np.int32), axis=0)
+                cnt = rng.integers(1, 2**33, size=len(rows)).astype(np.int64)  # sums beyond 32 bits
+                total[j].update({tuple(r): int(c) for r, c in zip(rows.tolist(), cnt)})
+                part.append((rows, cnt))
+            pieces.append(part)
+        got = merge_partition(*pieces)
+        for j in range(2):
+            rows, cnt = got[j]
+            assert [tuple(r) for r in rows.tolist()] == sorted(total[j])
+            assert cnt.tolist() == [total[j][k] for k in sorted(total[j])]
+            queries = rng.integers(0, 5, size=(60, rows.shape[1])).astype(np.int32)
+            where = {tuple(r): i for i, r in enumerate(rows.tolist())}
+            runs = np.concatenate([np.unique(queries[:25], axis=0), np.unique(queries[25:], axis=0), rows, rows])
+            for qs in (queries, runs):  # random, and sorted runs
+                assert find_rows(rows, qs).tolist() == [where.get(tuple(q), -1) for q in qs.tolist()]
+
+
 def test_counts_equal_single_process(client, sampled_corpus):
     from suffixlm.kn_dask import count_text_ngrams
 
