@@ -157,16 +157,32 @@ def loss_and_gradient(
 
 
 @njit(cache=True)
+def _add_event(end, q, param_parent, n_end, emp, c):
+    """Add ``c`` events ending at node ``end`` with param ``q``: at the node, at the param
+    and at every param above it."""
+    n_end[end] += c
+    while q >= 0:
+        emp[q] += c
+        q = param_parent[q]
+
+
+@njit(cache=True)
 def accumulate_batch(batch, end_node, target_param, param_parent, n_end, emp, sign):
     """Add (sign=+1) or remove (sign=-1) the statistics of positions ``batch``
     (indices into end_node / target_param) to n_end and emp."""
     for b in range(batch.shape[0]):
         i = batch[b]
-        n_end[end_node[i]] += sign
-        q = target_param[i]
-        while q >= 0:
-            emp[q] += sign
-            q = param_parent[q]
+        _add_event(end_node[i], target_param[i], param_parent, n_end, emp, sign)
+
+
+@njit(cache=True)
+def accumulate_counts(end_node, target_param, count, param_parent, n_end, emp):
+    """Add the statistics of counted events to n_end and emp: each event's count
+    (int64, or integer-valued float64) at its end node, at its param and every param above it.
+    Sums of integers, exact: ``accumulate_batch`` over the positions they stand for,
+    without any temporary array."""
+    for i in range(end_node.shape[0]):
+        _add_event(end_node[i], target_param[i], param_parent, n_end, emp, count[i])
 
 
 @njit(cache=True)

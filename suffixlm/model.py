@@ -269,7 +269,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         t0 = time.perf_counter()
         tree = SuffixTree.from_events(events.tokens, events.offsets, events.counts, self.order - 1,
                                       collapse=not _uses_trie(self.penalty, self.alpha, self.base))
-        end_node = np.array(tree.position_node, dtype=np.int64)
+        # the tree's per-event nodes become end_node (no copy): the tree keeps no positions
+        end_node = np.asarray(tree.position_node, dtype=np.int64)
+        tree.position_node = np.zeros(0, np.int64)  # scoring walks every text
         targets = tree.tokens[tree.offsets[1:] - 1]
         target_param = lookup_params(tree, end_node, targets)
         if not events.vocab.has_unk:
@@ -278,7 +280,6 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             target_param[~keep] = -1
         if np.any(target_param[end_node >= 0] < 0):
             raise RuntimeError("internal error: a training target is missing from the suffix tree")
-        tree.position_node = np.zeros(0, np.int64)  # no training positions: scoring walks every text
         self.seconds_build_ = time.perf_counter() - t0
         return tree, end_node, target_param, tree.event_counts
 

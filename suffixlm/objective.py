@@ -42,9 +42,16 @@ class LMObjective:
             base = no_base(tree, float(base))
         self.base = base
         keep = end_node >= 0
+        if keep.all():  # nothing to drop: no copies (on a large corpus these are its biggest arrays)
+            keep = slice(None)
         self.end_node = np.ascontiguousarray(end_node[keep])
         self.target_param = np.ascontiguousarray(target_param[keep])
-        self.event_count = None if event_count is None else np.asarray(event_count, dtype=np.float64)[keep]
+        self.event_count = None
+        if event_count is not None:
+            event_count = np.asarray(event_count)
+            if event_count.dtype not in (np.int64, np.float64):
+                event_count = event_count.astype(np.float64)
+            self.event_count = np.ascontiguousarray(event_count[keep])
         self.n_samples = int(self.end_node.shape[0]) if event_count is None else int(self.event_count.sum())
         t = tree
         self.topo, self.level_start, self.child_start = bfs_levels(t.parent)
@@ -94,17 +101,10 @@ class LMObjective:
 
     def _accumulate_counts(self):
         """n_end_all and emp_all of counted events: each count at its end node, and at its
-        param and every param above it (a level of the tree at a time, deepest first).
-        Sums of integers, exact: the arrays of ``accumulate_batch`` over the positions."""
-        t = self.tree
-        self.n_end_all += np.bincount(self.end_node, weights=self.event_count, minlength=t.n_nodes)
-        emp = np.bincount(self.target_param, weights=self.event_count, minlength=t.n_params)
-        depth = np.asarray(t.depth)[self.param_node]
-        up = self.param_parent
-        for d in range(int(depth.max(initial=0)), 0, -1):
-            q = np.flatnonzero((depth == d) & (up >= 0))
-            np.add.at(emp, up[q], emp[q])
-        self.emp_all += emp
+        param and every param above it (``K.accumulate_counts``, no temporary array). Sums
+        of integers, exact: the arrays of ``accumulate_batch`` over the positions."""
+        K.accumulate_counts(self.end_node, self.target_param, self.event_count, self.param_parent, self.n_end_all,
+                            self.emp_all)
 
     def _forward(self, w):
         t = self.tree

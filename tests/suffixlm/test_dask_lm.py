@@ -134,6 +134,29 @@ def test_fit_on_events_equals_fit_on_text(boundary_file, tmp_path, name):
         np.testing.assert_array_equal(back.log10_probs(test), b.log10_probs(test))
 
 
+@pytest.mark.parametrize("kw", [dict(order=4), dict(order=3, penalty="l2-tree"), dict(order=3, loo=0.5)])
+@pytest.mark.parametrize("vocab", ["open", "closed"])
+def test_statistics_of_events_equal_those_of_positions(boundary_file, tmp_path, kw, vocab):
+    """The objective's whole-text statistics from counted events (one count per distinct
+    event, added up the param chain) equal value for value those summed position by
+    position; with a closed vocabulary the OOV targets are dropped from both."""
+    for path in (TINY, boundary_file):
+        if vocab == "closed":
+            v = tmp_path / "v.txt"
+            v.write_text("\n".join(load_training_corpus(path).vocab.words[3:-1]) + "\n")
+            corpus = load_training_corpus(path, vocab_path=v, unk=False)
+            assert corpus.n_oov > 0
+        else:
+            corpus = load_training_corpus(path, unk=True)
+        a = LogLinearLM(**kw)._problem(corpus)
+        b = LogLinearLM(**kw)._problem(context_events(corpus, kw["order"]))
+        assert (len(a.end_node) < corpus.n_tokens - corpus.n_sentences) == (vocab == "closed")
+        assert a.n_samples == b.n_samples == len(a.end_node) and a.n_events == b.n_events
+        np.testing.assert_array_equal(b.n_end_all, a.n_end_all)
+        np.testing.assert_array_equal(b.emp_all, a.emp_all)
+        assert b.n_end_all.sum() == a.n_samples + (a.n_events - a.n_samples if kw.get("loo") else 0) > 0
+
+
 def test_sage_is_refused_on_events():
     ev = context_events(Corpus.from_strings(BOUNDARY), 3)
     with pytest.raises(ValueError, match="solver='fista'"):
