@@ -235,21 +235,25 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
 
 def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool = False, modified: bool = True,
                      min_counts: list[int] | None = None, interpolate: bool = True, n_shards: int | None = None,
-                     n_partitions: int | None = None):
+                     n_partitions: int | None = None, progress=None):
     """Interpolated KN on the text file ``path``, counted and estimated on the Dask cluster
     of ``client`` (``kn_dask_estimate.ClusterKN``: the n-grams stay on the workers until
-    written). Returns (ClusterKN, TextStats); the model equals the single-process one."""
+    written). Returns (ClusterKN, TextStats); the model equals the single-process one.
+    progress: None, or a function called with a line at the end of each stage."""
     from .kn_dask_estimate import ClusterKN
 
     vocab, stats, bounds, counted, tag = count_on_cluster(client, path, order, vocab_path, unk, n_shards,
                                                           n_partitions)
+    if progress is not None:
+        progress(f"{stats.n_sentences} sentences, {stats.n_words} words in {stats.n_shards} shards; "
+                 f"vocabulary {len(vocab)}; counting")
     unigram_f, merged_f = shuffle_partitions(client, counted, len(bounds) - 1, f"kn-{tag}")
     unigrams = np.zeros(len(vocab), dtype=np.int64)
     for u, o in client.gather(unigram_f):
         unigrams += u
         stats.n_oov += o
     del unigram_f
-    kn = ClusterKN(client, unigrams, merged_f, bounds, order, vocab, modified, min_counts, interpolate)
+    kn = ClusterKN(client, unigrams, merged_f, bounds, order, vocab, modified, min_counts, interpolate, progress)
     return kn, stats
 
 

@@ -223,12 +223,14 @@ class ClusterKN:
     partitions; its n-grams stay on the workers until written or gathered.
 
     unigrams: int64[V] raw unigram counts; merged: futures of ``kn_dask.merge_partition``
-    (partition p: n-grams whose first word id is in [bounds[p], bounds[p+1]))."""
+    (partition p: n-grams whose first word id is in [bounds[p], bounds[p+1]));
+    progress: None, or a function called with a line at the end of each stage."""
 
     def __init__(self, client, unigrams: np.ndarray, merged: list, bounds: np.ndarray, order: int,
                  vocab: Vocabulary, modified: bool = True, min_counts: list[int] | None = None,
-                 interpolate: bool = True):
+                 interpolate: bool = True, progress=None):
         self.client = client
+        self.progress = progress or (lambda message: None)
         self.tag = uuid.uuid4().hex[:8]
         self._k = 0
         self.vocab = vocab
@@ -262,6 +264,7 @@ class ClusterKN:
         merged.clear()
         sizes = client.gather([self.m[k] for k in self.m])
         self.m = dict(zip(list(self.m), (int(s) for s in sizes)))
+        self.progress(f"n-grams merged: {[V] + [sum(self.m[p, n] for p in range(P)) for n in range(2, N + 1)]}")
         self._links()
         self._estimate(raw1)
 
@@ -388,6 +391,7 @@ class ClusterKN:
                     F.pop(("found", p, n - 1), None)
                     F.pop(("acc", p, n - 1), None)
             res = client.gather(outs)
+            self.progress(f"order {n}: probabilities and back-off weights")
             info["retries"].append(sum(r for r, _ in res))
             info["bad_bows"].append(sum(b for _, b in res))
         for p in range(P):
@@ -422,6 +426,7 @@ class ClusterKN:
                     F.pop(("found", p, n - 1), None)
                     F.pop(("acc", p, n - 1), None)
             info["fixups"].append(0 if n == N else sum(client.gather(fix_counts)))
+            self.progress(f"order {n}: fix-ups")
         for p in range(P):
             F.pop(("found", p, N), None)
             F.pop(("acc", p, N), None)

@@ -99,8 +99,12 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                     # the n-grams stay on the workers; the file is written one partition at a time
                     from ..kn_dask import estimate_text_kn
 
+                    def progress(message):
+                        click.echo(f"[{time.perf_counter() - t0:7.1f} s] {message}", err=True)
+
                     streamed, stats = estimate_text_kn(client, train_file, order, vocab_path, unk=unk,
-                                                       modified=modified, min_counts=min_counts)
+                                                       modified=modified, min_counts=min_counts,
+                                                       progress=None if quiet else progress)
                 else:
                     lm.fit_text(train_file, vocab_path, unk=unk, client=client)
             except CorpusError as e:

@@ -127,7 +127,8 @@ def test_api_arpa_identical(client, sampled_corpus, tmp_path, order, modified, m
 
 
 @pytest.mark.parametrize("args", [["--order", "5"], ["--order", "3", "--original", "--min-count", "none"],
-                                  ["--order", "2", "--no-unk"], ["--order", "4", "--min-count", "1,1,2"]])
+                                  ["--order", "2", "--no-unk"], ["--order", "4", "--min-count", "1,1,2"],
+                                  ["--order", "3", "--prune", "1e-6"]])
 def test_cli_workers_arpa_identical(tmp_path, sampled_corpus, args):
     pytest.importorskip("distributed")
     r = CliRunner()
@@ -139,6 +140,8 @@ def test_cli_workers_arpa_identical(tmp_path, sampled_corpus, args):
     assert res.exit_code == 0, res.output
     assert a.read_bytes() == b.read_bytes()
     summary = json.loads(res.output[res.output.index("{"):])
+    if "--prune" not in args:  # progress on stderr, stage by stage
+        assert "vocabulary" in res.output and "order 2: probabilities and back-off weights" in res.output
     ref = BackoffLMReader.read_arpa(a)
     assert summary["ngrams"] == ref.counts and summary["parameters"] == ref.n_parameters
 
