@@ -45,9 +45,8 @@ from .corpus import (
     read_lines,
 )
 from .io import GZIP_MAGIC, input_name, open_error_message
+from .kn_steps import check_int32_counts
 from .ngrams import NgramCounts, count_ngrams
-
-INT32_MAX = 2**31 - 1
 
 
 @dataclass
@@ -187,12 +186,6 @@ def _trie_ids(rows: np.ndarray, keys: list[np.ndarray], V: int) -> np.ndarray:
     return ids.astype(np.int32)
 
 
-def _check_int32(cnt: np.ndarray, n: int) -> np.ndarray:
-    if len(cnt) and int(cnt.max()) > INT32_MAX:
-        raise CorpusError(f"a {n}-gram is seen more than {INT32_MAX} times (counts are 32-bit)")
-    return cnt.astype(np.int32)
-
-
 def build_counts(order: int, unigrams: np.ndarray, merged: list[list[tuple[np.ndarray, np.ndarray]]]) -> NgramCounts:
     """``NgramCounts`` (the trie of ``count_ngrams``) from the unigram counts and the
     sorted, merged n-grams of each order (``merged[n-2]`` = (rows, counts) for order n)."""
@@ -202,7 +195,7 @@ def build_counts(order: int, unigrams: np.ndarray, merged: list[list[tuple[np.nd
     c.prefix.append(np.zeros(V, dtype=np.int32))
     c.suffix.append(np.zeros(V, dtype=np.int32))
     c.first.append(np.arange(V, dtype=np.int32))
-    c.count.append(_check_int32(unigrams, 1))
+    c.count.append(check_int32_counts(unigrams, 1))
     keys: list[np.ndarray] = [np.arange(V, dtype=np.int64)]
     for n in range(2, order + 1):
         rows, cnt = merged[n - 2]
@@ -213,7 +206,7 @@ def build_counts(order: int, unigrams: np.ndarray, merged: list[list[tuple[np.nd
         c.prefix.append(prefix)
         c.suffix.append(suffix)
         c.first.append(np.ascontiguousarray(rows[:, 0], dtype=np.int32))
-        c.count.append(_check_int32(cnt, n))
+        c.count.append(check_int32_counts(cnt, n))
         keys.append(prefix.astype(np.int64) * V + word)
     return c
 

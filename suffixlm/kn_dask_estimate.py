@@ -33,9 +33,10 @@ import uuid
 import numpy as np
 
 from .corpus import BOS_ID, UNK_ID, Vocabulary
-from .kn import (
+from .kn_steps import (
     _distribute_unigram_mass,
     _ranges,
+    check_int32_counts,
     count_of_counts,
     estimate_discounts,
     fixup_order,
@@ -55,7 +56,6 @@ def _setup(merged, lo: int):
     """Per order n = 2..N of a merged partition: (rows, count, prefix, size); prefix: the
     local index of the context (n = 2: first word - lo)."""
     from . import _merge_kernels as M
-    from .kn_dask import _check_int32
 
     out = []
     for j, (rows, cnt) in enumerate(merged):
@@ -64,7 +64,7 @@ def _setup(merged, lo: int):
             prefix = (rows[:, 0] - lo).astype(np.int32)
         else:
             prefix = M.find_rows(out[-4], np.ascontiguousarray(rows[:, :-1]))
-        out += [rows, _check_int32(cnt, n), prefix, len(rows)]
+        out += [rows, check_int32_counts(cnt, n), prefix, len(rows)]
     return out
 
 
@@ -249,9 +249,7 @@ class ClusterKN:
         self.closed = not vocab.has_unk
         self.vocab_size = int(V - nonevent.sum())
         self.modified, self.interpolate = modified, interpolate
-        from .kn_dask import _check_int32
-
-        raw1 = _check_int32(np.asarray(unigrams), 1)
+        raw1 = check_int32_counts(np.asarray(unigrams), 1)
         F: dict = {}
         self.F = F
         self.m = {}
