@@ -33,7 +33,6 @@ is empty (``ngram N=0``), as SRILM writes it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,11 +43,12 @@ from .estimator import ParamsMixin
 from .kn_steps import (  # noqa: F401  (re-exported: the steps shared with kn_dask_estimate)
     SRILM_DEFAULT_MIN_COUNTS,
     DiscountWarning,
-    _distribute_unigram_mass,
     _ranges,
     count_of_counts,
     estimate_discounts,
+    estimate_unigrams,
     fixup_order,
+    listed_unigrams,
     quantize_g7,
     srilm_min_counts,
     walk_step,
@@ -128,34 +128,31 @@ def estimate_kneser_ney(
         info["discounts"].append(d)
         word = counts.word[n - 1]
         if n == 1:
-            start = np.zeros(1, dtype=np.int64)
-            end = np.full(1, V, dtype=np.int64)
-            skip = np.zeros(1, dtype=bool)
-            lower = np.full(V, np.float32(-math.log10(vocab_size)), dtype=np.float32)
-        else:
-            prev = orders[-1]
-            n_ctx = len(counts.word[n - 2])
-            start, end = _ranges(counts.prefix[n - 1], n_ctx)
-            skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
-            lower = (prev.found + prev.acc)[counts.suffix[n - 1]].astype(np.float32)
-            if has_unk is not None:
-                has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
-        lp, explicit, n_retry = K.estimate_order(
-            start, end, skip, kn[n - 1], word, lower, nonevent,
-            int(min_counts[n - 1]), float(d[0]), float(d[1]), float(d[2]), vocab_size, bool(interpolate), n == 1)
-        info["retries"].append(int(n_retry))
-        if n == 1:
-            _distribute_unigram_mass(lp, explicit, nonevent)
+            lp, explicit, n_retry = estimate_unigrams(kn[0], nonevent, int(min_counts[0]), d, vocab_size,
+                                                      bool(interpolate))
+            info["retries"].append(n_retry)
             info["bad_bows"].append(0)
             orders.append(_Order(lp, explicit, lp.copy(), np.zeros(V, dtype=np.float32)))
-        else:
-            bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
-            info["bad_bows"].append(int(n_bad))
-            orders[-1].bow = bow
-            found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow)
-            orders.append(_Order(lp, explicit, found, acc))
-            if n >= 3:
-                orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
+            kn[0] = None
+            continue
+        prev = orders[-1]
+        n_ctx = len(counts.word[n - 2])
+        start, end = _ranges(counts.prefix[n - 1], n_ctx)
+        skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
+        lower = (prev.found + prev.acc)[counts.suffix[n - 1]].astype(np.float32)
+        if has_unk is not None:
+            has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
+        lp, explicit, n_retry = K.estimate_order(
+            start, end, skip, kn[n - 1], word, lower, nonevent,
+            int(min_counts[n - 1]), float(d[0]), float(d[1]), float(d[2]), vocab_size, bool(interpolate), False)
+        info["retries"].append(int(n_retry))
+        bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
+        info["bad_bows"].append(int(n_bad))
+        orders[-1].bow = bow
+        found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow)
+        orders.append(_Order(lp, explicit, found, acc))
+        if n >= 3:
+            orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
         kn[n - 1] = None
     orders[-1].bow = np.zeros(len(orders[-1].lp), dtype=np.float32)
 
@@ -192,9 +189,7 @@ def estimate_kneser_ney(
     ngrams = []
     for n in range(1, N + 1):
         o = orders[n - 1]
-        idx = np.flatnonzero(o.explicit)
-        if n == 1:
-            idx = idx[~nonevent[idx] | (idx == BOS_ID)]
+        idx = listed_unigrams(o.explicit, nonevent) if n == 1 else np.flatnonzero(o.explicit)
         rows = counts.rows(n, idx)
         has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
         # the model holds exactly what its ARPA file says (SRILM scores its files, too)

@@ -251,10 +251,13 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
 
 
 def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool = False,
-                     n_shards: int | None = None, n_partitions: int | None = None):
-    """Stages 1 and 2: the vocabulary (on the driver, from the shards' word counts) and the
-    shards counted by the workers. Returns (vocabulary, TextStats (n_oov still 0), bounds
-    of the first-word partitions, futures of ``count_shard``, a tag for task keys)."""
+                     n_shards: int | None = None, n_partitions: int | None = None, min_count: int = 1,
+                     count=count_shard, count_args: tuple = (), prefix: str = "kn"):
+    """Stages 1 and 2: the vocabulary (on the driver, from the shards' word counts, as
+    ``load_training_corpus`` with ``min_count``) and the shards counted by the workers with
+    ``count(shard, words, has_unk, order, bounds, *count_args)`` (``count_shard`` or a
+    filter of it). Returns (vocabulary, TextStats (n_oov still 0), bounds of the first-word
+    partitions, futures of ``count``, a tag for task keys, which start with ``prefix``)."""
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
     if input_name(path) == "<stdin>":
@@ -268,8 +271,9 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
     P = n_partitions or 2 * n_workers
     tag = uuid.uuid4().hex[:8]
     ranges = split_text(path, n_shards)
-    shards = [client.submit(read_shard, path, a, b, key=f"kn-read-{tag}-{i}") for i, (a, b) in enumerate(ranges)]
-    stats = client.gather([client.submit(shard_word_counts, s, key=f"kn-words-{tag}-{i}")
+    shards = [client.submit(read_shard, path, a, b, key=f"{prefix}-read-{tag}-{i}")
+              for i, (a, b) in enumerate(ranges)]
+    stats = client.gather([client.submit(shard_word_counts, s, key=f"{prefix}-words-{tag}-{i}")
                            for i, s in enumerate(shards)])
     n_sentences = sum(s[1] for s in stats)
     n_words = sum(s[2] for s in stats)
@@ -283,7 +287,7 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
         vocab = Vocabulary.from_file(vocab_path, unk=unk)
     else:
         try:
-            vocab = Vocabulary.from_counts(counter, min_count=1, unk=unk)
+            vocab = Vocabulary.from_counts(counter, min_count=min_count, unk=unk)
         except CorpusError as e:
             raise CorpusError(f"{name}: {e}") from None
     del stats
@@ -296,8 +300,8 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
     del counter
     bounds = _partition_bounds(mass, P)
     words = vocab.words
-    counted = [client.submit(count_shard, s, words, vocab.has_unk, order, bounds, key=f"kn-count-{tag}-{i}")
-               for i, s in enumerate(shards)]
+    counted = [client.submit(count, s, words, vocab.has_unk, order, bounds, *count_args,
+                             key=f"{prefix}-count-{tag}-{i}") for i, s in enumerate(shards)]
     del shards  # the encoded shards are freed once counted
     return vocab, TextStats(n_sentences, n_words, 0, len(ranges)), bounds, counted, tag
 

@@ -27,19 +27,19 @@ recomputation of its tasks.
 
 from __future__ import annotations
 
-import math
 import uuid
 
 import numpy as np
 
 from .corpus import BOS_ID, UNK_ID, Vocabulary
 from .kn_steps import (
-    _distribute_unigram_mass,
     _ranges,
     check_int32_counts,
     count_of_counts,
     estimate_discounts,
+    estimate_unigrams,
     fixup_order,
+    listed_unigrams,
     quantize_g7,
     srilm_min_counts,
     walk_step,
@@ -93,10 +93,6 @@ def _assemble(m: int, sels, pieces, dtype):
     for sel, piece in zip(sels, pieces):
         out[sel] = piece
     return out
-
-
-def _take(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return values[idx]
 
 
 def _kn_counts(count, rows, nonevent, *idx):
@@ -207,12 +203,9 @@ def _output(rows, lp, explicit, bow, node):
     return r, p, quantize_g7(bow[idx]), node[idx]
 
 
-def _length(x) -> int:
-    return len(x[0])
-
-
-def _n_bows(x) -> int:
-    return int(x[3].sum())
+def _sizes(x) -> tuple[int, int]:
+    """(n-grams, back-off weights) of an ``_output`` piece."""
+    return len(x[0]), int(x[3].sum())
 
 
 # ---------------------------------------------------------------- the driver
@@ -311,7 +304,6 @@ class ClusterKN:
 
     # -------------------------------------------------- the estimate
     def _estimate(self, raw1: np.ndarray) -> None:
-        from . import _kn_kernels as K
 
         client, F, P, N, V = self.client, self.F, self.P, self.order, self.V
         nonevent = self.nonevent
@@ -348,15 +340,10 @@ class ClusterKN:
             info["discounts"].append(d)
             discounts.append(d)
         # unigrams, here
-        d = discounts[0]
-        lower = np.full(V, np.float32(-math.log10(self.vocab_size)), dtype=np.float32)
-        lp1, explicit1, n_retry = K.estimate_order(
-            np.zeros(1, dtype=np.int64), np.full(1, V, dtype=np.int64), np.zeros(1, dtype=bool), kn1,
-            np.arange(V, dtype=np.int32), lower, nonevent, int(self.min_counts[0]), float(d[0]), float(d[1]),
-            float(d[2]), self.vocab_size, bool(self.interpolate), True)
-        info["retries"].append(int(n_retry))
+        lp1, explicit1, n_retry = estimate_unigrams(kn1, nonevent, int(self.min_counts[0]), discounts[0],
+                                                    self.vocab_size, bool(self.interpolate))
+        info["retries"].append(n_retry)
         info["bad_bows"].append(0)
-        _distribute_unigram_mass(lp1, explicit1, nonevent)
         found1, acc1 = lp1.copy(), np.zeros(V, dtype=np.float32)
         bow1 = np.zeros(V, dtype=np.float32)
         # first pass, order by order: probabilities, back-off weights, the walk
@@ -432,8 +419,7 @@ class ClusterKN:
             del F[key]
         node1 = self._nodes(N)
         # what the file lists
-        idx = np.flatnonzero(explicit1)
-        idx = idx[~nonevent[idx] | (idx == BOS_ID)]
+        idx = listed_unigrams(explicit1, nonevent)
         self.unigrams = (idx.astype(np.int32).reshape(-1, 1), quantize_g7(lp1[idx]),
                          quantize_g7(bow1[idx]), node1[idx] if N > 1 else np.zeros(len(idx), dtype=bool))
         self.out = {}
@@ -443,10 +429,9 @@ class ClusterKN:
                 node = F["node", p, n] if n < N else None
                 self.out[p, n] = self._submit(_output, F["rows", p, n], F["lp", p, n], F["explicit", p, n], bow,
                                               node, name=f"out-{p}-{n}")
-        lengths = client.gather({k: self._submit(_length, f, name="len") for k, f in self.out.items()})
-        self.counts = [len(self.unigrams[0])] + [sum(lengths[p, n] for p in range(P)) for n in range(2, N + 1)]
-        self.n_parameters = int(sum(self.counts) + int(self.unigrams[3].sum()) + sum(
-            client.gather([self._submit(_n_bows, f, name="nbow") for f in self.out.values()])))
+        sizes = client.gather({k: self._submit(_sizes, f, name="sizes") for k, f in self.out.items()})
+        self.counts = [len(self.unigrams[0])] + [sum(sizes[p, n][0] for p in range(P)) for n in range(2, N + 1)]
+        self.n_parameters = sum(self.counts) + int(self.unigrams[3].sum()) + sum(b for _, b in sizes.values())
         F.clear()
 
     def _nodes(self, N: int) -> np.ndarray:

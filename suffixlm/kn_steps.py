@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .corpus import CorpusError
+from .corpus import BOS_ID, CorpusError
 
 INT32_MAX = 2**31 - 1
 
@@ -92,6 +92,29 @@ def _distribute_unigram_mass(lp: np.ndarray, explicit: np.ndarray, nonevent: np.
         add = num / int(words.sum())
         cur = np.exp(lp[words].astype(np.float64) * math.log(10))
         lp[words] = np.log10(cur + add).astype(np.float32)
+
+
+def estimate_unigrams(kn1: np.ndarray, nonevent: np.ndarray, min_count: int, d, vocab_size: int,
+                      interpolate: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """The unigram level: probabilities interpolated with 1/|V| (``estimate_order`` over one
+    context holding every word), then the left-over mass spread (``distributeProb``).
+    Returns (lp float32[V], explicit bool[V], SRILM retries)."""
+    from . import _kn_kernels as K
+
+    V = len(kn1)
+    lower = np.full(V, np.float32(-math.log10(vocab_size)), dtype=np.float32)
+    lp, explicit, n_retry = K.estimate_order(
+        np.zeros(1, dtype=np.int64), np.full(1, V, dtype=np.int64), np.zeros(1, dtype=bool), kn1,
+        np.arange(V, dtype=np.int32), lower, nonevent, int(min_count), float(d[0]), float(d[1]), float(d[2]),
+        vocab_size, bool(interpolate), True)
+    _distribute_unigram_mass(lp, explicit, nonevent)
+    return lp, explicit, int(n_retry)
+
+
+def listed_unigrams(explicit: np.ndarray, nonevent: np.ndarray) -> np.ndarray:
+    """Ids of the unigrams an ARPA file lists: the explicit ones that can be predicted, and <s>."""
+    idx = np.flatnonzero(explicit)
+    return idx[~nonevent[idx] | (idx == BOS_ID)]
 
 
 def walk_step(found_suffix, acc_suffix, bow_prefix, lp, explicit):

@@ -90,7 +90,8 @@ def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
     is read before it is written); s = x - x_old, y = smooth_grad - sg_old (float32; sg_old
     may be smooth_grad itself, giving y = 0). The orthant-wise pseudo-gradient pg of
     smooth + rho1 |x|_1 (Andrew & Gao 2007, eq. 4) is not stored, only its norm. Returns
-    (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y)."""
+    (penalty, non-zeros, ||pg||^2, ||x||^2, s.y, y.y). An empty ``s`` (and ``x_old``): no s,
+    for a step whose s is kept sparse (s.y returned as 0)."""
     l1 = 0.0
     l2 = 0.0
     pg2 = 0.0
@@ -98,6 +99,7 @@ def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
     yy = 0.0
     nnz = 0
     n_parts = grad_parts.shape[0]
+    with_s = s.shape[0] > 0
     for i in prange(x.shape[0]):
         xi = x[i]
         gi = rho2 * xi
@@ -110,11 +112,11 @@ def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
             nnz += 1
         pgi = _pseudo(xi, gi, rho1)
         pg2 += pgi * pgi
-        s[i] = xi - x_old[i]
         y[i] = gi - sg_old[i]
-        si = np.float64(s[i])
         yi = np.float64(y[i])
-        sy += si * yi
+        if with_s:
+            s[i] = xi - x_old[i]
+            sy += np.float64(s[i]) * yi
         yy += yi * yi
     return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, sy, yy
 
@@ -211,20 +213,8 @@ def sparse_axpy(alpha, idx, val, q):
 
 @njit(cache=True)
 def compress(dense, idx, val):
-    """Write the non-zeros of dense (float32) into idx / val (sized by np.count_nonzero)."""
-    n = 0
-    for i in range(dense.shape[0]):
-        v = dense[i]
-        if v != 0.0:
-            idx[n] = i
-            val[n] = v
-            n += 1
-    return n
-
-
-@njit(cache=True)
-def compress64(dense, idx, val):
-    """Write the non-zeros of dense (float64) into idx / val (sized by np.count_nonzero)."""
+    """Write the non-zeros of dense (float32 or float64, as val) into idx / val (sized by
+    np.count_nonzero)."""
     n = 0
     for i in range(dense.shape[0]):
         v = dense[i]
@@ -253,36 +243,6 @@ def sparse_orthant_step(x, idx, d_val, x_save, step, sg, rho1, project):
         x[i] = v
         acc += pgi * (v - xi)
     return acc
-
-
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def smooth_gradient_y(x, grad_parts, rho1, rho2, smooth_grad, sg_old, y):
-    """:func:`smooth_pair` without s: smooth_grad = column sum of grad_parts + rho2 x (in place
-    when it is grad_parts[0]), y = smooth_grad - sg_old (float32; sg_old may be smooth_grad
-    itself); returns (penalty, non-zeros, ||pg||^2, ||x||^2, y.y)."""
-    l1 = 0.0
-    l2 = 0.0
-    pg2 = 0.0
-    yy = 0.0
-    nnz = 0
-    n_parts = grad_parts.shape[0]
-    for i in prange(x.shape[0]):
-        xi = x[i]
-        gi = rho2 * xi
-        for p in range(n_parts):
-            gi += grad_parts[p, i]
-        smooth_grad[i] = gi
-        yi = gi - sg_old[i]
-        l2 += xi * xi
-        if xi != 0.0:
-            l1 += abs(xi)
-            nnz += 1
-        pgi = _pseudo(xi, gi, rho1)
-        pg2 += pgi * pgi
-        y[i] = yi
-        y64 = np.float64(y[i])
-        yy += y64 * y64
-    return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, yy
 
 
 @njit(cache=True, fastmath=_FAST)

@@ -152,11 +152,12 @@ def owlqn(
         """f(xx) with its smooth gradient, xx having moved from x_save at idx only: y into
         y_slot, s into s_val (float32 (len(idx),))."""
         val, grad = gradient(xx, sg_out)
-        pen, nnz, pg2, x2, yy = V.smooth_gradient_y(xx, grad, rho1, rho2, sg_out, sg_old, y_slot)
+        pen, nnz, pg2, x2, _, yy = V.smooth_pair(xx, grad, rho1, rho2, sg_out, no_s, sg_old, no_s, y_slot)
         pair[0], pair[1] = V.sparse_step_pair(xx, idx, x_save, y_slot, s_val), yy
         return val + pen, nnz, pg2, x2
 
     pair = [0.0, 0.0]
+    no_s = np.zeros(0, dtype=np.float32)
     y_scratch = mem.y[mem.head] if state is None else np.empty(n, dtype=np.float32)
     # the gradients at x (again, the same bits, on resume): no step, y = 0 in an unused slot
     f, nnz, pg2, x2 = evaluate_sparse(x, sg, sg, no_idx, np.zeros(0), np.zeros(0, dtype=np.float32), y_scratch)
@@ -193,7 +194,7 @@ def owlqn(
             if sparse:
                 d_idx = np.empty(nnz_d, dtype=itype)
                 d_val = np.empty(nnz_d)
-                V.compress64(q, d_idx, d_val)
+                V.compress(q, d_idx, d_val)
                 x_save = x[d_idx]
                 s_val = np.empty(nnz_d, dtype=np.float32)
             else:
