@@ -6,7 +6,6 @@ Heavy modules (numba kernels) are imported inside the commands so that
 
 from __future__ import annotations
 
-import sys
 import time
 
 import click
@@ -25,15 +24,26 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
+def _pattern_files(ctx, param, value) -> tuple[str, ...]:
+    """-p NAME: the file NAME, else the shipped pattern file of that name (one line if neither)."""
+    from .patterns import PatternError, resolve_pattern_file
+
+    try:
+        return tuple(resolve_pattern_file(v) for v in value)
+    except PatternError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 @click.group(name="crf")
 def command() -> None:
     """Linear-chain CRFs (Wapiti-style patterns; OWL-QN, L-BFGS, SGD-l1, BCD, SAG, perceptron, FISTA)."""
 
 
 @command.command()
-@click.option("-p", "--patterns", "patterns", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Wapiti/CRF++ pattern file (repeatable: several files are concatenated, or are the "
-                   "rounds of --grow).")
+@click.option("-p", "--patterns", "patterns", multiple=True, type=click.Path(dir_okay=False),
+              callback=_pattern_files,
+              help="Wapiti/CRF++ pattern file, or the name of one suffixlm ships (`suffixlm patterns`; "
+                   "repeatable: several files are concatenated, or are the rounds of --grow).")
 @click.option("-a", "--algorithm", type=click.Choice(ALGORITHMS), default=None,
               help="owlqn (default): l1/elastic net; lbfgs, sag, sag-nus: l2 only; sgd-l1, bcd: l1/elastic net; "
                    "perceptron: averaged perceptron; fista: proximal gradient (default with a tree --penalty).")
@@ -65,7 +75,7 @@ def command() -> None:
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @distributed_options
 @click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, grow, init_model,
           seed, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
           model):
@@ -80,7 +90,7 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     if not patterns and not init_model:
         raise click.UsageError("give a pattern file (-p) or a model to start from (--init)")
     # before any work: the model never replaces the training text, patterns or devel, and can be written
-    check_output(model, [train, devel, *patterns])
+    check_output(model, [train, devel, *patterns], binary=True)
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
     if workers is not None or scheduler:
@@ -225,7 +235,7 @@ def label(model_path, check, no_label, score, post, nbest_n, force, unlabelled, 
     same way). Wapiti leaves any label it does not know free; here a label that is
     neither one of the model's nor the placeholder is an error naming its line.
     """
-    from .data import DataError, iter_sequences, open_text
+    from .data import open_text
     from .model import CRF, ModelError
 
     if post and nbest_n > 1:
@@ -246,21 +256,35 @@ def label(model_path, check, no_label, score, post, nbest_n, force, unlabelled, 
     if force and unlabelled in crf.space_.label_index:
         raise click.UsageError(f"--unlabelled {unlabelled!r} is one of the model's labels: choose another placeholder")
     stats = [0, 0, 0, 0]
-    import contextlib
-
-    from suffixlm.io import atomic_write, open_error_message, write_error_message
+    from suffixlm.io import open_error_message, write_error_message
 
     try:
         fin = open_text(infile)
     except OSError as exc:
         raise click.ClickException(open_error_message(infile, exc)) from None
+    try:
+        _label_stream(crf, fin, infile, outfile, model_path, n_obs, no_label, check, force, unlabelled, post, score,
+                      nbest_n, stats)
+    except OSError as exc:  # the output cannot be written (no space left, a closed pipe is handled by the group)
+        raise click.ClickException(write_error_message(outfile, exc)) from None
+    if check and stats[1]:
+        click.echo(f"token error: {100.0 * stats[0] / stats[1]:.2f}%  "
+                   f"sequence error: {100.0 * stats[2] / stats[3]:.2f}%  "
+                   f"({stats[1]} tokens, {stats[3]} sequences)", err=True)
+
+
+def _label_stream(crf, fin, infile, outfile, model_path, n_obs, no_label, check, force, unlabelled, post, score,
+                  nbest_n, stats):
+    """``crf label``'s loop: the sequences of ``fin`` labelled in batches into ``outfile``."""
+    import contextlib
+
+    from suffixlm.io import atomic_write
+
+    from .data import DataError, iter_sequences
+
     with contextlib.ExitStack() as stack:
         stack.callback(fin.close)
-        try:
-            out = sys.stdout if outfile == "-" else stack.enter_context(
-                atomic_write(outfile, binary=False, inputs=[infile, model_path]))
-        except OSError as exc:
-            raise click.ClickException(write_error_message(outfile, exc)) from None
+        out = stack.enter_context(atomic_write(outfile, binary=False, inputs=[infile, model_path]))
         try:
             raw: list[str] = []
             X, G = [], []
@@ -300,12 +324,6 @@ def label(model_path, check, no_label, score, post, nbest_n, force, unlabelled, 
                              unlabelled if force else None)
         except (DataError, ValueError) as exc:
             raise _fail(exc) from None
-        if out is sys.stdout:
-            out.flush()
-    if check and stats[1]:
-        click.echo(f"token error: {100.0 * stats[0] / stats[1]:.2f}%  "
-                   f"sequence error: {100.0 * stats[2] / stats[3]:.2f}%  "
-                   f"({stats[1]} tokens, {stats[3]} sequences)", err=True)
 
 
 @command.command(name="eval")
@@ -357,8 +375,7 @@ def dump(model_path, outfile):
         raise _fail(exc) from None
     try:
         with contextlib.ExitStack() as stack:
-            out = sys.stdout if outfile == "-" else stack.enter_context(
-                atomic_write(outfile, binary=False, inputs=[model_path]))
+            out = stack.enter_context(atomic_write(outfile, binary=False, inputs=[model_path]))
             for (obs, lab), w in crf.state_features_.items():
                 out.write(f"{obs}\t#\t{lab}\t{w:.9g}\n")
             for (prev, lab), w in crf.transition_features_.items():

@@ -58,6 +58,7 @@ Python's ``str`` methods (``isalpha``, ``isdecimal``, ``islower``, ``isupper``,
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -69,7 +70,7 @@ from pathlib import Path
 from ._wapiti_regex import RegexError, WapitiRegex, compile_regex
 
 __all__ = ["PatternError", "PatternWarning", "Command", "Pattern", "parse_patterns", "read_patterns",
-           "expand_patterns", "UNIGRAM", "BIGRAM"]
+           "resolve_pattern_file", "expand_patterns", "UNIGRAM", "BIGRAM"]
 
 UNIGRAM = 1
 BIGRAM = 2
@@ -190,6 +191,26 @@ def read_patterns(path: str | Path) -> tuple[str, list[Pattern]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise PatternError(f"{path}: cannot read pattern file: {exc}") from None
     return text, parse_patterns(text, str(path))
+
+
+def resolve_pattern_file(name: str | os.PathLike) -> str:
+    """The pattern file ``-p NAME`` means: ``NAME`` itself when it exists, else, for a bare
+    name (no folder), the pattern file suffixlm ships under that name, with or without
+    ``.pat`` (``"chunk"``, ``"ner.pat"``: ``suffixlm patterns`` lists them), found in the
+    installed package. Otherwise :class:`PatternError`, one line naming the shipped files.
+    """
+    text = os.fspath(name)
+    if os.path.exists(text):
+        return text
+    from suffixlm.corpora import pattern_files
+
+    shipped = pattern_files()
+    if os.path.basename(text) == text:
+        key = text[:-len(".pat")] if text.endswith(".pat") else text
+        if key in shipped:
+            return str(shipped[key])
+    raise PatternError(f"{text}: no such file, nor a shipped pattern file of that name "
+                       f"(shipped: {', '.join(shipped)}; `suffixlm patterns` lists them)")
 
 
 def max_column(patterns: list[Pattern]) -> int:

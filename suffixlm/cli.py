@@ -11,8 +11,12 @@ suffixlm never imports them by name: dependencies run one way, crf -> suffixlm.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
+import os
 import pkgutil
+import sys
 from importlib.metadata import entry_points
 
 import click
@@ -54,11 +58,53 @@ class _Group(click.Group):
         return super().list_commands(ctx)
 
     def invoke(self, ctx):
-        # an allocation sized by the input that the machine cannot hold: one line, no traceback
+        _tolerant_text_streams()
         try:
-            return super().invoke(ctx)
+            rv = super().invoke(ctx)
+            sys.stdout.flush()  # here, where a closed or full stdout is reported, not at exit
+            return rv
         except MemoryError as e:
+            # an allocation sized by the input that the machine cannot hold: one line, no traceback
             raise click.ClickException(f"out of memory ({e or 'an allocation failed'})") from None
+        except click.ClickException as e:
+            if isinstance(e.__context__, BrokenPipeError):
+                _stdout_closed()
+            raise
+        except BrokenPipeError:
+            _stdout_closed()
+        except OSError as e:
+            if e.filename is not None or e.errno not in _STREAM_ERRNOS:
+                raise
+            # a write to stdout or stderr failed (a full disk behind a redirection): one line
+            raise click.ClickException(f"cannot write the output: {os.strerror(e.errno).lower()}") from None
+
+
+#: errors of a write to a stream (no file name attached) reported in one line
+_STREAM_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF)
+
+#: exit status when stdout's reader has gone (``| head``): that of a process ended by SIGPIPE
+BROKEN_PIPE_STATUS = 141
+
+
+def _stdout_closed():
+    """The reader of stdout has gone (``suffixlm ... | head``): stop quietly, as the C
+    tools do when SIGPIPE ends them; nothing more is written to the closed pipe."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    raise SystemExit(BROKEN_PIPE_STATUS)
+
+
+def _tolerant_text_streams():
+    """A terminal or pipe whose encoding cannot show a word (a Latin-1 or ASCII locale)
+    gets it escaped (``\\u20ac``) in reports and messages instead of a codec error. The
+    files the commands write (ARPA, labels, models) are always UTF-8."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding not in ("utf8", "utf8sig") and hasattr(stream, "reconfigure"):
+            with contextlib.suppress(Exception):
+                stream.reconfigure(errors="backslashreplace")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,7 +6,9 @@
   damaged gzip stream raises a ``ValueError`` naming the file; with ``text=True``
   the lines are decoded one by one, so invalid UTF-8 is reported with its line.
 * ``atomic_write(path)`` writes an output in full or not at all: a temporary file
-  in the destination directory, flushed, fsynced and renamed over ``path``. The
+  in the destination directory, flushed, fsynced and renamed over ``path``. Only a
+  regular file (or a new name) is ever replaced: ``-`` is stdout, and ``/dev/stdout``,
+  ``/dev/fd/N``, devices (``/dev/null``) and FIFOs are written in place (``output_kind``). The
   file gets the mode a plain ``open()`` would give it (``0o666 & ~umask``). Only
   here does a name decide a format: an output named ``*.gz`` is compressed. The
   temporary file is removed on every failure (an exception, Ctrl-C); a writer
@@ -24,6 +26,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import gzip
@@ -36,8 +39,10 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import struct
 import sys
+import tempfile
 import zipfile
 import zlib
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Union
@@ -45,9 +50,9 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Union
 import numpy as np
 
 __all__ = [
-    "ContainerError", "InputError", "SameFileError", "TextInput", "atomic_write", "check_not_input",
-    "check_writable", "input_name", "load_container", "open_error_message", "open_input", "remove_stale_temporaries",
-    "save_container", "write_error_message",
+    "ContainerError", "IN_PLACE", "InputError", "REPLACE", "STDOUT", "SameFileError", "TextInput", "atomic_write",
+    "check_not_input", "check_writable", "descriptor_of", "input_name", "load_container", "open_error_message", "open_input",
+    "output_kind", "remove_stale_temporaries", "save_container", "write_error_message",
 ]
 
 PathLike = Union[str, os.PathLike]
@@ -71,6 +76,79 @@ class SameFileError(shutil.SameFileError, ValueError):
 
 
 # ---------------------------------------------------------------------- reading
+#: The white space that separates words (corpora, vocabularies, ARPA files) and columns
+#: (CoNLL files) in every reader: ASCII's six characters, as SRILM and KenLM split. Other
+#: Unicode spaces (no-break space U+00A0, U+2028, U+3000, ...) and the ASCII separators
+#: U+001C..U+001F are ordinary characters of a word.
+WHITESPACE = " \t\n\r\x0b\x0c"
+#: A UTF-8 byte-order mark: skipped where it opens an input, never a word.
+BOM = b"\xef\xbb\xbf"
+#: The longest line (bytes, after gzip decompression) a text reader holds, unless the
+#: environment variable ``SUFFIXLM_MAX_LINE_BYTES`` (or ``max_line=``) says otherwise:
+#: far above real data (a sentence, a CoNLL row), it stops ``/dev/zero`` or a small gzip
+#: that inflates to one huge line before the memory runs out.
+DEFAULT_MAX_LINE_BYTES = 1 << 26
+MAX_LINE_ENV = "SUFFIXLM_MAX_LINE_BYTES"
+# characters Python's str.split() takes for white space beyond WHITESPACE
+_OTHER_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_SPACE_RUN = re.compile("[ \t\n\r\x0b\x0c]+")
+_SPACE = re.compile("[ \t\n\r\x0b\x0c]")
+
+
+def split_words(line: str) -> list[str]:
+    """The words (or columns) of a line, split on ``WHITESPACE`` only (``str.split()``
+    would also split at a no-break space, U+2028, U+001C, ...)."""
+    if _OTHER_SPACE.search(line) is None:
+        return line.split()
+    return [w for w in _SPACE_RUN.split(line) if w]
+
+
+def has_whitespace(word: str) -> bool:
+    """Whether ``word`` holds a character of ``WHITESPACE`` (then no reader reads it back
+    as one word)."""
+    return _SPACE.search(word) is not None
+
+
+def word_problem(word) -> str | None:
+    """Why ``word`` cannot be one word (or label, or column) of a text file that a reader
+    gives back unchanged, or None when it can: not a string, empty, holding white space
+    (``WHITESPACE``), not encodable as UTF-8 (a lone surrogate)."""
+    if not isinstance(word, str):
+        return f"{word!r} is a {type(word).__name__}, not a string"
+    if not word:
+        return "'' is empty"
+    if _SPACE.search(word) is not None:
+        return f"{word!r} holds white space"
+    if not word.isascii():
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{word!r} is not encodable as UTF-8 (a lone surrogate)"
+    return None
+
+
+def max_line_bytes(max_line: int | None = None) -> int:
+    """The line length bound in force: ``max_line``, else ``$SUFFIXLM_MAX_LINE_BYTES``,
+    else ``DEFAULT_MAX_LINE_BYTES``."""
+    if max_line is not None:
+        return int(max_line)
+    env = os.environ.get(MAX_LINE_ENV, "").strip()
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"${MAX_LINE_ENV} = {env!r}: expected a number of bytes >= 1")
+        return value
+    return DEFAULT_MAX_LINE_BYTES
+
+
+def _too_long(name: str, lineno: int, limit: int, error: type[ValueError]) -> ValueError:
+    return error(f"{name}:{lineno}: line longer than {limit} bytes (the most a line may hold; set "
+                 f"{MAX_LINE_ENV} to a larger number of bytes to read it)")
+
+
 def input_name(path: PathLike) -> str:
     """How messages name an input: ``<stdin>`` for ``-``, else the path as given."""
     return "<stdin>" if str(path) == "-" else str(path)
@@ -88,48 +166,63 @@ def open_error_message(path: PathLike, exc: OSError) -> str:
     return f"{input_name(path)}: cannot read: {why}"
 
 
-def open_input(path: PathLike, text: bool = False, error: type[ValueError] = InputError):
+def open_input(path: PathLike, text: bool = False, error: type[ValueError] = InputError,
+               max_line: int | None = None):
     """Open ``path`` (``-``: stdin) for reading, decompressing gzip content.
 
     text=False: a binary stream (``read``, ``readline``, iteration over byte lines).
-    text=True: a ``TextInput`` yielding UTF-8 lines.
+    text=True: a ``TextInput`` yielding UTF-8 lines (the text convention: ``\\n``,
+    ``\\r\\n`` and lone ``\\r`` end a line, a leading BOM is skipped, no line longer
+    than ``max_line_bytes(max_line)``).
     error: the ``ValueError`` subclass raised for bad content (damaged gzip stream,
-    invalid UTF-8), so each reader keeps its own error class.
+    invalid UTF-8, a line too long), so each reader keeps its own error class.
 
     Raises ``OSError`` when the file cannot be opened, exactly as ``open`` does
     (``open_error_message`` words it). Closing the stream never closes stdin.
     """
     name = input_name(path)
-    raw = io.BufferedReader(_Borrowed(sys.stdin.buffer)) if name == "<stdin>" else open(path, "rb")
+    if name == "<stdin>":
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # the process was started with its standard input closed (``<&-``)
+            raise OSError(errno.EBADF, "standard input is closed", "-")
+        raw = io.BufferedReader(_Borrowed(stdin))
+    else:
+        raw = open(path, "rb")
     try:
         stream = io.BufferedReader(_GzipDecoder(raw, name, error)) if raw.peek(2)[:2] == GZIP_MAGIC else raw
     except BaseException:
         raw.close()
         raise
-    return TextInput(stream, name, error) if text else stream
+    return TextInput(stream, name, error, max_line) if text else stream
 
 
 class TextInput:
     """The UTF-8 lines of an input (from ``open_input(path, text=True)``).
 
-    Iteration yields each line as ``str`` with its line end (``\\r\\n`` is read as
-    ``\\n``; lines end at ``\\n`` only). A line that is not valid UTF-8 raises the
-    ``error`` given to ``open_input``, naming the file and the line number.
+    Iteration yields each line as ``str`` ending in ``\\n`` (but a last line without
+    one): ``\\n``, ``\\r\\n`` and a lone ``\\r`` all end a line and are read as
+    ``\\n``; a UTF-8 byte-order mark opening the input is skipped. A line that is not
+    valid UTF-8, or longer than ``max_line_bytes(max_line)`` bytes (checked while it is
+    read, so an endless line never fills the memory), raises the ``error`` given to
+    ``open_input``, naming the file and the line number.
     """
 
-    def __init__(self, stream: IO[bytes], name: str, error: type[ValueError]):
+    def __init__(self, stream: IO[bytes], name: str, error: type[ValueError], max_line: int | None = None):
         self.name = name
         self._stream = stream
         self._error = error
+        self._limit = max_line_bytes(max_line)
         self._lines = self._decode()
 
     def _decode(self) -> Iterator[str]:
-        for lineno, raw in enumerate(self._stream, 1):
+        for lineno, raw in enumerate(byte_lines(self._stream, self.name, self._error, self._limit), 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise self._error(f"{self.name}:{lineno}: invalid UTF-8 at byte {e.start + 1} of the line") from None
-            if line.endswith("\r\n"):
+            if line.endswith("\r"):
+                line = line[:-2] + "\n" if line.endswith("\r\n") else line[:-1] + "\n"
+            elif line.endswith("\r\n"):
                 line = line[:-2] + "\n"
             yield line
 
@@ -158,6 +251,108 @@ class TextInput:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_CHUNK = 1 << 16
+
+
+def byte_lines(stream: IO[bytes], name: str, error: type[ValueError], limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a binary stream, each with its line end (``\\n``, ``\\r\\n`` or a
+    lone ``\\r``; the last line may have none), a leading BOM dropped. Read in chunks:
+    a line longer than ``max_line_bytes(limit)`` raises ``error`` naming the file and line
+    as soon as that many bytes are read."""
+    limit = max_line_bytes(limit)
+    read = getattr(stream, "read1", stream.read)
+    parts: list[bytes] = []  # the pieces of a line longer than a chunk
+    held = 0  # their length
+    lineno = 0
+    carry = b""
+    first = True
+    while True:
+        chunk = read(_CHUNK)
+        eof = not chunk
+        if first:
+            while len(chunk) < len(BOM) and not eof:  # a BOM split over reads (a pipe)
+                more = read(_CHUNK)
+                eof = not more
+                chunk += more
+            if chunk.startswith(BOM):
+                chunk = chunk[len(BOM):]
+            first = False
+        if carry:
+            chunk, carry = carry + chunk, b""
+        if not chunk:
+            break
+        if not eof and chunk.endswith(b"\r"):  # maybe the first half of \r\n
+            chunk, carry = chunk[:-1], b"\r"
+            if not chunk:
+                continue
+        lines = chunk.splitlines(True)  # bytes: at \n, \r\n and \r only
+        tail = None if lines[-1].endswith((b"\n", b"\r")) else lines.pop()
+        if lines and parts:
+            parts.append(lines[0])
+            lines[0] = b"".join(parts)
+            parts, held = [], 0
+        for line in lines:
+            lineno += 1
+            if len(line) > limit and len(line.rstrip(b"\r\n")) > limit:
+                raise _too_long(name, lineno, limit, error)
+            yield line
+        if tail is not None:
+            parts.append(tail)
+            held += len(tail)
+            if held > limit:
+                raise _too_long(name, lineno + 1, limit, error)
+    if parts:
+        yield b"".join(parts)
+
+
+def read_text_bytes(stream: IO[bytes], name: str, error: type[ValueError], limit: int | None = None) -> bytes:
+    """All of a binary stream as bytes in the text convention: a leading BOM dropped,
+    lone ``\\r`` line ends made ``\\n`` (``\\r\\n`` is kept: a reader that splits on
+    white space reads it as ``\\n``). The stream is read in chunks, and a line longer
+    than ``max_line_bytes(limit)`` raises ``error`` as soon as that many bytes are read,
+    unless the stream is a regular uncompressed file (whose size bounds what is read)."""
+    limit = max_line_bytes(limit)
+    raw = getattr(stream, "raw", None)
+    regular = False
+    if isinstance(raw, io.FileIO):
+        try:
+            regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+        except (OSError, ValueError):
+            regular = False
+    if regular:
+        data = stream.read()
+    else:
+        pieces, run, lineno = [], 0, 0
+        read = getattr(stream, "read1", stream.read)
+        step = max(1, min(_CHUNK * 16, limit))
+        while True:
+            chunk = read(step)
+            if not chunk:
+                break
+            pieces.append(chunk)
+            end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+            if end < 0:
+                run += len(chunk)
+            else:
+                if limit < len(chunk):  # lines inside the chunk may be too long too
+                    ends = [m.end() for m in re.finditer(rb"\r\n?|\n", chunk)]
+                    starts = [0] + ends[:-1]
+                    for k, (a, b) in enumerate(zip(starts, ends)):
+                        if (run if k == 0 else 0) + len(chunk[a:b].rstrip(b"\r\n")) > limit:
+                            raise _too_long(name, lineno + k + 1, limit, error)
+                lineno += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+                run = len(chunk) - end - 1
+            if run > limit:
+                raise _too_long(name, lineno + 1, limit, error)
+        data = b"".join(pieces)
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    n_cr = data.count(b"\r")
+    if n_cr and n_cr != data.count(b"\r\n"):
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return data
 
 
 class _Borrowed(io.RawIOBase):
@@ -211,11 +406,16 @@ class _GzipDecoder(io.RawIOBase):
 def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None:
     """Raise ``SameFileError`` when ``output`` is the same file as one of ``inputs``
     (same device and inode: links and other spellings of a path are caught). ``-``,
-    ``""`` and ``None`` among the inputs, inputs that do not exist and an output that
-    does not exist yet are fine."""
+    ``""`` and ``None`` among the inputs, inputs that do not exist, an output that
+    does not exist yet and an output that is a character device (``/dev/null``, a
+    terminal: writing there never changes what an input holds) are fine."""
+    if str(output) == "-":
+        return
     try:
         out = os.stat(output)
     except OSError:
+        return
+    if stat.S_ISCHR(out.st_mode):
         return
     for p in inputs:
         if p is None or str(p) in ("", "-"):
@@ -229,20 +429,103 @@ def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None
                                 "(choose another output name)")
 
 
-def check_writable(path: PathLike) -> None:
-    """Raise ``OSError`` when ``atomic_write(path)`` could not create its file: ``path``
-    is a directory, or its directory is missing, is not a directory or refuses a new
-    file (permissions, read-only file system). Tried for real: a temporary file is
-    created next to ``path`` and removed, as ``atomic_write`` will do. ``-`` passes."""
+#: How an output is written (``output_kind``).
+STDOUT, IN_PLACE, REPLACE = "stdout", "in place", "replace"
+
+# names of an open file descriptor: written through a duplicate of it (its offset, its
+# append flag), never by reopening or replacing what it points to
+_FD_NAMES = re.compile(r"/dev/(?:(stdin)|(stdout)|(stderr)|fd/([0-9]+))|/proc/self/fd/([0-9]+)")
+
+
+def descriptor_of(path: PathLike) -> int | None:
+    """The file descriptor that ``path`` names (``/dev/stdout``: 1, ``/dev/fd/N``, ``/proc/self/fd/N``), else None."""
+    m = _FD_NAMES.fullmatch(os.fspath(path))
+    if m is None:
+        return None
+    for i, fd in enumerate((0, 1, 2), start=1):
+        if m.group(i):
+            return fd
+    return int(m.group(4) or m.group(5))
+
+
+def output_kind(path: PathLike) -> str:
+    """How ``atomic_write`` writes ``path``: ``STDOUT`` for ``-``; ``IN_PLACE`` for an
+    open file descriptor's name (``/dev/stdout``, ``/dev/fd/N``) and for an existing
+    character device or FIFO (``/dev/null``, a terminal, a named pipe), which are
+    written as a shell's ``>`` writes them and never replaced; ``REPLACE`` for a
+    regular file or a new name (a temporary file renamed over it). Raises ``OSError``
+    for what is never written: a directory, a socket, a block device (a disk)."""
     if str(path) == "-":
+        return STDOUT
+    if descriptor_of(path) is not None:
+        return IN_PLACE
+    try:
+        mode = os.stat(path).st_mode  # follows symbolic links
+    except OSError:
+        return REPLACE  # a new name (or a dangling link, written through as open() does)
+    if stat.S_ISREG(mode):
+        return REPLACE
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return IN_PLACE
+    what = "a socket" if stat.S_ISSOCK(mode) else "a block device (a disk)" if stat.S_ISBLK(mode) else \
+        "not a regular file"
+    raise OSError(errno.EINVAL, f"is {what}; refusing to write there", os.fspath(path))
+
+
+def _refuse_terminal(fd: int, path: PathLike) -> None:
+    if os.isatty(fd):
+        raise OSError(errno.ENOTTY, "a binary model file is not written to a terminal (redirect it: > FILE)",
+                      os.fspath(path))
+
+
+def check_writable(path: PathLike, binary: bool = False) -> None:
+    """Raise ``OSError`` when ``atomic_write(path)`` could not write: ``path`` is a
+    directory, a socket or a block device, or its directory is missing, is not a
+    directory or refuses a new file (permissions, read-only file system); with
+    ``binary``, ``path`` (or ``-``) is a terminal. A new file is tried for real: a
+    temporary file is created next to ``path`` and removed, as ``atomic_write`` will
+    do. A device or FIFO written in place must grant write permission; a FIFO is not
+    opened here (that would wait for a reader)."""
+    kind = output_kind(path)
+    if kind == STDOUT:
+        if binary:
+            _refuse_terminal(sys.stdout.fileno() if _has_fileno(sys.stdout) else -1, path)
+        return
+    if kind == IN_PLACE:
+        fd = descriptor_of(path)
+        if fd is not None:
+            try:
+                os.fstat(fd)
+            except OSError:
+                raise OSError(errno.EBADF, f"file descriptor {fd} is not open", os.fspath(path)) from None
+            if binary:
+                _refuse_terminal(fd, path)
+            return
+        if not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, "permission denied", os.fspath(path))
+        if binary and stat.S_ISCHR(os.stat(path).st_mode):
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+                try:
+                    _refuse_terminal(fd, path)
+                finally:
+                    os.close(fd)
         return
     target = os.path.realpath(path)
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
     fd, tmp = _create_temporary(os.path.dirname(target), os.path.basename(target))
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(tmp)
+
+
+def _has_fileno(stream) -> bool:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
 
 
 _WRITE_ERRORS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
@@ -269,17 +552,32 @@ def atomic_write(path: PathLike, binary: bool = True, compress: bool | None = No
     compress: gzip the content; None: when the name of ``path`` ends in ``.gz``.
     inputs: paths the output must not be (``check_not_input``).
 
-    The content goes to a temporary file next to ``path``, is flushed and fsynced,
-    then renamed over ``path`` (and the directory fsynced). If the block raises
-    (KeyboardInterrupt included) the temporary file is removed and an existing file
-    at ``path`` is left as it was. The temporary file is created with mode 0o666, so
-    the kernel applies the umask (and a default ACL) as for a plain ``open()``; the
-    umask is never read or changed, which would race with other threads. As with
-    ``open()``, a symbolic link at ``path`` is written through: its target is replaced.
+    A regular file or a new name (``output_kind`` ``REPLACE``): the content goes to a
+    temporary file next to ``path``, is flushed and fsynced, then renamed over
+    ``path`` (and the directory fsynced). If the block raises (KeyboardInterrupt
+    included) the temporary file is removed and an existing file at ``path`` is left
+    as it was. The temporary file is created with mode 0o666, so the kernel applies
+    the umask (and a default ACL) as for a plain ``open()``; the umask is never read
+    or changed, which would race with other threads. As with ``open()``, a symbolic
+    link at ``path`` is written through: its target is replaced.
+
+    Anything else is never replaced: ``-`` writes to stdout; ``/dev/stdout``,
+    ``/dev/fd/N`` write through that descriptor; an existing character device or FIFO
+    (``/dev/null``, a terminal, a named pipe) is written in place, as a shell's ``>``
+    does; a directory, socket or block device is refused (``OSError``). Binary
+    content is never written to a terminal. Such streams cannot be taken back: a
+    failing block leaves what was written so far.
     """
+    kind = output_kind(path)
     check_not_input(path, inputs)
     if compress is None:
-        compress = os.fspath(path).endswith(".gz")
+        compress = kind == REPLACE and os.fspath(path).endswith(".gz")
+    if kind != REPLACE:
+        with _stream_output(path, kind, binary) as raw:
+            with _encoded(raw, binary, compress) as out:
+                yield out
+            raw.flush()
+        return
     target = os.path.realpath(path)
     directory = os.path.dirname(target)
     fd, tmp = _create_temporary(directory, os.path.basename(target))
@@ -300,6 +598,59 @@ def atomic_write(path: PathLike, binary: bool = True, compress: bool | None = No
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def _stream_output(path: PathLike, kind: str, binary: bool) -> Iterator[IO[bytes]]:
+    """The byte stream of an output that is written where it is (stdout, a descriptor,
+    a device, a FIFO), closed afterwards without closing stdout or the descriptor."""
+    if kind == STDOUT:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)
+        if binary and _has_fileno(sys.stdout):
+            _refuse_terminal(sys.stdout.fileno(), path)
+        if buffer is None:  # a text-only stdout (an embedding application's)
+            if binary:
+                raise OSError(errno.EINVAL, "stdout takes text only here", "-")
+            buffer = _TextSink(sys.stdout)
+        yield buffer
+        buffer.flush()
+        return
+    fd = descriptor_of(path)
+    if fd is not None:
+        if fd in (1, 2):
+            with contextlib.suppress(Exception):
+                (sys.stdout if fd == 1 else sys.stderr).flush()
+        new = os.dup(fd)
+    else:
+        new = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if binary:
+            _refuse_terminal(new, path)
+    except BaseException:
+        os.close(new)
+        raise
+    with os.fdopen(new, "wb") as raw:
+        yield raw
+
+
+class _TextSink(io.RawIOBase):
+    """Bytes written to a text stream (UTF-8), for a stdout without ``buffer``."""
+
+    def __init__(self, text: IO[str]):
+        self._text = text
+        self._decode = codecs.getincrementaldecoder("utf-8")().decode
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        self._text.write(self._decode(bytes(b)))
+        return len(b)
+
+    def flush(self) -> None:
+        self._text.flush()
 
 
 @contextlib.contextmanager
@@ -333,9 +684,19 @@ def _host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 
 
+def _temporary_stem(name: str) -> str:
+    """``name`` as it appears in its temporary files' names: itself, or, when the
+    temporary name would pass the usual 255-byte limit of a file name, a prefix of it
+    and a digest of the whole (an output name up to that limit can always be written)."""
+    raw = os.fsencode(name)
+    if len(raw) <= 200:
+        return name
+    return os.fsdecode(raw[:100]) + "~" + hashlib.sha256(raw).hexdigest()[:16]
+
+
 def _temporary_pattern(name: str) -> re.Pattern:
     """Names of the temporary files of outputs called ``name``: ``.<name>.<host>.<pid>.<random>.tmp``."""
-    return re.compile(rf"\.{re.escape(name)}\.([0-9a-f]{{8}})\.([0-9]+)\.[0-9a-f]{{8}}\.tmp")
+    return re.compile(rf"\.{re.escape(_temporary_stem(name))}\.([0-9a-f]{{8}})\.([0-9]+)\.[0-9a-f]{{8}}\.tmp")
 
 
 def _process_exists(pid: int) -> bool:
@@ -381,7 +742,7 @@ def _create_temporary(directory: str, name: str) -> tuple[int, str]:
     the stale ones of earlier writers of ``name``."""
     remove_stale_temporaries(directory, name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    prefix = f".{name}.{_host_tag()}.{os.getpid()}"
+    prefix = f".{_temporary_stem(name)}.{_host_tag()}.{os.getpid()}"
     for _ in range(100):
         tmp = os.path.join(directory, f"{prefix}.{secrets.token_hex(4)}.tmp")
         try:
@@ -412,10 +773,22 @@ def save_container(path: PathLike, arrays: Mapping[str, np.ndarray], meta: Mappi
         if a.dtype.hasobject:
             raise ValueError(f"array {name!r} holds Python objects; a container stores numbers only")
     with atomic_write(path, compress=False, inputs=inputs) as fh:
-        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for name, a in members.items():
-                with zf.open(zipfile.ZipInfo(name + ".npy", date_time=_ZIP_DATE), "w", force_zip64=True) as out:
-                    np.lib.format.write_array(out, a, allow_pickle=False)
+        if output_kind(path) == REPLACE:
+            _write_zip(fh, members)
+            return
+        # a stream (stdout, a FIFO): the zip is made in a seekable file first, so that its
+        # bytes are those a regular file gets (no data descriptors), then copied
+        with tempfile.TemporaryFile() as seekable:
+            _write_zip(seekable, members)
+            seekable.seek(0)
+            shutil.copyfileobj(seekable, fh, 1 << 20)
+
+
+def _write_zip(fh: IO[bytes], members: Mapping[str, np.ndarray]) -> None:
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, a in members.items():
+            with zf.open(zipfile.ZipInfo(name + ".npy", date_time=_ZIP_DATE), "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, a, allow_pickle=False)
 
 
 # what a damaged zip or .npy header can raise from zipfile and numpy's format reader

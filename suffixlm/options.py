@@ -75,22 +75,32 @@ class FiniteFloat(click.FloatRange):
         return super().convert(rv, param, ctx)
 
 
-def check_output(output, inputs=()) -> None:
+def check_output(output, inputs=(), binary: bool = False) -> None:
     """Before any work: refuse (``click.ClickException``, one line) an ``output`` that is
     one of ``inputs`` or that cannot be written (its directory is missing, is not a
-    directory or refuses a new file; ``output`` is a directory). ``-`` (stdout) passes."""
+    directory or refuses a new file; ``output`` is a directory, a socket or a block
+    device; with ``binary``, a terminal). ``-`` is stdout; devices and FIFOs are
+    written in place (``io.output_kind``)."""
     from .io import check_not_input, check_writable, write_error_message
 
-    if output is None or str(output) == "-":
+    if output is None:
         return
     try:
         check_not_input(output, inputs)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     try:
-        check_writable(output)
+        check_writable(output, binary=binary)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
+
+
+def report_stream(output) -> bool:
+    """True when a command's report must go to stderr: its output goes to stdout (``-``
+    or ``/dev/stdout``), which then carries the output alone."""
+    from .io import descriptor_of
+
+    return output is not None and (str(output) == "-" or descriptor_of(output) == 1)
 
 
 # ---------------------------------------------------------------------- checkpoints

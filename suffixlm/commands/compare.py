@@ -142,11 +142,12 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
         ax.set_ylabel("test perplexity")
         ax.legend()
         fig.tight_layout()
-        try:
-            fig.savefig(plot, dpi=100)
-        except OSError as e:
-            from ..io import write_error_message
+        from ..io import atomic_write, write_error_message
 
+        try:
+            with atomic_write(plot, inputs=[train_file, test_file, *arpa_files]) as fh:
+                fig.savefig(fh, dpi=100, format="png")
+        except OSError as e:
             raise click.ClickException(write_error_message(plot, e)) from None
         if not quiet:
             click.echo(f"wrote {plot}", err=True)

@@ -10,8 +10,8 @@ import click
 
 @click.command("export")
 @click.argument("model_path", metavar="MODEL")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="ARPA file to write (exactly this path; a name ending in .gz is compressed).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="ARPA file to write (exactly this path; a name ending in .gz is compressed; '-': stdout).")
 @click.option("--quiet", is_flag=True, help="No summary.")
 def command(model_path, output, quiet):
     """Write the log-linear model MODEL (from `suffixlm train`) as an ARPA back-off
@@ -22,7 +22,7 @@ def command(model_path, output, quiet):
     it give the perplexity of `suffixlm ppl MODEL`."""
     from ..export import loglinear_to_backoff
     from ..io import write_error_message
-    from ..options import check_output
+    from ..options import check_output, report_stream
     from .ppl import load_model
 
     check_output(output, [model_path])  # before any work
@@ -40,4 +40,5 @@ def command(model_path, output, quiet):
         raise click.ClickException(f"{output}: cannot write: {e}") from None
     if not quiet:
         counts = ", ".join(f"{c} {n}-grams" for n, c in enumerate(backoff.counts, start=1))
-        click.echo(f"wrote {output}: {counts}; {os.path.getsize(output)} bytes in {time.perf_counter() - t0:.1f} s")
+        size = f"{os.path.getsize(output)} bytes " if os.path.isfile(output) else ""
+        click.echo(f"wrote {output}: {counts}; {size}in {time.perf_counter() - t0:.1f} s", err=report_stream(output))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import warnings
@@ -51,8 +52,8 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
 
 @click.command("kn")
 @click.argument("train_file", metavar="TRAIN.txt")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="ARPA file to write (.gz compresses).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="ARPA file to write (.gz compresses); '-' writes it to stdout (the report then goes to stderr).")
 @click.option("--order", default=3, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order N.")
 @click.option("--modified/--original", default=True, show_default=True,
               help="Modified KN (3 discounts per order, SRILM -kndiscount) or original KN (1 discount, -ukndiscount).")
@@ -77,8 +78,9 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     from ..corpus import CorpusError
     from ..io import write_error_message
     from ..kn import DiscountWarning, KneserNeyLM
-    from ..options import check_output
+    from ..options import check_output, report_stream
 
+    echo = functools.partial(click.echo, err=report_stream(output))
     min_counts = parse_min_counts(min_count, order)
     if prune is not None:
         from .prune import parse_threshold
@@ -154,13 +156,13 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         summary["prune"] = prune
         summary["ngrams_unpruned"] = unpruned_counts
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        echo(json.dumps(summary, indent=2))
         return
-    click.echo(f"{train_file}: {n_sentences} sentences, {n_words} words, vocabulary {vocab_size}")
+    echo(f"{train_file}: {n_sentences} sentences, {n_words} words, vocabulary {vocab_size}")
     for n, (c, d) in enumerate(zip(counts, info["discounts"]), start=1):
         ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
-        click.echo(f"  {n}-grams: {c:>10}  {ds}")
+        echo(f"  {n}-grams: {c:>10}  {ds}")
     if prune is not None:
-        click.echo(f"pruned at threshold {prune:g}: n-grams {unpruned_counts} -> {lm.model_.counts}")
-    click.echo(f"wrote {output} ({summary['parameters']} parameters) in {t2 - t0:.2f} s "
+        echo(f"pruned at threshold {prune:g}: n-grams {unpruned_counts} -> {lm.model_.counts}")
+    echo(f"wrote {output} ({summary['parameters']} parameters) in {t2 - t0:.2f} s "
                f"(estimate {t1 - t0:.2f} s, write {t2 - t1:.2f} s)")

@@ -89,8 +89,10 @@ def _mix_options(f):
 @click.option("--static", is_flag=True,
               help="Merge the models into one back-off model (SRILM's default for -mix-lm with back-off models; "
                    "log-linear models are converted exactly first) instead of interpolating word probabilities.")
-@click.option("--write-lm", "write_lm", default=None, type=click.Path(dir_okay=False), metavar="OUT.arpa",
-              help="Write the statically merged model as ARPA (implies --static).")
+@click.option("--write-lm", "write_lm", default=None, type=click.Path(dir_okay=False, allow_dash=True),
+              metavar="OUT.arpa",
+              help="Write the statically merged model as ARPA (implies --static; '-': stdout, the report then "
+                   "goes to stderr).")
 def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **mix):
     """Score TEST.txt with an ARPA model (--arpa MODEL.arpa) or a model file (MODEL),
     printing SRILM's `ngram -ppl` lines: sentences, words, OOVs, zeroprobs, logprob
@@ -144,16 +146,19 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **m
         report = perplexity_report(corpus, lp, str(test_path))
     except ValueError as e:  # a model whose back-off weights give a probability above 1
         raise click.ClickException(f"{model_path}: {e}") from None
+    from ..options import report_stream
+
+    to_err = report_stream(write_lm)
     if as_json:
         d = report.as_dict()
         d["model"] = str(model_path)
         d["order"] = getattr(model, "order", None)
-        click.echo(json.dumps(d, indent=2))
+        click.echo(json.dumps(d, indent=2), err=to_err)
         return
     if debug >= 1:
         for line in debug_lines(model, corpus, lp, debug, lines):
-            click.echo(line)
-    click.echo(report.srilm_text())
+            click.echo(line, err=to_err)
+    click.echo(report.srilm_text(), err=to_err)
 
 
 def _mixture(main, mix_lm, lam, extra, static, write_lm, only_for, inputs):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -23,8 +24,8 @@ def parse_threshold(value, option: str = "--threshold") -> float:
 
 @click.command("prune")
 @click.argument("model_path", metavar="MODEL.arpa", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="ARPA file to write (a name ending in .gz is compressed); never the input.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="ARPA file to write (a name ending in .gz is compressed; '-': stdout); never the input.")
 @click.option("--threshold", "-t", required=True, type=FiniteFloat(0.0),
               help="Relative perplexity change below which an n-gram is removed (SRILM -prune), e.g. 1e-8.")
 @click.option("--min-order", default=2, show_default=True, type=click.IntRange(1, INT32_MAX),
@@ -38,7 +39,7 @@ def command(model_path, output, threshold, min_order, as_json, quiet):
     kept."""
     from ..arpa import ArpaError, BackoffLM
     from ..io import write_error_message
-    from ..options import check_output
+    from ..options import check_output, report_stream
     from ..prune import prune_entropy
 
     t = parse_threshold(threshold)
@@ -64,16 +65,17 @@ def command(model_path, output, threshold, min_order, as_json, quiet):
     t3 = time.perf_counter()
     if quiet:
         return
+    echo = functools.partial(click.echo, err=report_stream(output))
     summary = {
         "model": str(model_path), "output": str(output), "threshold": t, "min_order": min_order,
         "ngrams_before": model.counts, "ngrams_after": pruned.counts,
         "read_seconds": round(t1 - t0, 3), "prune_seconds": round(t2 - t1, 3), "write_seconds": round(t3 - t2, 3),
     }
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        echo(json.dumps(summary, indent=2))
         return
-    click.echo(f"{model_path}: order {model.order}, pruning at threshold {t:g} (orders >= {min_order})")
+    echo(f"{model_path}: order {model.order}, pruning at threshold {t:g} (orders >= {min_order})")
     for n, (a, b) in enumerate(zip(model.counts, pruned.counts), start=1):
-        click.echo(f"  {n}-grams: {a:>10} -> {b:>10}")
-    click.echo(f"wrote {output} in {t3 - t0:.2f} s (read {t1 - t0:.2f} s, prune {t2 - t1:.2f} s, "
+        echo(f"  {n}-grams: {a:>10} -> {b:>10}")
+    echo(f"wrote {output} in {t3 - t0:.2f} s (read {t1 - t0:.2f} s, prune {t2 - t1:.2f} s, "
                f"write {t3 - t2:.2f} s)")

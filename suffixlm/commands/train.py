@@ -41,7 +41,8 @@ def _lam(value: str):
 
 @click.command("train")
 @click.argument("train_file", metavar="TRAIN.txt")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (exactly this path).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Model file to write (exactly this path; '-': stdout, never a terminal).")
 @click.option("--order", default=5, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order (contexts of order-1 words).")
 @click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(LM_PENALTIES))
 @click.option("--lam", "lam_text", default="default", show_default=True,
@@ -99,7 +100,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
 
     lam = _lam(lam_text)
     inputs = [train_file, valid_file, vocab_file]
-    check_output(output, inputs)  # before any work: the model never replaces an input, and can be written
+    check_output(output, inputs, binary=True)  # before any work: the model never replaces an input, and can be written
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
     if base is None:
@@ -221,7 +222,9 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     if grid_results:
         summary["lam_grid"] = grid_results
     if as_json:
-        click.echo(json.dumps(summary))
+        from ..options import report_stream
+
+        click.echo(json.dumps(summary), err=report_stream(output))
     elif not quiet:
         click.echo(f"wrote {output}" + (f" (valid ppl {summary['valid_ppl']:.2f})" if valid is not None else ""), err=True)
 
