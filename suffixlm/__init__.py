@@ -1,8 +1,9 @@
 """suffixlm: log-linear n-gram language models on suffix trees with structured penalties.
 
-``suffixlm.Model(path)`` loads an ARPA file or a suffixlm model file with KenLM's query
-API (``score``, ``full_scores``, ``perplexity``, ``State``, ``BaseScore``, ...; see
-:mod:`suffixlm.query`)."""
+``suffixlm.LogLinearLM`` and ``suffixlm.KneserNeyLM`` are the two estimators
+(:mod:`suffixlm.model`, :mod:`suffixlm.kn`). ``suffixlm.Model(path)`` loads an ARPA
+file or a suffixlm model file with KenLM's query API (``score``, ``full_scores``,
+``perplexity``, ``State``, ``BaseScore``, ...; see :mod:`suffixlm.query`)."""
 
 __version__ = "0.1.0"
 
@@ -13,6 +14,14 @@ def __getattr__(name):
         from .load import Model
 
         return Model
+    if name == "KneserNeyLM":
+        from .kn import KneserNeyLM
+
+        return KneserNeyLM
+    if name == "LogLinearLM":
+        from .model import LogLinearLM
+
+        return LogLinearLM
     if name in ("State", "FullScoreReturn"):
         from . import query
 
