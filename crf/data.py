@@ -1,4 +1,5 @@
-"""CoNLL-style column files: one token per line, whitespace-separated columns,
+"""CoNLL-style column files: one token per line, columns separated by ASCII white space
+(``suffixlm.io.WHITESPACE``: a no-break space is part of a column),
 a blank line between sequences, the label in the last column.
 
 Reading is streaming (:func:`iter_sequences` yields one sequence at a time).
@@ -18,8 +19,9 @@ Documented behaviour on odd input:
 - a label met at labelling/evaluation time that was not seen in training is kept
   as gold (it simply never matches a prediction, so it counts as an error);
 - input is opened by :func:`suffixlm.io.open_input`: gzip content is decompressed
-  whatever the file name, ``\r\n`` line ends read as ``\n``, and invalid UTF-8 is
-  reported with its true line number.
+  whatever the file name, ``\r\n`` and lone ``\r`` line ends read as ``\n``, a
+  leading byte-order mark skipped, a line longer than ``suffixlm.io.max_line_bytes()``
+  refused, and invalid UTF-8 is reported with its true line number.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from suffixlm.io import InputError, TextInput, open_input
+from suffixlm.io import InputError, TextInput, open_input, split_words
 
 __all__ = ["DataError", "iter_sequences", "read_sequences", "split_labels", "open_text"]
 
@@ -71,7 +73,7 @@ def iter_sequences(
     lineno = 0
     try:
         for lineno, line in enumerate(lines, 1):
-            cols = line.split()
+            cols = split_words(line)
             if not cols:
                 if rows:
                     yield start, rows

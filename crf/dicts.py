@@ -5,7 +5,8 @@ A token (python-crfsuite's *item*) becomes a list of (attribute name, value) pai
 exactly as ``pycrfsuite``'s ``to_item`` makes them (``_pycrfsuite.pyx``):
 
 * ``{k: "v"}`` (str, or UTF-8 bytes): the attribute ``k:v`` with value 1;
-* ``{k: number}`` (bool included: True 1.0, False 0.0): the attribute ``k`` with that value;
+* ``{k: number}`` (bool included: True 1.0, False 0.0): the attribute ``k`` with that value
+  (finite, of magnitude at most ``MAX_FEATURE_VALUE`` = 1e5; others are refused);
 * ``{k: dict | list | set}``: the nested item flattened, ``k:`` prefixed to each of its
   names (``{"d": {"p": 2.0, "q": "s"}}`` -> ``d:p`` 2.0, ``d:q:s`` 1.0;
   ``{"l": ["u", "v"]}`` -> ``l:u``, ``l:v``, each 1.0);
@@ -49,6 +50,10 @@ ITEM_INPUTS = ("dicts", "lists")
 TRANSITION = "B"  # the observation (and pattern) of the label-transition block
 _TRANSITION_PATTERNS = parse_patterns(TRANSITION + "\n")
 PAD_WARN_BYTES = 64 << 20
+#: The largest magnitude of a real feature value: beyond it the solvers cannot fit the tiny
+#: weights such a value needs (values of 1e6 train to chance accuracy, 1e300 to one label
+#: everywhere) and the scores near overflow. Scale such features (log, standardise).
+MAX_FEATURE_VALUE = 1e5
 
 
 class FeatureInputError(ValueError):
@@ -120,6 +125,9 @@ def _flatten(x, prefix: str, names: list, values: list, where) -> None:
                 f = math.inf
             if not math.isfinite(f):
                 raise FeatureInputError(f"{_where(where)}: feature {k!r} = {v!r} is not finite")
+            if abs(f) > MAX_FEATURE_VALUE:
+                raise FeatureInputError(f"{_where(where)}: feature {k!r} = {v!r} is beyond +-{MAX_FEATURE_VALUE:g}, "
+                                        "the largest magnitude a feature value may have (scale it: log, standardise)")
             names.append(k)
             values.append(f)
         elif isinstance(v, (dict, list, set)):
@@ -148,7 +156,7 @@ def _flat_dict(x: dict, names: list, values: list, where) -> None:
         elif tv is bool:
             names.append(key)
             values.append(1.0 if v else 0.0)
-        elif tv is float and math.isfinite(v):
+        elif tv is float and -MAX_FEATURE_VALUE <= v <= MAX_FEATURE_VALUE:
             names.append(key)
             values.append(v)
         else:

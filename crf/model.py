@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from suffixlm.estimator import ParamsMixin
-from suffixlm.io import load_container, save_container
+from suffixlm.io import load_container, save_container, utf8_encodable, word_problem
 from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
 
 from .features import EncodedCorpus, FeatureSpace
@@ -58,6 +58,27 @@ _V1_CHANGED_PATTERNS = re.compile(r"%[tmTM]\[|%[xtmXTM]\[\s*@")
 
 class ModelError(ValueError):
     """Unreadable, truncated or tampered model file, or a model used before fit."""
+
+
+def _check_labels(y, name="y") -> None:
+    """``ValueError`` (as sklearn's estimators) for a label that a model file or a column file could
+    not give back: not a string (None, a number), empty, holding white space (a label is
+    one column of a CoNLL file), a lone surrogate (not UTF-8). ``y``: label sequences."""
+    if not isinstance(y, (list, tuple)):
+        raise TypeError(f"{name} must be a list of label sequences")
+    seen: set = set()
+    for i, seq in enumerate(y):
+        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
+            raise TypeError(f"{name}[{i}] is a {type(seq).__name__}, expected a list of label strings")
+        for j, lab in enumerate(seq):
+            if type(lab) is str and lab in seen:
+                continue
+            why = word_problem(lab)
+            if why is not None:
+                raise ValueError(
+                    f"{name}[{i}][{j}]: label {why}; expected a label string, non-empty and without white "
+                    "space (one column of a CoNLL file)")
+            seen.add(lab)
 
 
 def _check_sequences(X, y=None, name="X"):
@@ -147,6 +168,9 @@ def _checked_header(path, meta: dict) -> dict:
         raise bad("labels", "not a non-empty list of strings")
     if len(set(labels)) != len(labels):
         raise bad("labels", "a label appears twice")
+    for lab in labels:
+        if word_problem(lab) is not None:
+            raise bad("labels", f"label {word_problem(lab)} (a label is one column of a CoNLL file)")
     n_columns = meta["n_columns"]
     if not (_is_int(n_columns) and 0 <= n_columns <= MAX_COLUMNS):
         raise bad("n_columns", f"{n_columns!r} is not an integer in [0, {MAX_COLUMNS}]")
@@ -481,12 +505,14 @@ class CRF(ParamsMixin):
         if len(X) == 0:
             raise ValueError("no training sequence")
         kind = self._input_kind(X, "X", kind)
+        _check_labels(y, "y")
         if kind == "columns":
             _check_sequences(X, y)
         if X_dev is not None:
             if y_dev is None:
                 raise ValueError("X_dev needs its labels y_dev")
             self._input_kind(X_dev, "X_dev", kind)
+            _check_labels(y_dev, "y_dev")
             if kind == "columns":
                 _check_sequences(X_dev, y_dev, "X_dev")
         return kind
@@ -886,7 +912,13 @@ class CRF(ParamsMixin):
         of them (``suffixlm.io.SameFileError``)."""
         self._fitted()
         sp = self.space_
-        encoded = [s.encode("utf-8") for s in sp.observations]
+        _check_labels([sp.labels], "labels")
+        try:
+            encoded = [s.encode("utf-8") for s in sp.observations]
+        except UnicodeEncodeError as exc:
+            bad = next(o for o in sp.observations if not utf8_encodable(o))
+            raise ValueError(f"{path}: observation {bad!r} is not encodable as UTF-8 ({exc.reason}); "
+                             "nothing written") from None
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)

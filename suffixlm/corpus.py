@@ -2,8 +2,13 @@
 
 Conventions (those of SRILM and KenLM):
 
-* UTF-8 text, one sentence per line, tokens separated by whitespace; ``-`` reads stdin.
-  Blank lines are skipped (they are not sentences).
+* UTF-8 text, one sentence per line, tokens separated by white space; ``-`` reads stdin.
+  Blank lines are skipped (they are not sentences). The text convention of every reader
+  (``io``): lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``; a UTF-8 byte-order mark
+  opening the file is skipped; words are split on ASCII white space only (space, tab,
+  ``\\n``, ``\\r``, ``\\v``, ``\\f``: ``io.WHITESPACE``), as SRILM and KenLM split, so a
+  no-break space is a character of a word. A vocabulary word is a non-empty string
+  without that white space (``Vocabulary`` refuses others: no reader could read them back).
 * Each sentence is encoded as ``<s> w1 ... wn </s>``. The predicted symbols are
   ``w1 ... wn`` and ``</s>``; ``<s>`` is only ever a context. A line may already
   start with ``<s>`` and end with ``</s>`` (SRILM accepts that; the markers are
@@ -38,7 +43,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .io import InputError, atomic_write, input_name, open_error_message, open_input
+from .io import (InputError, atomic_write, has_whitespace, input_name, open_error_message, open_input, split_words,
+                 utf8_encodable, word_problem)
 
 BOS = "<s>"
 EOS = "</s>"
@@ -71,7 +77,7 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
     where = f"{name}:"
     with fh:
         for lineno, line in enumerate(fh, 1):
-            toks = line.split()
+            toks = split_words(line)
             if toks:
                 if BOS in toks:
                     _check_markers(toks, where, lineno)
@@ -80,6 +86,26 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
     if n_sent == 0:
         what = "is empty" if lineno == 0 else f"has only blank lines ({lineno} lines)"
         raise CorpusError(f"{name}: {what}; expected one sentence per line")
+
+
+def _check_words(words: list) -> None:
+    """``TypeError`` / ``ValueError`` naming the first word that no text or ARPA file can
+    hold (``io.word_problem``: not a string, empty, with white space, a lone surrogate).
+    One pass over all the words at once; word by word only to name a bad one."""
+    try:
+        joined = "\0".join(words)
+        ok = "" not in words[:1] and "\0\0" not in joined and not joined.endswith("\0") \
+            and not has_whitespace(joined) and (joined.isascii() or utf8_encodable(joined))
+    except TypeError:
+        ok = False
+    if ok:
+        return
+    for i, w in enumerate(words):
+        why = word_problem(w)
+        if why is not None:
+            raise (ValueError if isinstance(w, str) else TypeError)(
+                f"vocabulary word {i}: {why}; a word is a non-empty string without white space (space, tab, "
+                "\\n, \\r, \\v, \\f), which a text, vocabulary or ARPA file gives back as one word")
 
 
 def _check_markers(toks: list[str], where: str, number: int) -> None:
@@ -114,6 +140,7 @@ class Vocabulary:
         words = list(words)
         if tuple(words[:3]) != _SPECIALS:
             raise ValueError("vocabulary must start with <s>, </s>, <unk>")
+        _check_words(words)
         self.words = words
         self.index = {w: i for i, w in enumerate(words)}
         if len(self.index) != len(words):
@@ -300,7 +327,7 @@ class Corpus:
         for i, ln in enumerate(lines):
             if not isinstance(ln, str):
                 raise TypeError(f"line {i} is a {type(ln).__name__}, expected a sentence string")
-        sents = [ln.split() for ln in lines if ln.split()]
+        sents = [t for t in map(split_words, lines) if t]
         if not sents:
             raise CorpusError("no sentence given")
         if vocab is None:
@@ -401,8 +428,12 @@ def _encode(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) -> tu
 
 
 def write_text(corpus: Corpus, fh: io.TextIOBase) -> None:
-    """Write a corpus back as text, one sentence per line, markers excluded."""
-    for words in corpus.sentences_as_words():
+    """Write a corpus back as text, one sentence per line, markers excluded. A first word
+    that starts with U+FEFF gets a byte-order mark before it, which readers skip (a
+    reader would take that character for the mark and drop it)."""
+    for k, words in enumerate(corpus.sentences_as_words()):
+        if k == 0 and words and words[0].startswith("\ufeff"):
+            fh.write("\ufeff")
         fh.write(" ".join(words) + "\n")
 
 

@@ -119,12 +119,18 @@ def word_problem(word) -> str | None:
         return "'' is empty"
     if _SPACE.search(word) is not None:
         return f"{word!r} holds white space"
-    if not word.isascii():
-        try:
-            word.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{word!r} is not encodable as UTF-8 (a lone surrogate)"
+    if not word.isascii() and not utf8_encodable(word):
+        return f"{word!r} is not encodable as UTF-8 (a lone surrogate)"
     return None
+
+
+def utf8_encodable(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def max_line_bytes(max_line: int | None = None) -> int:

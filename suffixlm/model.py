@@ -724,6 +724,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         }
         if self.tree_.event_counts is not None:
             meta["training_text"] = "events"
+        if _vocab_order_problem(self.vocab_.words, arrays["tree.tokens"]) is None:
+            meta["vocab_order"] = "counts"
         save_container(path, arrays, meta, FORMAT, FORMAT_VERSION, inputs=inputs)
 
     @classmethod
@@ -751,6 +753,11 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                                           collapse=not _uses_trie(h["penalty"], h["alpha"], h["base"]))
         except ValueError as e:
             raise ModelFormatError(f"{path}: {e}") from None
+        if h["vocab_order"] == "counts":
+            why = _vocab_order_problem(vocab.words, data["tree.tokens"])
+            if why is not None:
+                raise ModelFormatError(f"{path}: vocab_utf8: {why}, not in the order of their counts in the stored "
+                                       "training text (header entry 'vocab_order': 'counts')")
         if tree.max_depth != h["order"] - 1:
             raise ModelFormatError(f"{path}: tree.max_depth: {tree.max_depth}, the header's order "
                                    f"{h['order']} needs {h['order'] - 1}")
@@ -816,6 +823,7 @@ def _header_entries():
         "base_u0": (None, _is_finite, "a finite number"),
         "base_ln_unseen": (None, _is_finite, "a finite number"),
         "training_text": ("text", lambda v: v in ("text", "events"), "'text' or 'events'"),
+        "vocab_order": ("given", lambda v: v in ("counts", "given"), "'counts' or 'given'"),
     }
 
 
@@ -854,8 +862,6 @@ def _checked_vocab(path, raw: np.ndarray, h: dict) -> Vocabulary:
     except UnicodeDecodeError as e:
         raise ModelFormatError(f"{path}: vocab_utf8: invalid UTF-8 at byte {e.start}") from None
     words = text.split("\n")
-    if text.split() != words:
-        raise ModelFormatError(f"{path}: vocab_utf8: a word is empty or holds white space")
     try:
         vocab = Vocabulary(words, has_unk=h["has_unk"])
     except ValueError as e:
@@ -864,6 +870,26 @@ def _checked_vocab(path, raw: np.ndarray, h: dict) -> Vocabulary:
         raise ModelFormatError(f"{path}: header entry 'vocab_size': {h['vocab_size']}, vocab_utf8 holds "
                                f"{len(vocab)} words")
     return vocab
+
+
+def _vocab_order_problem(words: list[str], tokens: np.ndarray) -> str | None:
+    """None when ``words[3:]`` are in ``Vocabulary.from_counts``'s order for the counts of
+    ``tokens`` (decreasing count, ties in code-point order), every one of them counted;
+    else which words break it. A vocabulary built from the training text is in that
+    order, which the model file records (``vocab_order``) and the loader checks: words
+    of equal counts swapped, a word the text never holds or words out of count order are
+    then refused (names of words of different counts swapped remain a valid model)."""
+    if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= len(words)):
+        return "word ids of the training text outside the vocabulary"
+    counts = np.bincount(tokens, minlength=len(words))[3:]
+    if counts.size and counts.min() < 1:
+        return f"word {int(np.argmin(counts)) + 3} ({words[int(np.argmin(counts)) + 3]!r}) is never seen"
+    rest = words[3:]
+    for i in np.flatnonzero(counts[1:] >= counts[:-1]).tolist():
+        if counts[i + 1] > counts[i] or rest[i + 1] <= rest[i]:
+            return f"words {i + 3} and {i + 4} ({rest[i]!r}, {rest[i + 1]!r}) are seen {counts[i]} and " \
+                   f"{counts[i + 1]} times"
+    return None
 
 
 def _checked_weights(path, w: np.ndarray, tree: SuffixTree, positive: bool) -> np.ndarray:

@@ -162,6 +162,9 @@ EDITS = [
     ("labels not a list", lambda a, m: m.update(labels="B-NP"), "'labels'"),
     ("label not a string", lambda a, m: m["labels"].__setitem__(0, 1), "'labels'"),
     ("label twice", lambda a, m: m["labels"].__setitem__(1, m["labels"][0]), "'labels'"),
+    ("label empty", lambda a, m: m["labels"].__setitem__(0, ""), "'labels': label '' is empty"),
+    ("label with a space", lambda a, m: m["labels"].__setitem__(0, "B NP"), "'labels': label 'B NP' holds white"),
+    ("label with a tab", lambda a, m: m["labels"].__setitem__(0, "B\tNP"), "'labels'"),
     ("label dropped", lambda a, m: m["labels"].pop(), "theta"),
     ("label added", lambda a, m: m["labels"].append("X"), "theta"),
     # patterns and columns

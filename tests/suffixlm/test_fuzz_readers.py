@@ -134,7 +134,8 @@ def read_or_error(read, path, classes):
 
 def reference_sentences(data: bytes):
     """The token lists of a text as a plain-Python reading gives them (gzip content by its
-    magic bytes, UTF-8, lines end at ``\\n``), None where the reader must refuse it."""
+    magic bytes, UTF-8, a leading BOM skipped, lines end at ``\\n``, ``\\r\\n`` or a lone
+    ``\\r``, words split on ASCII white space only), None where the reader must refuse it."""
     if data[:2] == GZIP_MAGIC:
         data = gunzip_or_none(data)
         if data is None:
@@ -143,7 +144,9 @@ def reference_sentences(data: bytes):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    sents = [line.split() for line in text.split("\n") if line.split()]
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    sents = [ws for ws in (re.split("[ \t\x0b\x0c]+", line.strip(" \t\x0b\x0c")) for line in text.split("\n"))
+             if ws != [""]]
     return sents or None
 
 

@@ -407,7 +407,8 @@ HEADER_EDITS = [
     (vocab_without_specials, "vocab_utf8"),
     (vocab_not_utf8, "vocab_utf8"),
     (vocab_extra_word, "'vocab_size'"),
-    (vocab_extra_word_and_size, "'n_unseen'"),
+    (vocab_extra_word_and_size, re.compile("'n_unseen'|vocab_utf8: word 7 .* is never seen")),
+    (lambda a, m: m.update(vocab_order="sorted"), "'vocab_order'"),
     (lambda a, m: m.update(order=0), "'order'"),
     (lambda a, m: m.update(order="4"), "'order'"),
     (lambda a, m: m.update(order=4.0), "'order'"),
@@ -605,3 +606,23 @@ def test_events_model_scores_as_the_text_model(models):
     for a, b in (("tree", "events"), ("trie", "events-trie")):
         la, lb = LogLinearLM.load(models[a][1]), LogLinearLM.load(models[b][1])
         np.testing.assert_allclose(scores(lb), scores(la), rtol=0, atol=1e-9)
+
+
+def test_vocabulary_out_of_count_order_is_refused(tmp_path):
+    """A vocabulary built from the training text is in the order of its counts (ties in
+    code-point order): the file says so (``vocab_order``), and words of equal counts
+    swapped are refused (issue 24, item 6)."""
+    lm = LogLinearLM(order=2, lam=1e-3, max_iter=20).fit(Corpus.from_strings(["a b c", "b a c", "c"]))
+    src = tmp_path / "m.lm"
+    lm.save(src)
+    arrays, meta, _ = read(src)
+    assert meta["vocab_order"] == "counts" and _words(arrays)[3:] == ["c", "a", "b"]
+    assert_refused(tmp_path, src, lambda a, m: _vocab(a, _words(a)[:4] + ["b", "a"]), "vocab_utf8: words 4 and 5")
+    # a vocabulary given by the user (a vocabulary file) keeps its order: no claim, no check
+    from suffixlm.corpus import Vocabulary
+
+    given = Vocabulary(["<s>", "</s>", "<unk>", "b", "a", "c"])
+    lm2 = LogLinearLM(order=2, lam=1e-3, max_iter=20).fit(Corpus.from_sentences([["a", "b", "c"], ["c"]], given))
+    lm2.save(tmp_path / "given.lm")
+    assert "vocab_order" not in read(tmp_path / "given.lm")[1]
+    assert LogLinearLM.load(tmp_path / "given.lm").vocab_.words == given.words
