@@ -72,7 +72,7 @@ def command() -> None:
               help="Order of the stochastic solvers.")
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
-@click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @distributed_options
 @click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
@@ -123,6 +123,11 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
         else:
             crf = CRF(patterns=patterns[0] if len(patterns) == 1 else _concatenated(patterns), **settings)
         crf.check_params()  # a bad combination fails before the data is read
+        from suffixlm.progress import Progress, announce_compilation
+
+        from . import _gradient_kernels, _inference_kernels
+
+        announce_compilation(Progress(quiet), _gradient_kernels, _inference_kernels)
         seqs = read_sequences(train)
         if not seqs:
             raise DataError(f"{train}: no sequence found (empty file?)")
@@ -334,7 +339,14 @@ def eval_(per_label, infile):
     from suffixlm.io import open_error_message
 
     from .data import open_text
-    from .evaluate import chunk_scores, conlleval_report, label_scores, read_label_output, token_scores
+    from .evaluate import (
+        check_label_columns,
+        chunk_scores,
+        conlleval_report,
+        label_scores,
+        read_label_output,
+        token_scores,
+    )
 
     try:
         fh = open_text(infile)
@@ -343,6 +355,7 @@ def eval_(per_label, infile):
     try:
         with fh:
             gold, guess = read_label_output(fh, infile)
+        check_label_columns(gold, guess, infile)
     except ValueError as exc:
         raise _fail(exc) from None
     click.echo(conlleval_report(chunk_scores(gold, guess)), nl=False)

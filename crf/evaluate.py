@@ -169,6 +169,26 @@ def label_scores(gold: Iterable[Sequence[str]], guessed: Iterable[Sequence[str]]
 _SCORE_LINE = re.compile(r"^# \d+ [-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
+def check_label_columns(gold: list[list[str]], guess: list[list[str]], name: str = "<input>") -> None:
+    """Raise ``ValueError`` when the last column cannot be predictions of the labels in
+    the column before it: most of its tokens (over half) carry labels that the gold
+    column never uses, e.g. a CoNLL file scored before labelling (POS tags read as the
+    gold labels, chunk tags as the predictions)."""
+    known = {lab for seq in gold for lab in seq}
+    n = sum(len(seq) for seq in guess)
+    strange: dict[str, int] = {}
+    for seq in guess:
+        for lab in seq:
+            if lab not in known:
+                strange[lab] = strange.get(lab, 0) + 1
+    k = sum(strange.values())
+    if n and 2 * k > n:
+        examples = ", ".join(repr(x) for x in sorted(strange, key=lambda x: -strange[x])[:4])
+        raise ValueError(f"{name}: the last column does not look like predictions of the column before it: "
+                         f"{k} of {n} tokens carry labels the gold column never has ({examples}); score the "
+                         "output of `suffixlm crf label` (... gold predicted)")
+
+
 def read_label_output(lines: Iterable[str], name: str = "<input>") -> tuple[list[list[str]], list[list[str]]]:
     """Read ``... gold predicted`` lines (blank line between sequences): ``(gold, guessed)``.
 

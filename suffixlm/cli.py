@@ -48,6 +48,12 @@ class _Group(click.Group):
             if isinstance(cmd, click.Command):
                 self.add_command(cmd, ep.name)
 
+    def resolve_command(self, ctx, args):
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and not isinstance(cmd, click.Group):
+            _single_dash_hint(cmd, rest)
+        return name, cmd, rest
+
     def get_command(self, ctx, cmd_name):
         if cmd_name not in self.commands:
             self._load_plugins()
@@ -77,6 +83,46 @@ class _Group(click.Group):
                 raise
             # a write to stdout or stderr failed (a full disk behind a redirection): one line
             raise click.ClickException(f"cannot write the output: {os.strerror(e.errno).lower()}") from None
+
+
+#: SRILM options (``ngram-count``, ``ngram``) without an option of the same name here
+_SRILM_OPTIONS = {
+    "lm": "the model is the first argument (MODEL), or --arpa MODEL.arpa",
+    "ppl": "the test text is an argument (suffixlm ppl MODEL TEST.txt)",
+    "text": "the training text is the argument (suffixlm kn TRAIN.txt -o MODEL.arpa)",
+    "write-lm": "the output is -o / --output (suffixlm ppl --write-lm for merged mixtures)",
+    "kndiscount": "modified Kneser-Ney is the default (--modified)",
+    "ukndiscount": "--original",
+    "interpolate": "Kneser-Ney is interpolated, as SRILM's -interpolate",
+    "gt1min": "--min-count 1,1,2 (cut-offs per order)", "gt2min": "--min-count 1,1,2 (cut-offs per order)",
+    "gt3min": "--min-count 1,1,2 (cut-offs per order)", "gt4min": "--min-count 1,1,2 (cut-offs per order)",
+    "gt5min": "--min-count 1,1,2 (cut-offs per order)",
+    "mix-lm": "--mix-lm", "lambda": "--lambda", "prune": "--threshold (suffixlm prune) or --prune (suffixlm kn)",
+    "debug": "--debug", "vocab": "--vocab", "order": "--order",
+}
+
+
+def _single_dash_hint(cmd: click.Command, args) -> None:
+    """SRILM's and KenLM's habit of single-dash long options (``-order 5``, ``-lm X``),
+    which click would read as ``-o rder``: a one-line usage error naming the option meant."""
+    longs = {o[2:] for p in cmd.params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts)
+             if o.startswith("--")}
+    shorts = {o for p in cmd.params if isinstance(p, click.Option) for o in p.opts if not o.startswith("--")}
+    for a in args:
+        if a == "--":
+            break
+        name = a[1:].split("=", 1)[0]
+        if not a.startswith("-") or a.startswith("--") or len(a) < 3 or not a[1].isalpha() or a[:2] not in shorts \
+                and name not in longs and name not in _SRILM_OPTIONS:
+            continue
+        if name in _SRILM_OPTIONS and name not in longs:
+            raise click.UsageError(f"{a}: SRILM's option; here {_SRILM_OPTIONS[name]} (see `suffixlm {cmd.name} "
+                                   "--help`)")
+        if name in longs:
+            raise click.UsageError(f"{a}: a single-dash long option (SRILM's spelling); did you mean --{name}?")
+        if a[:2] in shorts and name.isalpha() and len(name) > 2:
+            raise click.UsageError(f"{a}: read as {a[:2]} {a[2:]!r}; if you meant an SRILM-style option, "
+                                   f"suffixlm's long options start with -- (see `suffixlm {cmd.name} --help`)")
 
 
 #: errors of a write to a stream (no file name attached) reported in one line

@@ -81,10 +81,17 @@ def check_output(output, inputs=(), binary: bool = False) -> None:
     directory or refuses a new file; ``output`` is a directory, a socket or a block
     device; with ``binary``, a terminal). ``-`` is stdout; devices and FIFOs are
     written in place (``io.output_kind``)."""
+    import os
+    import re
+
     from .io import check_not_input, check_writable, write_error_message
 
     if output is None:
         return
+    if re.fullmatch(r"[0-9]{1,2}", str(output)) and not os.path.lexists(output):
+        # KenLM's `lmplz -o 5`: there -o is the order; here it names the output
+        raise click.UsageError(f"-o {output}: -o names the output file here; did you mean --order {output}? "
+                               f"(to write a file named {output}, give it as ./{output})")
     try:
         check_not_input(output, inputs)
     except ValueError as e:
@@ -93,6 +100,51 @@ def check_output(output, inputs=(), binary: bool = False) -> None:
         check_writable(output, binary=binary)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
+
+
+def min_word_count_option(f):
+    """``--min-word-count N`` (words seen fewer times become ``<unk>``) of ``train`` and
+    ``tree``, and its former name ``--min-count``, kept as a hidden alias that warns:
+    ``suffixlm kn --min-count`` means n-gram cut-offs, another thing. The command reads
+    the value with :func:`min_word_count`."""
+    def deprecated(ctx, param, value):
+        if value is not None:
+            click.echo("warning: --min-count here is now --min-word-count (a word-frequency threshold; "
+                       "`suffixlm kn --min-count` means n-gram cut-offs); the old name will go", err=True)
+            ctx.meta["suffixlm.min_word_count"] = value
+        return value
+
+    f = click.option("--min-count", "min_count_deprecated", type=click.IntRange(1, INT32_MAX), default=None,
+                     hidden=True, expose_value=False, callback=deprecated)(f)
+    return click.option("--min-word-count", "min_count", default=1, show_default=True,
+                        type=click.IntRange(1, INT32_MAX),
+                        help="Words seen fewer times become <unk> (formerly --min-count).")(f)
+
+
+def min_word_count(value: int) -> int:
+    """The ``--min-word-count`` value, or that of its deprecated alias when it was given."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get("suffixlm.min_word_count", value) if ctx is not None else value
+
+
+def check_text_input(path, what: str = "text") -> None:
+    """Refuse, in one line, a model file given where ``what`` (a text) is expected: a
+    zip (the container of suffixlm and CRF models) or an ARPA file. Arguments given in
+    the wrong order are the usual cause (``suffixlm ppl TEST.txt MODEL``)."""
+    if path is None or str(path) == "-":
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return  # the reader reports it
+    if head.startswith(b"PK\x03\x04"):
+        kind = "a model file (zip)"
+    elif head.lstrip(b"\r\n\t ").startswith(b"\\data\\"):
+        kind = "an ARPA model"
+    else:
+        return
+    raise click.UsageError(f"{path}: this is {kind}, not {what}; arguments swapped?")
 
 
 def report_stream(output) -> bool:

@@ -153,17 +153,30 @@ class KenLMInterface:
             ret, _ = self._full(context, vocab.id(EOS))
             yield (ret.log_prob, ret.ngram_length, False)
 
-    def score(self, sentence, bos=True, eos: bool = True) -> float:
+    def score(self, sentence, bos=None, eos=None) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``); ``bos=False`` drops the ``<s>``
-        context, ``eos=False`` the ``</s>`` prediction (KenLM's ``score``).
+        context, ``eos=False`` the ``</s>`` prediction (KenLM's ``score``; both default
+        to True).
 
         Given a corpus instead of one sentence (a list of sentence strings, a
         :class:`Corpus` or a file), scikit-learn's ``score(X, y=None)``: the mean log10
         probability per predicted token, ``</s>`` counted and OOVs left out, i.e.
         ``-log10`` of SRILM's ``ppl`` (higher is better; what ``GridSearchCV`` and
-        ``cross_val_score`` maximise)."""
+        ``cross_val_score`` maximise). A list of single words (one tokenised sentence,
+        which KenLM refuses too) or a list with ``bos``/``eos`` raises ``TypeError``:
+        KenLM's ``score`` takes the sentence as one string (``" ".join(words)``)."""
         if not isinstance(sentence, (str, bytes)):
+            if bos is not None or eos is not None:
+                raise TypeError(f"score(sentence, bos, eos) takes one sentence as a string (KenLM's API), got "
+                                f"{type(sentence).__name__}: join the words with spaces")
+            if isinstance(sentence, (list, tuple)) and len(sentence) > 0 and \
+                    all(isinstance(w, str) and w and len(w.split()) == 1 for w in sentence):
+                raise TypeError(f"score() got a list of {len(sentence)} single words: KenLM's score takes one "
+                                "sentence as a string (' '.join(words)); for scikit-learn's score of a corpus "
+                                "give sentences with spaces, a Corpus or a file, or call corpus_perplexity()")
             return -math.log10(self.corpus_perplexity(sentence))
+        bos = True if bos is None else bos
+        eos = True if eos is None else eos
         total = self._sum_dtype(0.0)
         for lp, _, _ in self.full_scores(sentence, bos, eos):
             total = self._sum_dtype(total + self._sum_dtype(lp))

@@ -15,7 +15,8 @@ from ..options import FiniteFloat
 @click.option("--precision", default=0.001, show_default=True, type=FiniteFloat(0.0, 1.0, min_open=True),
               help="Stop when no weight changes by more than this (compute-best-mix's precision).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def command(valid_path, models, precision, as_json):
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines (the result is still printed).")
+def command(valid_path, models, precision, as_json, quiet):
     """Fit the weights of a mixture of MODELs (log-linear or ARPA) on VALID.txt by EM,
     as SRILM's compute-best-mix does on each model's `ngram -debug 2 -ppl` output: every
     model scores the text on its own (a word it does not know is its <unk>), words that
@@ -34,9 +35,13 @@ def command(valid_path, models, precision, as_json):
         lines = [toks for _, toks in read_lines(valid_path)]
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
+    from ..progress import Progress
+
+    progress = Progress(quiet)
     comps = []
     for path in models:
-        m = load_model(path, False, only_for=lines)
+        with progress.stage(f"reading {path}"):
+            m = load_model(path, False, only_for=lines)
         vocab = getattr(m, "vocab", None) or getattr(m, "vocab_", None)
         comps.append(np.asarray(m.log10_probs(Corpus.from_sentences(lines, vocab)), dtype=np.float64))
     comp = np.array(comps)

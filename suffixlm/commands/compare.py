@@ -8,7 +8,7 @@ import warnings
 
 import click
 
-from ..options import INT32_MAX, LM_PENALTIES, MAX_ORDER, FiniteFloat
+from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat
 
 
 def parse_orders(text: str) -> list[int]:
@@ -40,12 +40,25 @@ def parse_orders(text: str) -> list[int]:
 @click.option("--orders", default="2-5", show_default=True, help="Orders to compare, e.g. 2-8 or 2,3,5.")
 @click.option("--penalty", "penalties", multiple=True, type=click.Choice(LM_PENALTIES),
               help="Log-linear penalty (repeat for several). Default: linf-tree.")
-@click.option("--lam", default=None, type=FiniteFloat(0.0),
-              help="lambda of the log-linear models (default: 1 / training tokens).")
+@click.option("--lam", "lam_text", default=None,
+              help="lambda of the log-linear models, as `suffixlm train --lam`: a number, 'default' "
+                   "(1 / training tokens) or 'auto' (chosen on --valid for each order and penalty). "
+                   "Default: 'auto' with --valid, else 'default'.")
+@click.option("--valid", "valid_file", default=None, metavar="VALID.txt",
+              help="Held-out text on which lambda is chosen (--lam auto).")
 @click.option("--alpha", type=FiniteFloat(0.0, min_open=True), default=None,
               help="Depth weighting alpha**d of the penalties.")
+@click.option("--base", default="kn", show_default=True, type=click.Choice(LM_BASES),
+              help="Base measure of the log-linear models, as `suffixlm train --base`: kn (all weights 0 is "
+                   "modified KN; the best model measured) or none (the paper's model).")
+@click.option("--signed/--positive", default=None,
+              help="Weights of either sign or >= 0. Default: --signed with --base kn, else --positive.")
+@click.option("--discount", default=0.0, show_default=True, type=FiniteFloat(0.0),
+              help="Count-class l1 weights under the tree penalty, as `suffixlm train --discount`.")
 @click.option("--epochs", default=2000, show_default=True, type=click.IntRange(1, INT32_MAX),
               help="Maximum epochs of each log-linear model (training stops by convergence first).")
+@click.option("--tol", default=1e-6, show_default=True, type=FiniteFloat(0.0),
+              help="Stop each fit when the objective's relative decrease stays below this.")
 @click.option("--kn/--no-kn", "with_kn", default=True, show_default=True, help="Include our modified Kneser-Ney.")
 @click.option("--kn-min-count", default="none", show_default=True,
               help="Cut-offs of the KN models: 'none' (keep all), 'srilm' (SRILM's defaults) or a list like 1,1,2.")
@@ -55,21 +68,36 @@ def parse_orders(text: str) -> list[int]:
               help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: perplexity vs order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
-@click.option("--quiet", is_flag=True)
-def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_kn, kn_min_count, arpa_files, unk,
-            plot, as_json, quiet):
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+def command(train_file, test_file, orders, penalties, lam_text, valid_file, alpha, base, signed, discount, epochs, tol,
+            with_kn, kn_min_count, arpa_files, unk, plot, as_json, quiet):
     """Train log-linear models and Kneser-Ney for each order on TRAIN.txt and print
-    one table of their perplexities on TEST.txt (ppl counts </s>, ppl1 does not)."""
+    one table of their perplexities on TEST.txt (ppl counts </s>, ppl1 does not).
+
+    The log-linear models take `suffixlm train`'s model options (--base, --signed,
+    --lam, --valid, ...) and its defaults: the KN base measure with signed weights, and
+    lambda chosen on --valid when it is given."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..evaluate import score
     from ..model import LogLinearLM
-    from ..options import check_output
+    from ..options import check_output, check_text_input
     from .kn import parse_min_counts
 
+    from ..progress import Progress
+    from .train import _lam, describe_model, fit_lm
+
+    progress = Progress(quiet)
     order_list = parse_orders(orders)
     penalties = penalties or ("linf-tree",)
+    if lam_text is None:
+        lam_text = "auto" if valid_file is not None else "default"
+    lam = _lam(lam_text)
+    if lam == "auto" and valid_file is None:
+        raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
+    if signed is None:
+        signed = base == "kn"
     parse_min_counts(kn_min_count, max(order_list), "--kn-min-count")  # a bad value fails before any training
-    check_output(plot, [train_file, test_file, *arpa_files])
+    check_output(plot, [train_file, test_file, valid_file, *arpa_files], binary=True)
     if plot:  # before any training, so a missing matplotlib costs nothing
         try:
             import matplotlib
@@ -78,9 +106,13 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
             import matplotlib.pyplot as plt
         except ImportError:
             raise click.ClickException("--plot needs matplotlib (pip install 'suffixlm[plot]')") from None
+    for path, what in ((train_file, "the training text"), (test_file, "the test text"),
+                       (valid_file, "the validation text")):
+        check_text_input(path, what)
     try:
         train = load_training_corpus(train_file, unk=unk)
         test = Corpus.from_text(test_file, train.vocab)
+        valid = Corpus.from_text(valid_file, train.vocab) if valid_file else None
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
     from ..arpa import ArpaError, BackoffLM
@@ -117,8 +149,17 @@ def command(train_file, test_file, orders, penalties, lam, alpha, epochs, with_k
             add("kn-modified", order, kn, kn.model_.n_parameters, time.perf_counter() - t0)
         for pen in penalties:
             t0 = time.perf_counter()
-            lm = LogLinearLM(order=order, penalty=pen, lam=lam, alpha=alpha, max_iter=epochs).fit(train)
-            name = pen if alpha is None else f"{pen} (alpha={alpha:g})"
+            progress.line(describe_model(order, base, signed, pen, alpha, discount, lam,
+                                         train.n_words + train.n_sentences, valid_file))
+            lm = LogLinearLM(order=order, penalty=pen, alpha=alpha, max_iter=epochs, tol=tol, base=base,
+                             positive=not signed, discount=discount)
+            try:
+                lm, _ = fit_lm(lm, train, valid, lam, progress)
+            except ValueError as e:
+                raise click.ClickException(str(e)) from None
+            name = ("loglinear " if base == "none" else "loglinear-kn ") + pen + \
+                (f" alpha={alpha:g}" if alpha is not None else "") + ("" if signed == (base == "kn") else
+                                                                      (" signed" if signed else " positive"))
             add(name, order, lm, lm.n_nonzero_, time.perf_counter() - t0)
     for path, rep, m in arpa_reports:
         rows.append({"model": f"arpa:{path}", "order": m.order, "ppl": rep.ppl, "ppl1": rep.ppl1,

@@ -12,7 +12,7 @@ import click
 @click.argument("model_path", metavar="MODEL")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
               help="ARPA file to write (exactly this path; a name ending in .gz is compressed; '-': stdout).")
-@click.option("--quiet", is_flag=True, help="No summary.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary, no progress.")
 def command(model_path, output, quiet):
     """Write the log-linear model MODEL (from `suffixlm train`) as an ARPA back-off
     model, for decoders that read ARPA or KenLM (KenLM, Kaldi, Moses, pyctcdecode...).
@@ -23,17 +23,22 @@ def command(model_path, output, quiet):
     from ..export import loglinear_to_backoff
     from ..io import write_error_message
     from ..options import check_output, report_stream
+    from ..progress import Progress
     from .ppl import load_model
 
     check_output(output, [model_path])  # before any work
     t0 = time.perf_counter()
-    model = load_model(model_path, False)
+    progress = Progress(quiet)
+    with progress.stage(f"reading {model_path}"):
+        model = load_model(model_path, False)
     if not hasattr(model, "weights_"):
         raise click.ClickException(f"{model_path}: an ARPA file already; nothing to export")
-    backoff = loglinear_to_backoff(model)
+    with progress.stage("converting to a back-off model"):
+        backoff = loglinear_to_backoff(model)
     backoff.sources = (os.fspath(model_path),)
     try:
-        backoff.write_arpa(output)
+        with progress.stage(f"writing {output}"):
+            backoff.write_arpa(output)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
     except ValueError as e:

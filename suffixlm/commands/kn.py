@@ -78,10 +78,16 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     from ..corpus import CorpusError
     from ..io import write_error_message
     from ..kn import DiscountWarning, KneserNeyLM
-    from ..options import check_output, report_stream
+    from ..options import check_output, check_text_input, report_stream
+
+    from .. import _kn_kernels, _ngram_kernels
+    from ..progress import Progress, announce_compilation
 
     echo = functools.partial(click.echo, err=report_stream(output))
+    progress = Progress(quiet)
+    announce_compilation(progress, _kn_kernels, _ngram_kernels)
     min_counts = parse_min_counts(min_count, order)
+    check_text_input(train_file, "the training text")
     if prune is not None:
         from .prune import parse_threshold
 
@@ -108,7 +114,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                                                        modified=modified, min_counts=min_counts,
                                                        progress=None if quiet else progress)
                 else:
-                    lm.fit_text(train_file, vocab_path, unk=unk, client=client)
+                    with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
+                        lm.fit_text(train_file, vocab_path, unk=unk, client=client)
             except CorpusError as e:
                 raise click.ClickException(str(e)) from None
             except Exception as e:
@@ -120,13 +127,15 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             from ..prune import prune_entropy
 
             unpruned_counts = lm.model_.counts
-            lm.model_ = prune_entropy(lm.model_, prune)
+            with progress.stage(f"pruning at threshold {prune:g}"):
+                lm.model_ = prune_entropy(lm.model_, prune)
         t1 = time.perf_counter()
         try:
-            if streamed is not None:
-                streamed.write_arpa(output, sources=(train_file,))
-            else:
-                lm.write_arpa(output)
+            with progress.stage(f"writing {output}"):
+                if streamed is not None:
+                    streamed.write_arpa(output, sources=(train_file,))
+                else:
+                    lm.write_arpa(output)
         except OSError as e:
             raise click.ClickException(write_error_message(output, e)) from None
         except ArpaError as e:

@@ -93,7 +93,8 @@ def _mix_options(f):
               metavar="OUT.arpa",
               help="Write the statically merged model as ARPA (implies --static; '-': stdout, the report then "
                    "goes to stderr).")
-def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **mix):
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines (the report is still printed).")
+def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, quiet, **mix):
     """Score TEST.txt with an ARPA model (--arpa MODEL.arpa) or a model file (MODEL),
     printing SRILM's `ngram -ppl` lines: sentences, words, OOVs, zeroprobs, logprob
     (log10), ppl (</s> counted) and ppl1 (</s> not counted).
@@ -130,18 +131,27 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, **m
     from .kn import return_freed_memory_to_os
 
     return_freed_memory_to_os()
+    from ..options import check_text_input
+
+    check_text_input(test_path, "the test text")
     try:
         lines = [toks for _, toks in read_lines(test_path)]
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
     # a merge recomputes back-off weights from every n-gram: no restriction to the text
     only_for = None if static and mix_lm is not None else lines
-    model = load_model(model_path, arpa_path is not None, only_for=only_for)
+    from ..progress import Progress
+
+    progress = Progress(quiet)
+    with progress.stage(f"reading {model_path}"):
+        model = load_model(model_path, arpa_path is not None, only_for=only_for)
     if mix_lm is not None:
-        model = _mixture(model, mix_lm, lam, extra, static, write_lm, only_for, [model_path, test_path])
+        with progress.stage("reading and mixing " + ", ".join([mix_lm] + [m for m, _ in extra])):
+            model = _mixture(model, mix_lm, lam, extra, static, write_lm, only_for, [model_path, test_path])
     vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
     corpus = Corpus.from_sentences(lines, vocab, source=str(test_path))
-    lp = model.log10_probs(corpus)
+    with progress.stage(f"scoring {test_path}"):
+        lp = model.log10_probs(corpus)
     try:
         report = perplexity_report(corpus, lp, str(test_path))
     except ValueError as e:  # a model whose back-off weights give a probability above 1

@@ -44,20 +44,26 @@ def command(model_path, output, threshold, min_order, as_json, quiet):
 
     t = parse_threshold(threshold)
     check_output(output, [model_path])  # before any work
+    from ..progress import Progress
+
+    progress = Progress(quiet)
     t0 = time.perf_counter()
     try:
-        model = BackoffLM.read_arpa(model_path)
+        with progress.stage(f"reading {model_path}"):
+            model = BackoffLM.read_arpa(model_path)
     except (ArpaError, OSError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     t1 = time.perf_counter()
     try:
-        pruned = prune_entropy(model, t, min_order)
+        with progress.stage(f"pruning {sum(model.counts)} n-grams at threshold {t:g}"):
+            pruned = prune_entropy(model, t, min_order)
     except ValueError as e:
         raise click.ClickException(f"{model_path}: {e}") from None
     t2 = time.perf_counter()
     pruned.sources = (os.fspath(model_path),)
     try:
-        pruned.write_arpa(output)
+        with progress.stage(f"writing {output}"):
+            pruned.write_arpa(output)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
     except ValueError as e:

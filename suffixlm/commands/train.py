@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import math
-import sys
 import time
+import warnings
 
 import click
 
@@ -22,6 +21,8 @@ from ..options import (
     SEED_MAX,
     FiniteFloat,
     checkpoint_options,
+    min_word_count,
+    min_word_count_option,
 )
 
 
@@ -45,17 +46,18 @@ def _lam(value: str):
               help="Model file to write (exactly this path; '-': stdout, never a terminal).")
 @click.option("--order", default=5, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order (contexts of order-1 words).")
 @click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(LM_PENALTIES))
-@click.option("--lam", "lam_text", default="default", show_default=True,
-              help="Regularisation strength (per-token mean loss + lam * Omega); 'default' = 1/(training tokens); "
+@click.option("--lam", "lam_text", default=None,
+              help="Regularisation strength (per-token mean loss + lam * Omega). Default: 'auto' with --valid, "
+                   "else 'default'. 'default' = 1/(training tokens); "
                    f"'auto' chooses it on --valid along a warm-started path from {PATH_START:g} times that, "
                    f"divided by {PATH_FACTOR:g} per fit until the validation perplexity has been worse than the best "
                    f"{PATIENCE} time(s); the path's fits stop at tolerance {PATH_TOL:g}, then the chosen lambda and "
                    f"the one before it are refined to --tol.")
 @click.option("--alpha", type=FiniteFloat(0.0, min_open=True), default=None, help="Weight groups at depth d by alpha**d (weighted penalties).")
 @click.option("--base", default=None, type=click.Choice(LM_BASES),
-              help="Base measure inside the softmax: none (the paper's model) or kn: P(v|x) proportional to "
-                   "P_KN(v|x) exp(score), modified Kneser-Ney without cut-offs, so all weights 0 is that model. "
-                   "Default: kn with --lam auto (the best model measured, benchmarks/lm_variants.md), else none.")
+              help="Base measure inside the softmax: kn (default): P(v|x) proportional to P_KN(v|x) exp(score), "
+                   "modified Kneser-Ney without cut-offs, so all weights 0 is that model (the best model measured, "
+                   "benchmarks/lm_variants.md); none: the paper's model.")
 @click.option("--signed/--positive", default=None,
               help="Weights of either sign (with --base kn they can also lower the base's probabilities) or "
                    "weights >= 0 as in the paper. Default: --signed with --base kn, else --positive.")
@@ -74,15 +76,16 @@ def _lam(value: str):
 @click.option("--tol", default=1e-6, show_default=True, type=FiniteFloat(0.0),
               help="Stop when the objective's relative decrease stays below this.")
 @click.option("--init", default="smoothed", show_default=True, type=click.Choice(LM_INITS))
-@click.option("--valid", "valid_file", default=None, metavar="VALID.txt", help="Validation text: its perplexity is shown each epoch.")
+@click.option("--valid", "valid_file", default=None, metavar="VALID.txt",
+              help="Held-out text: lambda is chosen on it (--lam auto, the default with --valid) and its perplexity "
+                   "is reported.")
 @click.option("--vocab", "vocab_file", default=None, help="Vocabulary file (one word per line).")
-@click.option("--min-count", default=1, show_default=True, type=click.IntRange(1, INT32_MAX),
-              help="Words seen fewer times become <unk>.")
+@min_word_count_option
 @click.option("--unk/--no-unk", default=True, show_default=True,
               help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SEED_MAX))
 @checkpoint_options()
-@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 @distributed_options
 def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
@@ -96,15 +99,23 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..io import write_error_message
     from ..model import LogLinearLM
-    from ..options import check_output, open_checkpoint, training_interrupts
+    from ..options import check_output, check_text_input, open_checkpoint, training_interrupts
 
+    from ..progress import Progress, announce_compilation
+
+    progress = Progress(quiet)
+    min_count = min_word_count(min_count)
+    if lam_text is None:
+        lam_text = "auto" if valid_file is not None else "default"
     lam = _lam(lam_text)
     inputs = [train_file, valid_file, vocab_file]
+    for path, what in ((train_file, "the training text"), (valid_file, "the validation text")):
+        check_text_input(path, what)
     check_output(output, inputs, binary=True)  # before any work: the model never replaces an input, and can be written
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
     if base is None:
-        base = "kn" if lam == "auto" else "none"
+        base = "kn"
     if signed is None:
         signed = base == "kn"
     # the options that change the model (--epochs is a cap, except along a lambda path)
@@ -129,61 +140,20 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     if not quiet:
         click.echo(f"{train_file}: {corpus.n_sentences} sentences, {corpus.n_words} words, vocabulary {len(corpus.vocab)}",
                    err=True)
+        click.echo(describe_model(order, base, signed, penalty, alpha, discount, lam,
+                                  corpus.n_words + corpus.n_sentences, valid_file),
+                   err=True)
+        from .. import _lm_kernels
+        from ..penalties import _linf_tree
 
-    # one estimator: --lam auto refits it along the path from its previous weights
+        announce_compilation(progress, _lm_kernels, _linf_tree)
+
     lm = LogLinearLM(order=order, penalty=penalty, alpha=alpha, solver=solver, max_iter=epochs,
                      batch_size=batch_size, batch_growth=batch_growth, tol=tol, seed=seed, init=init, base=base,
-                     positive=not signed, discount=discount, warm_start=lam == "auto")
-
-    def train_one(lam_value, label="", tol_value=tol, show_valid=True):
-        lm.lam = lam_value
-        lm.tol = tol_value
-        t0 = time.perf_counter()
-        shown = valid if show_valid else None  # a validation score each iteration costs a forward pass
-        if quiet:
-            lm.fit(corpus, valid=shown, checkpoint=ck)
-            return lm
-        with click.progressbar(length=epochs, label=f"training{label}", file=sys.stderr,
-                               item_show_func=lambda s: s, show_pos=True) as bar:
-            def cb(info, w):
-                if info.n_iter == 0:
-                    return
-                text = f"objective {info.objective:.6f}"
-                if "valid_ppl" in info.extra:
-                    text += f"  valid ppl {info.extra['valid_ppl']:.2f}"
-                bar.update(1, text)
-
-            lm.fit(corpus, valid=shown, callback=cb, checkpoint=ck)
-        click.echo(f"  {lm.n_iter_} steps, {time.perf_counter() - t0:.1f} s, objective {lm.objective_:.6f}, "
-                   f"{'converged' if lm.converged_ else 'stopped at --epochs'}, "
-                   f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters", err=True)
-        return lm
+                     positive=not signed, discount=discount)
 
     def train_all():
-        if lam != "auto":
-            return train_one(lam), []
-        from ..model_selection import select_lam
-
-        def report(x, ppl):
-            if not quiet:
-                click.echo(f"  lam={x:.3g}: valid ppl {ppl:.3f}", err=True)
-
-        # the path at a loose tolerance, then its choice (and the lambda before it) to --tol
-        path_tol = max(tol, PATH_TOL)
-
-        def refine(chosen):
-            lm.weights_ = chosen.weights_  # warm start from that fit of the path
-            return train_one(chosen.lam_, f" lam={chosen.lam_:.3g} to tol {tol:g}", tol, False)
-
-        def restore(arrays, meta):  # a fit of the path, from a checkpoint
-            return copy.copy(lm._restore_fit(corpus, arrays, meta))
-
-        model, results = select_lam(lambda x: train_one(x, f" lam={x:.3g}", path_tol, False), corpus, valid,
-                                    report=report, refine=refine if path_tol > tol else None, checkpoint=ck,
-                                    restore=restore)
-        if not quiet:
-            click.echo(f"chose lam={model.lam_:.3g}", err=True)
-        return model, results
+        return fit_lm(lm, corpus, valid, lam, progress, ck)
 
     try:
         with training_interrupts(ck, output):
@@ -227,6 +197,93 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         click.echo(json.dumps(summary), err=report_stream(output))
     elif not quiet:
         click.echo(f"wrote {output}" + (f" (valid ppl {summary['valid_ppl']:.2f})" if valid is not None else ""), err=True)
+
+
+def fit_lm(lm, corpus, valid, lam, progress, ck=None):
+    """Fit ``lm`` (a ``LogLinearLM``; its ``tol`` is the final tolerance) on ``corpus`` at
+    ``lam`` (a number, None: 1/tokens, or "auto": chosen on ``valid`` along a
+    warm-started path, refitting the same estimator): ``(model, lambda path results)``.
+    Each fit reports its iterations and its end on ``progress``. The one training loop
+    of ``suffixlm train`` and ``suffixlm compare``."""
+    tol = lm.tol
+    lm.warm_start = lam == "auto"
+
+    def train_one(lam_value, label="", tol_value=tol, show_valid=True):
+        lm.lam = lam_value
+        lm.tol = tol_value
+        t0 = time.perf_counter()
+        shown = valid if show_valid else None  # a validation score each iteration costs a forward pass
+        if progress.quiet:
+            lm.fit(corpus, valid=shown, checkpoint=ck)
+            return lm
+
+        def cb(info, w):
+            if info.n_iter == 0:
+                return
+            text = f"training{label}: step {info.n_iter}, objective {info.objective:.6f}"
+            if "valid_ppl" in info.extra:
+                text += f", valid ppl {info.extra['valid_ppl']:.2f}"
+            progress.iteration(text)
+
+        try:
+            lm.fit(corpus, valid=shown, callback=cb, checkpoint=ck)
+        finally:
+            progress.end_iterations()
+        progress.line(f"  {lm.n_iter_} steps, {time.perf_counter() - t0:.1f} s, objective {lm.objective_:.6f}, "
+                      f"{'converged' if lm.converged_ else 'stopped at --epochs'}, "
+                      f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters")
+        return lm
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol)
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                click.echo(f"warning: {message}", err=True)
+
+
+def _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol):
+    import copy
+
+    if lam != "auto":
+        return train_one(lam), []
+    from ..model_selection import select_lam
+
+    def report(x, ppl):
+        progress.line(f"  lam={x:.3g}: valid ppl {ppl:.3f}")
+
+    # the path at a loose tolerance, then its choice (and the lambda before it) to --tol
+    path_tol = max(tol, PATH_TOL)
+
+    def refine(chosen):
+        lm.weights_ = chosen.weights_  # warm start from that fit of the path
+        return train_one(chosen.lam_, f" lam={chosen.lam_:.3g} to tol {tol:g}", tol, False)
+
+    def restore(arrays, meta):  # a fit of the path, from a checkpoint
+        return copy.copy(lm._restore_fit(corpus, arrays, meta))
+
+    model, results = select_lam(lambda x: train_one(x, f" lam={x:.3g}", path_tol, False), corpus, valid,
+                                report=report, refine=refine if path_tol > tol else None, checkpoint=ck,
+                                restore=restore)
+    progress.line(f"chose lam={model.lam_:.3g}")
+    return model, results
+
+
+def describe_model(order, base, signed, penalty, alpha, discount, lam, n_tokens, valid_file) -> str:
+    """The one line that names the model a command trains: base, sign, penalty, lambda."""
+    what = "modified-KN base measure" if base == "kn" else "no base measure (the paper's model)"
+    sign = "signed weights" if signed else "weights >= 0"
+    pen = penalty + (f" (alpha={alpha:g})" if alpha is not None else "") + \
+        (f" + count-class discounts x{discount:g}" if discount else "")
+    if lam == "auto":
+        how = f"lambda chosen on {valid_file}"
+    elif lam is None:
+        how = f"lambda 1/tokens = {1.0 / max(n_tokens, 1):.3g}" + \
+            ("" if valid_file else " (give --valid VALID.txt to choose it on held-out text)")
+    else:
+        how = f"lambda {lam:g}"
+    return f"model: order {order}, {what}, {sign}, {pen} penalty, {how}"
 
 
 def _count_on_dask(train_file, order, vocab_file, min_count, unk, keep_ngram_counts, workers, scheduler, memory_limit,

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from ..options import INT32_MAX, MAX_ORDER, TREE_METHODS
+from ..options import MAX_ORDER, TREE_METHODS, min_word_count, min_word_count_option
 
 
 @click.command("tree")
@@ -15,9 +15,9 @@ from ..options import INT32_MAX, MAX_ORDER, TREE_METHODS
 @click.option("--order", "-n", type=click.IntRange(1, MAX_ORDER), required=True,
               help="Model order N; contexts have at most N-1 words.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines (the sizes are still printed).")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None, help="Vocabulary file, one word per line.")
-@click.option("--min-count", type=click.IntRange(1, INT32_MAX), default=1, show_default=True,
-              help="Words seen fewer times become <unk>.")
+@min_word_count_option
 @click.option("--unk", is_flag=True, help="Open vocabulary: out-of-vocabulary words map to <unk>.")
 @click.option(
     "--method",
@@ -27,7 +27,7 @@ from ..options import INT32_MAX, MAX_ORDER, TREE_METHODS
     help="Construction: radix sort of the contexts, or Ukkonen's suffix tree of the reversed text "
     "capped at N-1 (the same tree).",
 )
-def command(train, order, as_json, vocab_path, min_count, unk, method):
+def command(train, order, as_json, quiet, vocab_path, min_count, unk, method):
     """Suffix trie |S| and suffix tree |T| of the contexts of TRAIN (one sentence per
     line, '-' for stdin), with the (context, successor) parameter counts of both.
 
@@ -39,15 +39,23 @@ def command(train, order, as_json, vocab_path, min_count, unk, method):
     from ..corpus import CorpusError, load_training_corpus
     from ..suffixtree import SuffixTree
 
+    from ..options import check_text_input
+
+    check_text_input(train, "the training text")
     t0 = time.perf_counter()
     try:
-        corpus = load_training_corpus(train, vocab_path, min_count=min_count, unk=unk)
+        corpus = load_training_corpus(train, vocab_path, min_count=min_word_count(min_count), unk=unk)
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
     t1 = time.perf_counter()
-    tree = SuffixTree.build(corpus, order - 1, method=method)
+    from ..progress import Progress
+
+    progress = Progress(quiet)
+    with progress.stage(f"building the suffix tree ({method})"):
+        tree = SuffixTree.build(corpus, order - 1, method=method)
     t2 = time.perf_counter()
-    contexts = extract_contexts(tree, corpus)
+    with progress.stage("extracting the contexts"):
+        contexts = extract_contexts(tree, corpus)
     t3 = time.perf_counter()
     st = tree.stats()
     out = {

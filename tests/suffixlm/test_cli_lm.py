@@ -93,7 +93,7 @@ def test_compare_table_kn_loglinear_and_arpa(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     names = [x["model"] for x in rows]
-    assert names[:3] == ["kn-modified", "linf-tree", "l1"] and names[3].startswith("arpa:")
+    assert names[:3] == ["kn-modified", "loglinear-kn linf-tree", "loglinear-kn l1"] and names[3].startswith("arpa:")
     # our KN written as ARPA and read back scores the same as our KN in memory
     assert rows[3]["ppl"] == pytest.approx(rows[0]["ppl"], rel=1e-6)
     assert (tmp_path / "c.png").stat().st_size > 0
