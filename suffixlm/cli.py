@@ -78,6 +78,12 @@ class _Group(click.Group):
             raise
         except BrokenPipeError:
             _stdout_closed()
+        except KeyboardInterrupt:
+            # Ctrl-C (a training command with --checkpoint reports its own line first): one line,
+            # the shell's status for SIGINT; outputs written by replacement were left as they were
+            with contextlib.suppress(Exception):
+                click.echo("interrupted (Ctrl-C)", err=True)
+            raise SystemExit(130) from None
         except OSError as e:
             if e.filename is not None or e.errno not in _STREAM_ERRNOS:
                 raise

@@ -48,18 +48,85 @@ def distributed_options(f):
     return f
 
 
+#: the smallest --memory-limit a worker can start and run under
+MIN_MEMORY_LIMIT = 64 * 2**20
+
+#: seconds to wait for an existing scheduler to answer (a closed port fails at once
+#: with a refused connection, which Dask would otherwise retry for its 30 s)
+CONNECT_TIMEOUT = 5
+
+
 def _parse_memory_limit(memory_limit):
     if memory_limit is None:
         return "auto"
-    if isinstance(memory_limit, (int, float)):
-        return memory_limit
-    from dask.utils import parse_bytes
+    if isinstance(memory_limit, (int, float)) and not isinstance(memory_limit, bool):
+        value = memory_limit
+    else:
+        from dask.utils import parse_bytes
 
+        try:
+            value = parse_bytes(str(memory_limit).strip())
+        except (ValueError, TypeError):
+            raise click.BadParameter(f"{memory_limit!r}: expected a size like 2GB or 500MiB",
+                                     param_hint="--memory-limit") from None
+    if not value >= MIN_MEMORY_LIMIT:
+        raise click.BadParameter(f"{memory_limit!r}: a worker needs at least {MIN_MEMORY_LIMIT // 2**20} MiB",
+                                 param_hint="--memory-limit")
+    return value
+
+
+def _check_address(scheduler: str) -> str:
+    """``scheduler`` as Dask's ``protocol://host:port``, or a one-line usage error."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    text = scheduler.strip()
     try:
-        return parse_bytes(memory_limit)
+        protocol, location = parse_address(text if "://" in text else "tcp://" + text, strict=False)
+        if protocol in ("tcp", "tls", "ws", "wss"):
+            host, port = parse_host_port(location)
+            if not host or port is None or not 0 < int(port) < 65536 or any(c.isspace() for c in host):
+                raise ValueError
     except (ValueError, TypeError):
-        raise click.BadParameter(f"{memory_limit!r}: expected a size like 2GB or 500MiB",
-                                 param_hint="--memory-limit") from None
+        raise click.BadParameter(f"{scheduler!r}: expected a scheduler address like tcp://10.0.0.1:8786",
+                                 param_hint="--scheduler") from None
+    return text
+
+
+def _quiet_dask_logs() -> None:
+    """After Ctrl-C: no log lines or tracebacks from the cluster's shutdown."""
+    import logging
+
+    for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker",
+                 "distributed.client", "distributed.core", "distributed.comm", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+@contextlib.contextmanager
+def _interrupt_quietly() -> Iterator[None]:
+    """Ctrl-C inside: the cluster closes without its log lines, and the command ends
+    with the one line of ``suffixlm.cli`` (``interrupted (Ctrl-C)``, status 130)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        _quiet_dask_logs()
+        raise
+
+
+def _start_ignoring_sigint(start):
+    """``start()`` with SIGINT ignored, so that the worker processes it spawns inherit
+    an ignored SIGINT: Ctrl-C in a terminal (sent to the whole process group) then
+    reaches this process only, which closes the cluster, instead of every worker
+    printing its own traceback."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 @contextlib.contextmanager
@@ -91,11 +158,14 @@ def client_from_options(workers: int | None = None, scheduler: str | None = None
         if memory_limit is not None:
             raise click.UsageError("--memory-limit applies to local workers (--workers); set the limit "
                                    "where the cluster's workers are started")
+        address = _check_address(scheduler)
         try:
-            client = distributed.Client(scheduler, timeout="30s")
+            client = distributed.Client(address, timeout=f"{CONNECT_TIMEOUT}s")
         except (OSError, TimeoutError) as e:
-            raise click.ClickException(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from None
-        with client:
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise click.ClickException(f"cannot connect to the Dask scheduler at {scheduler} within "
+                                       f"{CONNECT_TIMEOUT} s: {why}") from None
+        with client, _interrupt_quietly():
             yield client
         return
     limit = _parse_memory_limit(memory_limit)
@@ -104,6 +174,9 @@ def client_from_options(workers: int | None = None, scheduler: str | None = None
 
     for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=limit,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    # the worker processes read their log levels from the environment when they start
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    cluster = _start_ignoring_sigint(lambda: distributed.LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, memory_limit=limit, dashboard_address=":0"))
+    with cluster, distributed.Client(cluster) as client, _interrupt_quietly():
         yield client
