@@ -85,7 +85,6 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
 
     echo = functools.partial(click.echo, err=report_stream(output))
     progress = Progress(quiet)
-    announce_compilation(progress, _kn_kernels, _ngram_kernels)
     min_counts = parse_min_counts(min_count, order)
     check_text_input(train_file, "the training text")
     if prune is not None:
@@ -93,6 +92,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
 
         prune = parse_threshold(prune, "--prune")
     check_output(output, [train_file, vocab_path])  # before any work
+    announce_compilation(progress, _kn_kernels, _ngram_kernels)
     return_freed_memory_to_os()
     t0 = time.perf_counter()
     lm = KneserNeyLM(order, modified=modified, min_counts=min_counts)
@@ -107,12 +107,9 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                     # the n-grams stay on the workers; the file is written one partition at a time
                     from ..kn_dask import estimate_text_kn
 
-                    def progress(message):
-                        click.echo(f"[{time.perf_counter() - t0:7.1f} s] {message}", err=True)
-
                     streamed, stats = estimate_text_kn(client, train_file, order, vocab_path, unk=unk,
                                                        modified=modified, min_counts=min_counts,
-                                                       progress=None if quiet else progress)
+                                                       progress=None if quiet else progress.line)
                 else:
                     with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
                         lm.fit_text(train_file, vocab_path, unk=unk, client=client)
