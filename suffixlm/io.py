@@ -828,10 +828,17 @@ def load_container(path: PathLike, format: str, versions: Iterable[int],
         raise error(open_error_message(path, e)) from None
     with fh:
         try:
-            with zipfile.ZipFile(fh) as zf:
+            try:
+                zf = zipfile.ZipFile(fh)
+            except zipfile.BadZipFile:
+                kind = _file_kind(fh)
+                if kind is None:
+                    raise
+                raise _Bad(_another_kind(kind, format)) from None
+            with zf:
+                if meta_key + ".npy" not in zf.namelist():
+                    raise _Bad(_another_kind(_zip_kind(zf), format))
                 members = _members(zf, os.fstat(fh.fileno()).st_size)
-                if meta_key not in members:
-                    raise _Bad(f"not a {format} file (no {meta_key!r} header)")
                 meta = _read_meta(zf, members[meta_key], format, versions)
                 if callable(spec):
                     try:
@@ -854,6 +861,84 @@ def load_container(path: PathLike, format: str, versions: Iterable[int],
 
 class _Bad(Exception):
     """A container defect, worded for the message (internal)."""
+
+
+# the kinds of file a model may be mistaken for: what it is, and what to do with it
+_KINDS = {
+    "suffixlm-loglinear": ("a suffixlm log-linear language model", "score with it: suffixlm ppl MODEL TEST"),
+    "suffixlm-crf": ("a suffixlm CRF model", "label with it: suffixlm crf label -m MODEL"),
+    "suffixlm-checkpoint": ("a training checkpoint", "go on training from it with --resume; the model file is "
+                                                     "written when the training ends"),
+    "arpa": ("an ARPA language model", "score with it: suffixlm ppl --arpa FILE TEST"),
+    "npy": ("a numpy .npy array", None),
+    "empty": ("an empty file", None),
+    "text": ("a text file", None),
+    "gzip": ("gzip-compressed data", None),
+}
+_NAMES = {"suffixlm-loglinear": "a suffixlm log-linear model file", "suffixlm-crf": "a suffixlm CRF model file",
+          "suffixlm-checkpoint": "a checkpoint file"}
+
+
+def _another_kind(kind: str, format: str) -> str:
+    """The message for a file of another kind than ``format`` (``_KINDS``; or a phrase)."""
+    what, hint = _KINDS.get(kind, (kind, None))
+    return f"this is {what}, not {_NAMES.get(format, 'a ' + format + ' file')}" + (f" ({hint})" if hint else "")
+
+
+def _file_kind(fh) -> str | None:
+    """What a file that is no zip archive holds, from its first bytes (``_KINDS``'s keys),
+    or None when it is none of them (a damaged model is reported as damaged)."""
+    try:
+        fh.seek(0)
+        head = fh.read(1 << 16)
+    except OSError:
+        return None
+    if not head:
+        return "empty"
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    gz = head.startswith(GZIP_MAGIC)
+    if gz:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 16)
+        except zlib.error:
+            return "gzip"
+    head = head.removeprefix(BOM)
+    first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
+    if first == b"\\data\\":
+        return "arpa"
+    if b"\0" not in head:
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.start < len(head) - 4:  # not just a character cut at the end of the sample
+                return "gzip" if gz else None
+        return "text"
+    return "gzip" if gz else None
+
+
+def _zip_kind(zf: zipfile.ZipFile) -> str:
+    """What a zip archive without the expected header holds: another container of this
+    package (by its header's format), else its members in a phrase."""
+    names = zf.namelist()
+    for key in ("meta_json.npy", "meta.npy"):
+        if key in names:
+            try:
+                with zf.open(key) as f:
+                    if np.lib.format.read_magic(f) == (1, 0):
+                        np.lib.format.read_array_header_1_0(f)
+                    else:
+                        np.lib.format.read_array_header_2_0(f)
+                    raw = f.read(1 << 20)
+                found = json.loads(raw.decode("utf-8")).get("format")
+            except (ValueError, OSError, AttributeError, zipfile.BadZipFile, zlib.error, EOFError):
+                continue
+            if found in _KINDS:
+                return found
+    shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    if names and all(n.endswith(".npy") for n in names):
+        return f"a numpy .npz archive of other arrays ({shown})"
+    return f"a zip archive of {shown}" if names else "an empty zip archive"
 
 
 def _members(zf: zipfile.ZipFile, archive_size: int) -> dict[str, zipfile.ZipInfo]:
@@ -880,6 +965,8 @@ def _read_meta(zf: zipfile.ZipFile, info: zipfile.ZipInfo, format: str, versions
         raise _Bad(f"corrupt header ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != format:
         found = meta.get("format") if isinstance(meta, dict) else None
+        if found in _KINDS:
+            raise _Bad(_another_kind(found, format))
         raise _Bad(f"not a {format} file (its format is {found!r})")
     v = meta.get("version")
     versions = sorted(versions)

@@ -589,15 +589,15 @@ def test_a_truncated_or_corrupted_file_is_refused(lm_checkpoint):
     i = raw.index(b"fit.x.npy") + 200  # inside the array's data
     for content, want in ((raw[: len(raw) // 2], "not a readable suffixlm-checkpoint file"),
                           (raw[:i] + bytes([raw[i] ^ 0x40]) + raw[i + 1:], "not a readable suffixlm-checkpoint file"),
-                          (b"", "not a readable suffixlm-checkpoint file"),
-                          (b"not a checkpoint at all\n", "not a readable suffixlm-checkpoint file")):
+                          (b"", "this is an empty file, not a checkpoint file"),
+                          (b"not a checkpoint at all\n", "this is a text file, not a checkpoint file")):
         ck.write_bytes(content)
         r = _lm_cli(CliRunner(), *args, "--resume")
         assert r.exit_code == 1 and r.output.startswith(f"Error: {ck}: {want}"), r.output
     model = LogLinearLM(order=2, max_iter=2).fit(["a b", "b a"])
     model.save(ck)  # a model is no checkpoint
     r = _lm_cli(CliRunner(), *args, "--resume")
-    assert r.exit_code == 1 and "not a suffixlm-checkpoint file (its format is 'suffixlm-loglinear')" in r.output
+    assert r.exit_code == 1 and "this is a suffixlm log-linear language model, not a checkpoint file" in r.output
 
 
 # ---------------------------------------------------------------------- small parts

@@ -285,16 +285,16 @@ def test_container_rejects_bad_files(tmp_path):
     raw = p.read_bytes()
     cases = {"missing.npz": "cannot read: no such file"}
     (tmp_path / "text.npz").write_bytes(b"not a container\n" * 20)
-    cases["text.npz"] = "not a readable test-format file"
+    cases["text.npz"] = "this is a text file, not a test-format file"
     for i, cut in enumerate((len(raw) // 2, len(raw) - 30, 100, 10, 0)):
         (tmp_path / f"trunc{i}.npz").write_bytes(raw[:cut])
-        cases[f"trunc{i}.npz"] = "truncated"
+        cases[f"trunc{i}.npz"] = "this is an empty file" if cut == 0 else "truncated"
     json_err = bytearray(raw)
     json_err[raw.index(b'"test-format"')] = ord("{")
     (tmp_path / "crc.npz").write_bytes(bytes(json_err))  # the zip's CRC catches it first
     cases["crc.npz"] = "Bad CRC-32"
     np.savez(tmp_path / "nometa.npz", **ARRAYS)
-    cases["nometa.npz"] = "no 'meta_json' header"
+    cases["nometa.npz"] = "this is a numpy .npz archive of other arrays"
     np.savez(tmp_path / "badjson.npz", meta_json=np.frombuffer(b'{"format": ', np.uint8), **ARRAYS)
     cases["badjson.npz"] = "corrupt header"
     for name, meta, msg in [("list.npz", [1], "not a test-format file"),
