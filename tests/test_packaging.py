@@ -158,3 +158,25 @@ def test_license_citation_and_changelog_agree_with_the_metadata():
     assert version == suffixlm.__version__
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in changelog and f"## [{version}]" in changelog
+
+
+def _readme_examples() -> list[tuple[str, str]]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"^```(sh|python)\n(.*?)^```$", text, re.S | re.M)
+
+
+def test_readme_has_tutorial_examples():
+    langs = [lang for lang, _ in _readme_examples()]
+    assert langs.count("sh") >= 2 and langs.count("python") >= 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(len(_readme_examples())))
+def test_readme_example_runs_verbatim(index, tmp_path):
+    """Every ```sh and ```python block of the README, as it is, in an empty folder (the
+    shipped samples are all they read)."""
+    lang, code = _readme_examples()[index]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    cmd = ["bash", "-euo", "pipefail", "-c", code] if lang == "sh" else [sys.executable, "-c", code]
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"README block {index} ({lang}):\n{code}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
