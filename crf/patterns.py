@@ -174,7 +174,7 @@ def _parse_line(text: str, where: str) -> Pattern:
 def parse_patterns(text: str, name: str = "<patterns>") -> list[Pattern]:
     """Parse the text of a pattern file (see module docstring)."""
     patterns = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):  # not str.splitlines: \x0c, \x85, U+2028
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -185,11 +185,19 @@ def parse_patterns(text: str, name: str = "<patterns>") -> list[Pattern]:
 
 
 def read_patterns(path: str | Path) -> tuple[str, list[Pattern]]:
-    """Read a pattern file: ``(text, patterns)``."""
+    """Read a pattern file: ``(text, patterns)``. The text convention of every reader
+    (``suffixlm.io.open_input``): ``\\n``, ``\\r\\n`` or a lone ``\\r`` ends a line (the
+    text comes back with ``\\n``), a leading byte-order mark is skipped, invalid UTF-8 and
+    a line longer than ``suffixlm.io.max_line_bytes()`` are refused naming the line."""
+    from suffixlm.io import InputError, open_error_message, open_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PatternError(f"{path}: cannot read pattern file: {exc}") from None
+        with open_input(path, text=True, error=PatternError) as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise PatternError(open_error_message(path, exc)) from None
+    except InputError as exc:
+        raise PatternError(str(exc)) from None
     return text, parse_patterns(text, str(path))
 
 

@@ -210,12 +210,12 @@ def parse_ngram_section(buf, start, end, n, expected, table, word_bytes, word_of
         nt = 0
         i = pos
         while i < le and nt < n + 3:
-            while i < le and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+            while i < le and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13 or buf[i] == 11 or buf[i] == 12):
                 i += 1
             if i >= le:
                 break
             tok_s[nt] = i
-            while i < le and not (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
+            while i < le and not (buf[i] == 32 or buf[i] == 9 or buf[i] == 13 or buf[i] == 11 or buf[i] == 12):
                 i += 1
             tok_e[nt] = i
             nt += 1

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
-from .io import InputError, atomic_write, input_name, open_error_message, open_input
+from .io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
 from .ngrams import count_ngrams
 from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
 
@@ -245,7 +245,7 @@ class BackoffLM(KenLMInterface):
         ``restricted`` and cannot be written out."""
         try:
             with open_input(path, error=ArpaError) as fh:
-                data = fh.read()
+                data = read_text_bytes(fh, input_name(path), ArpaError)
         except OSError as e:
             raise ArpaError(open_error_message(path, e)) from None
         lm = cls.from_arpa_bytes(data, input_name(path), only_for)
@@ -290,7 +290,8 @@ class BackoffLM(KenLMInterface):
                     fail(pos, f"expected 'ngram N=count' in the \\data\\ header, got {s[:60].decode('utf-8', 'replace')!r}")
                 n, c = int(m.group(1)), int(m.group(2))
                 if n != len(expected) + 1:
-                    fail(pos, f"header lists order {n} after order {len(expected)}")
+                    after = f"after order {len(expected)}" if expected else "first"
+                    fail(pos, f"header lists order {n} {after}; the orders must be listed 1, 2, 3, ... in turn")
                 expected[n] = c
             pos += len(raw) + 1
         if not expected:
@@ -579,19 +580,22 @@ class _Int64Map:
         return out, int(next_id)
 
 
-def row_index(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def row_index(table: np.ndarray, rows: np.ndarray, missing: int | None = None) -> np.ndarray:
     """int64[k]: the index in ``table`` (int rows[m, n], each row once, any order) of
-    every row of ``rows`` (k, n). Raises RuntimeError when one is missing: the callers
-    look up n-grams that must be there (contexts among the model's n-grams)."""
+    every row of ``rows`` (k, n). A row not in ``table`` gets ``missing``; None (the
+    default): RuntimeError, for callers that look up n-grams that must be there."""
     dt = np.dtype((np.void, table.dtype.itemsize * table.shape[1]))
     t = np.ascontiguousarray(table).view(dt).ravel()
     r = np.ascontiguousarray(rows.astype(table.dtype)).view(dt).ravel()
     order = np.argsort(t)
     pos = np.minimum(np.searchsorted(t[order], r), max(len(t) - 1, 0))
-    idx = order[pos] if len(t) else np.zeros(len(r), dtype=np.int64)
+    idx = (order[pos] if len(t) else np.zeros(len(r), dtype=np.int64)).astype(np.int64)
     if len(r) and (not len(t) or not np.array_equal(table[idx], rows)):
-        raise RuntimeError("internal error: a context is not among the model's n-grams")
-    return idx.astype(np.int64)
+        if missing is None:
+            raise RuntimeError("internal error: a context is not among the model's n-grams")
+        absent = np.ones(len(r), dtype=bool) if not len(t) else np.any(table[idx] != rows, axis=1)
+        idx[absent] = missing
+    return idx
 
 
 def _fmt(x: float) -> str:
@@ -613,12 +617,13 @@ def is_arpa_file(path: str | Path) -> bool:
         return False
     try:
         with open_input(path) as fh:
-            for _ in range(100):
+            for k in range(100):
                 line = fh.readline(1 << 12)  # bounded: a binary file may hold no line end
                 if not line:
                     return False
-                if line.strip():
-                    return line.strip() == b"\\data\\"
+                for part in (line.removeprefix(BOM) if k == 0 else line).split(b"\r"):  # lone \r ends a line
+                    if part.strip():
+                        return part.strip() == b"\\data\\"
     except (OSError, InputError):
         return False
     return False

@@ -342,6 +342,9 @@ def read_text_bytes(stream: IO[bytes], name: str, error: type[ValueError], limit
             if end < 0:
                 run += len(chunk)
             else:
+                first = min(i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0)
+                if run + first > limit:  # the line that runs into this chunk
+                    raise _too_long(name, lineno + 1, limit, error)
                 if limit < len(chunk):  # lines inside the chunk may be too long too
                     ends = [m.end() for m in re.finditer(rb"\r\n?|\n", chunk)]
                     starts = [0] + ends[:-1]

@@ -44,7 +44,7 @@ from .corpus import (
     _FirstSeenIds,
     read_lines,
 )
-from .io import GZIP_MAGIC, input_name, open_error_message
+from .io import BOM, GZIP_MAGIC, input_name, open_error_message, split_words
 from .kn_steps import check_int32_counts
 from .ngrams import NgramCounts, count_ngrams
 
@@ -82,8 +82,9 @@ def split_text(path: str, n_shards: int) -> list[tuple[int, int]]:
 
 def _shard_lines(path: str, start: int, end: int):
     """(line number in the range, words) of the non-blank lines of the byte range ``[start, end)``
-    (the whole input, read as a stream, when end < 0). Lines end at ``\\n`` only, as in
-    ``io.TextInput``."""
+    (the whole input, read as a stream, when end < 0). The text convention of
+    ``io.TextInput``: lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``, a BOM opening the
+    file is skipped, words split on ASCII white space (``io.split_words``)."""
     if end < 0:
         yield from read_lines(path)
         return
@@ -91,13 +92,15 @@ def _shard_lines(path: str, start: int, end: int):
         fh.seek(start)
         data = fh.read(end - start)
     pos = start
-    for i, raw in enumerate(data.split(b"\n"), 1):
+    if start == 0 and data.startswith(BOM):
+        data, pos = data[len(BOM):], len(BOM)
+    for i, raw in enumerate(data.splitlines(True), 1):  # bytes: at \n, \r\n and \r only
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise CorpusError(f"{input_name(path)}: invalid UTF-8 at byte {pos + e.start + 1} of the file") from None
-        pos += len(raw) + 1
-        toks = line.split()
+        pos += len(raw)
+        toks = split_words(line)
         if toks:
             yield i, toks
 

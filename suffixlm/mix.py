@@ -89,7 +89,7 @@ def _cut_starts(tokens: np.ndarray, starts: np.ndarray, known: np.ndarray) -> np
     last_unknown = np.where(known[tokens], -1, idx)
     np.maximum.accumulate(last_unknown, out=last_unknown)
     prev = np.empty_like(last_unknown)
-    prev[0] = -1
+    prev[:1] = -1  # (no token at all: an empty order)
     prev[1:] = last_unknown[:-1]  # most recent unknown word strictly before each token
     return np.maximum(starts, prev + 1)
 
@@ -272,16 +272,19 @@ def merge_two(a: BackoffLM, b: BackoffLM, lam: float) -> BackoffLM:
         _, first = np.unique(child[:, :n], axis=0, return_index=True)
         starts = np.sort(first).astype(np.int64)
         ends = np.append(starts[1:], len(child)).astype(np.int64)
-        ctx_of = row_index(ctx_rows, child[starts, :n])
-        if n == 1:
-            lower = levels[0][1][row_index(levels[0][0], child[:, 1:])]
+        # a context may be absent: an ARPA file may list "b a b" without "b a", as SRILM
+        # reads and writes them; its back-off weight then has no line to live on (0)
+        ctx_of = row_index(ctx_rows, child[starts, :n], missing=-1)
+        lower_of = row_index(levels[0][0], child[:, 1:], missing=-1) if n == 1 else None
+        if lower_of is not None and np.all(lower_of >= 0):
+            lower = levels[0][1][lower_of]
         else:
             partial = BackoffLM(vocab, [(r, p, bw, np.ones(len(r), dtype=bool))
                                         for (r, p), bw in zip(levels[:n], bows[:n])])
             lower = _rows_to(partial, child[:, 1:], vocab)
         lp = levels[n][1]
         bow, _ = KK.backoff_weights(starts, ends, np.ones(len(child), dtype=bool), lp, lower.astype(np.float32))
-        bows[n - 1][ctx_of] = bow
+        bows[n - 1][ctx_of[ctx_of >= 0]] = bow[ctx_of >= 0]
     ngrams = []
     for n, ((rows, lp), bow) in enumerate(zip(levels, bows), start=1):
         has = np.zeros(len(rows), dtype=bool) if n == N else np.ones(len(rows), dtype=bool)
