@@ -14,6 +14,7 @@ from suffixlm.distributed import client_from_options, distributed_options
 from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
 from suffixlm.options import CRF_PENALTIES as PENALTIES
 from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output, checkpoint_options
+from suffixlm.threads import threads_option
 
 BATCH = 2000  # sequences labelled per batch (streaming)
 MAX_HISTORY = 1000  # L-BFGS memory: 2 * history vectors of the size of the model
@@ -70,7 +71,7 @@ def command() -> None:
               help="Start from this model: train it further, growing it with the -p patterns if any.")
 @click.option("--seed", type=click.IntRange(0, SEED_MAX), default=0, show_default=True,
               help="Order of the stochastic solvers.")
-@click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
+@threads_option(forward=True)
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @distributed_options
@@ -223,7 +224,7 @@ def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats, placeholde
                    "or the --unlabelled placeholder where the label is free.")
 @click.option("--unlabelled", default="?", show_default=True, metavar="STR",
               help="With --force: the last-column value of a position whose label is free.")
-@click.option("--threads", type=click.IntRange(1), default=None, help="Threads (default: all cores; more: all cores).")
+@threads_option(forward=True)
 @click.argument("infile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def label(model_path, check, no_label, score, post, nbest_n, force, unlabelled, threads, infile, outfile):

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from suffixlm import threads as _threads
 from suffixlm.estimator import ParamsMixin
 from suffixlm.io import load_container, save_container, utf8_encodable, word_problem
 from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
@@ -362,7 +363,11 @@ class CRF(ParamsMixin):
         computed during the gradient pass for free; the development-set error is
         Viterbi's.
     history : L-BFGS memory.
-    threads : numba threads (None: numba's default).
+    threads : numba threads of fit, grow and decoding (None: numba's setting, all cores
+        by default; more than ``NUMBA_NUM_THREADS`` means all), restored after each call
+        (:mod:`suffixlm.threads`, docs/threads.md). The gradient is the same bits for any
+        count; the quasi-Newton vector sums are not, so a checkpoint keeps the count.
+    n_jobs : scikit-learn's spelling of ``threads`` (-1: all, -2: all but one).
     recursion : ``"auto"``, ``"dense"`` or ``"sparse"`` forward-backward.
     verbose : print one progress line per iteration to stderr.
     """
@@ -370,7 +375,8 @@ class CRF(ParamsMixin):
     def __init__(self, patterns: str | os.PathLike | list[str] | None = None, algorithm: str = "owlqn",
                  rho1: float | None = None, rho2: float = 1e-4, max_iter: int | None = None,
                  stopeps: float = 0.02, stopwin: int = 5, history: int = 5, threads: int | None = None,
-                 recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0):
+                 recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0,
+                 n_jobs: int | None = None):
         self.patterns = patterns
         self.algorithm = algorithm
         self.penalty = penalty
@@ -382,6 +388,7 @@ class CRF(ParamsMixin):
         self.stopwin = stopwin
         self.history = history
         self.threads = threads
+        self.n_jobs = n_jobs
         self.recursion = recursion
         self.verbose = verbose
 
@@ -428,6 +435,7 @@ class CRF(ParamsMixin):
         integer("history", self.history, 1)
         integer("seed", self.seed, 0, 2**32 - 1)
         integer("threads", self.threads, 1, none_ok=True)
+        _threads.check(self.threads, self.n_jobs)
         if self.recursion not in ("auto", "dense", "sparse"):
             raise ValueError(f"recursion must be 'auto', 'dense' or 'sparse', not {self.recursion!r}")
 
@@ -462,11 +470,9 @@ class CRF(ParamsMixin):
             raise ModelError("this CRF is not fitted yet: call fit() or CRF.load()")
 
     def _set_threads(self) -> int:
-        import numba
-
-        if self.threads is not None:
-            numba.set_num_threads(max(1, min(int(self.threads), numba.config.NUMBA_NUM_THREADS)))
-        return numba.get_num_threads()
+        """numba's thread count from ``threads`` / ``n_jobs`` (inside a method decorated
+        with ``suffixlm.threads.scoped``, which restores it); returns the count."""
+        return _threads.apply(self.threads, self.n_jobs)
 
     def _log(self, msg: str) -> None:
         if self.verbose:
@@ -517,6 +523,7 @@ class CRF(ParamsMixin):
                 _check_sequences(X_dev, y_dev, "X_dev")
         return kind
 
+    @_threads.scoped
     def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None, client=None) -> "CRF":
         """Train on sequences X and labels y (lists of label strings). X: lists of token rows
         (lists of column strings) expanded by ``patterns``; or, with ``patterns`` None,
@@ -570,6 +577,7 @@ class CRF(ParamsMixin):
         self.input_kind_ = kind
         return self
 
+    @_threads.scoped
     def grow(self, X, y, rounds=None, X_dev=None, y_dev=None) -> "CRF":
         """Incremental structured feature sets (Lavergne et al. 2010, section 5.4).
 
@@ -664,9 +672,10 @@ class CRF(ParamsMixin):
         if not (isinstance(t, int) and not isinstance(t, bool) and t >= 1):
             raise resumed.bad("threads", f"{t!r} is not an integer >= 1")
         if t != n_threads:
-            if self.threads is not None:
+            asked = _threads.resolve(self.threads, self.n_jobs)
+            if asked is not None:
                 raise ValueError(f"{resumed.path}: the checkpoint was written with {t} threads, this run asks for "
-                                 f"{self.threads}; resume with the same number (or without --threads)")
+                                 f"{asked}; resume with the same number (or without --threads)")
             if t > numba.config.NUMBA_NUM_THREADS:
                 raise ValueError(f"{resumed.path}: the checkpoint was written with {t} threads, this machine runs "
                                  f"at most {numba.config.NUMBA_NUM_THREADS}: the result would differ")
@@ -819,6 +828,7 @@ class CRF(ParamsMixin):
         off = data.seq_offsets
         return [flat[off[i]: off[i + 1]] for i in range(data.n_sequences)]
 
+    @_threads.scoped
     def decode(self, X, n: int = 1, posterior: bool = False, scores: bool = False, forced=None):
         """The one decoding behind :meth:`predict`, :meth:`predict_nbest` and ``crf label``.
 
@@ -891,6 +901,7 @@ class CRF(ParamsMixin):
         """Viterbi label sequences (``forced``: see :meth:`decode`)."""
         return [d[0][0] for d in self.decode(X, forced=forced)]
 
+    @_threads.scoped
     def predict_marginals(self, X) -> list[list[dict[str, float]]]:
         """Posterior marginals: for each token a dict label -> probability."""
         from .inference import forward_backward_marginals

@@ -58,8 +58,9 @@ def shared(*parts: str) -> Path:
     return p
 
 
-def run_sampled(cmd: list[str]) -> tuple[float, int, list[int], str]:
-    """Run ``cmd``, sampling the RSS of it and of its child processes every 50 ms (psutil):
+def run_sampled(cmd: list[str], env: dict | None = None) -> tuple[float, int, list[int], str]:
+    """Run ``cmd`` (in ``env``: None, this process's environment), sampling the RSS of it
+    and of its child processes every 50 ms (psutil):
     (wall seconds, its peak bytes, the children's peak bytes, its stdout). A failure
     ends the benchmark with the command's stderr."""
     import time
@@ -67,7 +68,7 @@ def run_sampled(cmd: list[str]) -> tuple[float, int, list[int], str]:
     import psutil
 
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     root = psutil.Process(proc.pid)
     peak: dict[int, int] = {}
     while proc.poll() is None:

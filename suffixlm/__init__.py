@@ -7,6 +7,9 @@ file or a suffixlm model file with KenLM's query API (``score``, ``full_scores``
 
 __version__ = "0.1.0"
 
+# First: OMP_WAIT_POLICY=PASSIVE unless set, before numba's threading layer loads (docs/threads.md)
+from . import threads as _threads  # noqa: E402, F401
+
 
 def __getattr__(name):
     # lazy: importing suffixlm stays cheap (the CLI starts without numba)

@@ -37,6 +37,37 @@ from ._tree_kernels import find_sorted
 
 #: Fixed blocks of the parallel sums: the result does not depend on the thread count.
 _BLOCKS = 64
+#: A tree level of fewer nodes runs serially (no parallel region: the root's level is one
+#: node, and a region costs a wake-up and a barrier; docs/threads.md). Each node's values
+#: are computed alone either way, so the result is the same.
+_MIN_LEVEL = 256
+
+
+@njit(cache=True)
+def _forward_node(t, w, topo, node_parent, collapsed, succ_offsets, param_parent, lnB, gamma, u0, S, expS, Z):
+    """``forward_pass`` at node topo[t] (its parent's values are final)."""
+    j = topo[t]
+    pj = node_parent[j]
+    c = collapsed[j]
+    if pj < 0:
+        z = u0
+        for q in range(succ_offsets[j], succ_offsets[j + 1]):
+            s = c * w[q]
+            S[q] = s
+            e = np.exp(s + lnB[q])
+            expS[q] = e
+            z += e
+    else:
+        g = gamma[j]
+        z = g * Z[pj]
+        for q in range(succ_offsets[j], succ_offsets[j + 1]):
+            pq = param_parent[q]
+            s = S[pq] + c * w[q]
+            S[q] = s
+            e = np.exp(s + lnB[q])
+            expS[q] = e
+            z += e - g * expS[pq]
+    Z[j] = z
 
 
 @njit(cache=True, parallel=True)
@@ -45,37 +76,24 @@ def forward_pass(w, topo, level_start, node_parent, collapsed, succ_offsets, par
     """Fill S, expS (float64[n_params]) and Z (float64[n_nodes]) for weights w.
 
     topo, level_start: the breadth-first schedule (``_tree_kernels.bfs_levels``); the
-    nodes of one level are independent given their parents', so each level runs in
-    parallel (every node's values are computed alone: the result is the same for any
-    thread count).
+    nodes of one level are independent given their parents', so each level of at least
+    ``_MIN_LEVEL`` nodes runs in parallel (every node's values are computed alone: the
+    result is the same for any thread count).
     With a base measure (module docstring of ``suffixlm.base``): lnB[q] = ln B(v | j) of
     each param, gamma[j] the base's interpolation weight of node j's edge, u0 the base
     mass of the words that are no root param; expS[q] then holds B(v | j) exp(S[q]).
     Without one: lnB = 0, gamma = 1, u0 = the number of such words."""
     for d in range(level_start.shape[0] - 1):
-        for t in prange(level_start[d], level_start[d + 1]):
-            j = topo[t]
-            pj = node_parent[j]
-            c = collapsed[j]
-            if pj < 0:
-                z = u0
-                for q in range(succ_offsets[j], succ_offsets[j + 1]):
-                    s = c * w[q]
-                    S[q] = s
-                    e = np.exp(s + lnB[q])
-                    expS[q] = e
-                    z += e
-            else:
-                g = gamma[j]
-                z = g * Z[pj]
-                for q in range(succ_offsets[j], succ_offsets[j + 1]):
-                    pq = param_parent[q]
-                    s = S[pq] + c * w[q]
-                    S[q] = s
-                    e = np.exp(s + lnB[q])
-                    expS[q] = e
-                    z += e - g * expS[pq]
-            Z[j] = z
+        lo = level_start[d]
+        hi = level_start[d + 1]
+        if hi - lo < _MIN_LEVEL:
+            for t in range(lo, hi):
+                _forward_node(t, w, topo, node_parent, collapsed, succ_offsets, param_parent, lnB, gamma, u0,
+                              S, expS, Z)
+        else:
+            for t in prange(lo, hi):
+                _forward_node(t, w, topo, node_parent, collapsed, succ_offsets, param_parent, lnB, gamma, u0,
+                              S, expS, Z)
 
 
 @njit(cache=True, parallel=True)
@@ -123,37 +141,53 @@ def loss_and_gradient(
     Returns the summed loss (not divided by the number of positions), without the
     constant - sum ln B(y | x) of a base measure.
 
-    One bottom-up pass, a level at a time (deepest first), each node in parallel: a
-    node gathers from its children (whose values are final) the subtree sum A and,
-    for each of its params, sum over child params of E[q'] - r[q] A(node q'), with
-    r[q] = expS[q] / gcum[j]; then adds r[q] A(j). A node writes only its own values,
-    so the result is the same for any thread count.
+    One bottom-up pass, a level at a time (deepest first), each node in parallel (levels
+    of at least ``_MIN_LEVEL`` nodes): a node gathers from its children (whose values
+    are final) the subtree sum A and, for each of its params, sum over child params of
+    E[q'] - r[q] A(node q'), with r[q] = expS[q] / gcum[j]; then adds r[q] A(j); a child
+    param's E is read there for the last time, so the node also subtracts its emp (the
+    root level's params after the pass). A node writes only its own and its children's
+    values, so the result is the same for any thread count.
     """
     loss = _loss_terms(w, collapsed, param_node, gcum, Z, n_end, emp, A, True)
     for d in range(level_start.shape[0] - 2, -1, -1):
-        for t in prange(level_start[d], level_start[d + 1]):
-            j = topo[t]
-            lo = succ_offsets[j]
-            hi = succ_offsets[j + 1]
-            for q in range(lo, hi):
-                grad[q] = 0.0
-            gj = gcum[j]
-            a = A[j]
-            for tc in range(child_start[t], child_start[t + 1]):
-                c = topo[tc]
-                ac = A[c]
-                a += ac
-                for qc in range(succ_offsets[c], succ_offsets[c + 1]):
-                    pq = param_parent[qc]
-                    grad[pq] += grad[qc] - expS[pq] / gj * ac
-            A[j] = a
-            for q in range(lo, hi):
-                grad[q] += expS[q] / gj * a
-    n_params = w.shape[0]
-    for b in prange(_BLOCKS):
-        for q in range(b * n_params // _BLOCKS, (b + 1) * n_params // _BLOCKS):
+        lo = level_start[d]
+        hi = level_start[d + 1]
+        if hi - lo < _MIN_LEVEL:
+            for t in range(lo, hi):
+                _gradient_node(t, topo, child_start, succ_offsets, param_parent, gcum, expS, emp, A, grad)
+        else:
+            for t in prange(lo, hi):
+                _gradient_node(t, topo, child_start, succ_offsets, param_parent, gcum, expS, emp, A, grad)
+    for t in range(level_start[0], level_start[1]):
+        j = topo[t]
+        for q in range(succ_offsets[j], succ_offsets[j + 1]):
             grad[q] -= emp[q]
     return loss
+
+
+@njit(cache=True)
+def _gradient_node(t, topo, child_start, succ_offsets, param_parent, gcum, expS, emp, A, grad):
+    """``loss_and_gradient``'s bottom-up step at node topo[t] (its children's values are
+    final); ends its children's params (E - emp)."""
+    j = topo[t]
+    lo = succ_offsets[j]
+    hi = succ_offsets[j + 1]
+    for q in range(lo, hi):
+        grad[q] = 0.0
+    gj = gcum[j]
+    a = A[j]
+    for tc in range(child_start[t], child_start[t + 1]):
+        c = topo[tc]
+        ac = A[c]
+        a += ac
+        for qc in range(succ_offsets[c], succ_offsets[c + 1]):
+            pq = param_parent[qc]
+            grad[pq] += grad[qc] - expS[pq] / gj * ac
+            grad[qc] -= emp[qc]
+    A[j] = a
+    for q in range(lo, hi):
+        grad[q] += expS[q] / gj * a
 
 
 @njit(cache=True)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import threads as _threads
 from .arpa import BackoffLM
 from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
@@ -210,17 +211,23 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
                            SRILM's defaults, ``[1]`` = keep everything; the last value
                            repeats for higher orders
     interpolate : bool     interpolated (True, SRILM ``-interpolate``) or back-off KN
+    threads : int | None   numba threads of fit (None: numba's setting), restored after;
+                           ``n_jobs``: scikit-learn's spelling (-1: all). Counting and
+                           estimation are serial kernels today, so the model and its
+                           time do not depend on it (docs/threads.md)
 
     Learned: ``model_`` (BackoffLM), ``vocab_``, ``discounts_``, ``info_``.
     Follows the scoring protocol: ``order``, ``vocab``, ``log10_probs(corpus)``.
     """
 
     def __init__(self, order: int = 3, modified: bool = True, min_counts: list[int] | None = None,
-                 interpolate: bool = True):
+                 interpolate: bool = True, threads: int | None = None, n_jobs: int | None = None):
         self.order = order
         self.modified = modified
         self.min_counts = min_counts
         self.interpolate = interpolate
+        self.threads = threads
+        self.n_jobs = n_jobs
         self._check_params()
 
     def _check_params(self) -> None:
@@ -243,7 +250,9 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
                     raise TypeError(f"min_counts must hold integers, got {v!r}")
                 if not 1 <= v <= 2**31 - 1:
                     raise ValueError(f"min_counts must be integers from 1 to {2**31 - 1}, got {v!r}")
+        _threads.check(self.threads, self.n_jobs)
 
+    @_threads.scoped
     def fit(self, corpus, y=None) -> "KneserNeyLM":
         """Estimate from ``corpus``: a :class:`Corpus`, a text file, or a list of sentence
         strings (its vocabulary: the words in it, as ``LogLinearLM.fit``). ``y`` is
@@ -258,6 +267,7 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         self.discounts_ = self.info_["discounts"]
         return self
 
+    @_threads.scoped
     def fit_text(self, path, vocab_path=None, unk: bool = False, client=None,
                  n_shards: int | None = None) -> "KneserNeyLM":
         """Fit on a text file (one sentence per line; see ``corpus.load_training_corpus``).

@@ -26,6 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from . import _lm_kernels as K
+from . import threads as _threads
 from ._tree_kernels import bfs_levels
 from .corpus import UNK_ID, Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
@@ -171,6 +172,12 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                           trains on the suffix trie and starts from w = 0
     positive : bool       weights >= 0 (the paper's model; default). With a base measure,
                           False lets the weights also lower the base's probabilities
+    threads : int | None  numba threads of fit and scoring (None: numba's setting, all
+                          cores by default; more than ``NUMBA_NUM_THREADS`` means all);
+                          restored after each call. The weights are the same bits for
+                          any count. A model under ``threads.MIN_PARALLEL`` parameters
+                          runs on one thread (docs/threads.md)
+    n_jobs : int | None   scikit-learn's spelling of ``threads`` (-1: all, -2: all but one)
 
     Learned attributes: ``vocab_``, ``tree_``, ``weights_`` (float64[n_params]),
     ``objective_``, ``n_iter_``, ``converged_``, ``history_`` (one
@@ -197,6 +204,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         discount: float = 0.0,
         base: str = "none",
         positive: bool = True,
+        threads: int | None = None,
+        n_jobs: int | None = None,
     ):
         self.order = order
         self.penalty = penalty
@@ -216,6 +225,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.discount = discount
         self.base = base
         self.positive = positive
+        self.threads = threads
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ training
     def _check_params(self):
@@ -318,6 +329,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             penalty = P.NestedSum([l1, penalty])
         return penalty if scale is None else penalty.in_metric(scale)
 
+    @_threads.scoped
     def fit(self, corpus, valid=None, callback=None, checkpoint=None, client=None):
         """Train on ``corpus`` (a Corpus, a path, or a list of sentence strings; or the
         text's counted events, :class:`suffixlm.events.ContextEvents`).
@@ -350,6 +362,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             hook = checkpoint.hook("LogLinearLM", identity)
         problem = self._problem(corpus)
         tree = self.tree_
+        _threads.serial_if_small(tree.n_params)
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
         penalty = self._penalty(tree, problem.scale, problem.n_events)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
@@ -578,8 +591,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         if self._scored_w is not self.weights_:
             t = self.tree_
             b = self.base_
-            K.forward_pass(self.weights_, self._topo, self._level_start, t.parent, self._collapsed, t.succ_offsets,
-                           self._param_parent, b.lnB, b.gamma, b.u0, self._S, self._expS, self._Z)
+            with _threads.using(getattr(self, "threads", None), getattr(self, "n_jobs", None), size=t.n_params):
+                K.forward_pass(self.weights_, self._topo, self._level_start, t.parent, self._collapsed,
+                               t.succ_offsets, self._param_parent, b.lnB, b.gamma, b.u0, self._S, self._expS, self._Z)
             self._scored_w = self.weights_
 
     def _check_fitted(self):

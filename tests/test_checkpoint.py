@@ -177,7 +177,7 @@ def test_crf_resume_keeps_the_thread_count_of_the_checkpoint(crf_data, tmp_path,
             CRF(threads=1, **kw).fit(X, y, checkpoint=Checkpoint(path, resume=True))
         numba.set_num_threads(1)
         m = CRF(**kw).fit(X, y, checkpoint=Checkpoint(path, resume=True))
-        assert numba.get_num_threads() == 2
+        assert numba.get_num_threads() == 1  # the fit ran on the checkpoint's 2 (same bits), then restored 1
         assert np.array_equal(m.theta_, ref.theta_)
     finally:
         numba.set_num_threads(old)

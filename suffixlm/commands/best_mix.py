@@ -7,6 +7,7 @@ import json
 import click
 
 from ..options import FiniteFloat
+from ..threads import threads_option
 
 
 @click.command("best-mix")
@@ -16,6 +17,7 @@ from ..options import FiniteFloat
               help="Stop when no weight changes by more than this (compute-best-mix's precision).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines (the result is still printed).")
+@threads_option
 def command(valid_path, models, precision, as_json, quiet):
     """Fit the weights of a mixture of MODELs (log-linear or ARPA) on VALID.txt by EM,
     as SRILM's compute-best-mix does on each model's `ngram -debug 2 -ppl` output: every

@@ -9,6 +9,7 @@ import warnings
 import click
 
 from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat
+from ..threads import threads_option
 
 
 def parse_orders(text: str) -> list[int]:
@@ -69,6 +70,7 @@ def parse_orders(text: str) -> list[int]:
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: perplexity vs order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@threads_option
 def command(train_file, test_file, orders, penalties, lam_text, valid_file, alpha, base, signed, discount, epochs, tol,
             with_kn, kn_min_count, arpa_files, unk, plot, as_json, quiet):
     """Train log-linear models and Kneser-Ney for each order on TRAIN.txt and print

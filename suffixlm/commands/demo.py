@@ -8,6 +8,7 @@ import warnings
 import click
 
 from ..options import LM_BASES, LM_PENALTIES, FiniteFloat
+from ..threads import threads_option
 
 
 @click.command("demo")
@@ -18,6 +19,7 @@ from ..options import LM_BASES, LM_PENALTIES, FiniteFloat
 @click.option("--base", default="kn", show_default=True, type=click.Choice(LM_BASES),
               help="Base measure of the log-linear model, as `suffixlm train --base`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines (the results are still printed).")
+@threads_option
 def command(order, penalty, lam, base, quiet):
     """Train a log-linear LM on the sample corpus tiny_lm.train.txt (suffixlm.corpora)
     and print its test perplexity beside modified Kneser-Ney's."""

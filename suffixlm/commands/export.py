@@ -7,12 +7,15 @@ import time
 
 import click
 
+from ..threads import threads_option
+
 
 @click.command("export")
 @click.argument("model_path", metavar="MODEL")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
               help="ARPA file to write (exactly this path; a name ending in .gz is compressed; '-': stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress.")
+@threads_option
 def command(model_path, output, quiet):
     """Write the log-linear model MODEL (from `suffixlm train`) as an ARPA back-off
     model, for decoders that read ARPA or KenLM (KenLM, Kaldi, Moses, pyctcdecode...).

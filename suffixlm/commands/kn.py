@@ -11,6 +11,7 @@ import click
 
 from ..distributed import client_from_options, distributed_options
 from ..options import INT32_MAX, MAX_ORDER, FiniteFloat
+from ..threads import threads_option
 
 
 def return_freed_memory_to_os() -> None:
@@ -70,6 +71,7 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @distributed_options
+@threads_option
 def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, as_json, quiet,
             workers, scheduler, memory_limit):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's

@@ -8,6 +8,7 @@ import math
 import click
 
 from ..options import FiniteFloat
+from ..threads import threads_option
 
 
 def load_model(path: str, arpa: bool, only_for=None):
@@ -94,6 +95,7 @@ def _mix_options(f):
               help="Write the statically merged model as ARPA (implies --static; '-': stdout, the report then "
                    "goes to stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines (the report is still printed).")
+@threads_option
 def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, quiet, **mix):
     """Score TEST.txt with an ARPA model (--arpa MODEL.arpa) or a model file (MODEL),
     printing SRILM's `ngram -ppl` lines: sentences, words, OOVs, zeroprobs, logprob

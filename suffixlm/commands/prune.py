@@ -10,6 +10,7 @@ import time
 import click
 
 from ..options import INT32_MAX, FiniteFloat
+from ..threads import threads_option
 
 
 def parse_threshold(value, option: str = "--threshold") -> float:
@@ -32,6 +33,7 @@ def parse_threshold(value, option: str = "--threshold") -> float:
               help="Prune only n-grams of at least this order (SRILM -minprune; unigrams are never pruned).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@threads_option
 def command(model_path, output, threshold, min_order, as_json, quiet):
     """Prune MODEL.arpa (plain or gzip) by relative entropy exactly as SRILM 1.7.3's
     `ngram -unk -lm MODEL.arpa -prune T -write-lm OUT.arpa`: the same n-grams kept,

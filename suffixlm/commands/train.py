@@ -24,6 +24,7 @@ from ..options import (
     min_word_count,
     min_word_count_option,
 )
+from ..threads import threads_option
 
 
 def _lam(value: str):
@@ -88,6 +89,7 @@ def _lam(value: str):
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 @distributed_options
+@threads_option
 def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
             batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, checkpoint_path, checkpoint_every,
             resume, quiet, as_json, workers, scheduler, memory_limit):

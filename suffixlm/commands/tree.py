@@ -8,6 +8,7 @@ import time
 import click
 
 from ..options import MAX_ORDER, TREE_METHODS, min_word_count, min_word_count_option
+from ..threads import threads_option
 
 
 @click.command("tree")
@@ -27,6 +28,7 @@ from ..options import MAX_ORDER, TREE_METHODS, min_word_count, min_word_count_op
     help="Construction: radix sort of the contexts, or Ukkonen's suffix tree of the reversed text "
     "capped at N-1 (the same tree).",
 )
+@threads_option
 def command(train, order, as_json, quiet, vocab_path, min_count, unk, method):
     """Suffix trie |S| and suffix tree |T| of the contexts of TRAIN (one sentence per
     line, '-' for stdin), with the (context, successor) parameter counts of both.

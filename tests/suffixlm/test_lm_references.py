@@ -324,11 +324,12 @@ def test_fista_optimum_is_a_fixed_point_of_the_proximal_step(penalty, lam):
 
 
 @pytest.mark.parametrize("base,penalty", [("none", "linf-tree"), ("kn", "linf-tree"), ("kn", "l2-tree")])
-def test_training_is_independent_of_the_thread_count(base, penalty):
+def test_training_is_independent_of_the_thread_count(base, penalty, monkeypatch):
     """The parallel kernels (levels of the tree, chunks of the forest, fixed blocks of the
     sums) give bit-identical weights with 1 and 2 threads."""
     import numba
 
+    monkeypatch.setenv("SUFFIXLM_MIN_PARALLEL", "0")  # this small model on 2 threads too (suffixlm.threads)
     text = sample_path("tiny_lm.train.txt").read_text().splitlines()
     before = numba.get_num_threads()
     weights = []

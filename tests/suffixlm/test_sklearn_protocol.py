@@ -19,12 +19,13 @@ def test_get_and_set_params_follow_the_constructor():
     assert p["order"] == 3 and p["lam"] == 0.01 and p["base"] == "kn" and p["positive"] is False
     assert set(p) == {"order", "penalty", "lam", "alpha", "solver", "max_iter", "batch_size", "batch_growth", "tol",
                       "seed", "init", "warm_start", "penalize_root", "precondition", "loo", "discount", "base",
-                      "positive"}
+                      "positive", "threads", "n_jobs"}
     assert lm.set_params(order=4, lam=0.02) is lm and (lm.order, lm.lam) == (4, 0.02)
     with pytest.raises(ValueError, match="no parameter 'lambda'.*lam"):
         lm.set_params(**{"lambda": 1.0})
     assert KneserNeyLM(order=4, min_counts=[1]).get_params() == {"order": 4, "modified": True, "min_counts": [1],
-                                                                  "interpolate": True}
+                                                                  "interpolate": True, "threads": None,
+                                                                  "n_jobs": None}
 
 
 def test_score_of_a_corpus_is_minus_log10_ppl_and_of_a_sentence_kenlms():

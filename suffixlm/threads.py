@@ -1,0 +1,202 @@
+"""Threads of the numba kernels: one policy for every command and estimator (docs/threads.md).
+
+The default is every thread numba has (``NUMBA_NUM_THREADS``, itself every core by
+default), with three rules that keep it from collapsing when other processes share the
+cores:
+
+1. **Idle threads sleep.** numba's default threading layer here is ``omp`` (GNU OpenMP).
+   Unless told otherwise, libgomp makes a thread that waits (for the next parallel
+   region, or at the barrier that ends one) spin for about 300,000 iterations (a few
+   milliseconds) before it sleeps. The kernels run thousands of short parallel regions
+   per job (a FISTA iteration of the log-linear LM: one per tree level in each pass, one
+   per vector step), so on a loaded machine the spinning threads burn the time slices the
+   working thread needs, and each region waits for a preempted thread: measured, the
+   order-5 PTB-100k ``train`` took 5-20 times as long on two threads as on one beside two
+   busy loops (benchmarks/threads.md). Importing :mod:`suffixlm` therefore sets
+   ``OMP_WAIT_POLICY=PASSIVE`` (spin count 0: a waiting thread sleeps at once) unless
+   the environment already names a policy; libgomp reads it once, when numba's
+   threading layer first loads (at the first parallel kernel), so it must be set before
+   that, which every entry point does by importing this module first. On an idle machine
+   it costs a wake-up per region (tens of microseconds). ``OMP_WAIT_POLICY=ACTIVE`` or
+   ``GOMP_SPINCOUNT`` in the environment restore spinning.
+2. **Small problems run on one thread.** A parallel region costs a wake-up and a
+   barrier whatever its size; under :data:`MIN_PARALLEL` parameters a log-linear LM
+   (``suffixlm demo``'s model has about 10,000) trains and scores on one thread
+   (:func:`for_size`; ``SUFFIXLM_MIN_PARALLEL`` in the environment changes the bound, 0
+   turns the rule off).
+3. **Tiny tree levels run serially** inside the LM kernels (``_lm_kernels``: a level of
+   fewer than ``_MIN_LEVEL`` nodes, e.g. the root's, is no parallel region).
+
+Results do not depend on the thread count wherever the kernels promise it (the
+log-linear LM, the tree penalties, the CRF gradient); the CRF's quasi-Newton vector
+reductions do depend on it (a checkpoint records it).
+
+:func:`apply` sets a count for the process, :func:`using` for a ``with`` block
+(restored after), :func:`scoped` for an estimator method (from its ``threads`` /
+``n_jobs`` parameters), :func:`threads_option` is the ``--threads`` option of the
+commands. This module imports neither numba nor click at import time (the CLI starts
+without them).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from contextlib import contextmanager
+
+#: OpenMP's wait policy set at import unless the environment names one (module docstring).
+WAIT_POLICY = "PASSIVE"
+#: Below this many parameters a log-linear LM runs its kernels on one thread.
+MIN_PARALLEL = 50_000
+#: Environment variable that overrides :data:`MIN_PARALLEL` (an integer >= 0; 0: never serial).
+MIN_PARALLEL_ENV = "SUFFIXLM_MIN_PARALLEL"
+
+#: Help of ``--threads`` (one text for every command).
+OPTION_HELP = ("Threads of the numba kernels. Default: all of numba's, NUMBA_NUM_THREADS (every core unless "
+               "set); more is clamped to that. Idle threads sleep (OMP_WAIT_POLICY=PASSIVE unless set) and "
+               "small models run on one thread: see docs/threads.md.")
+
+
+def set_wait_policy() -> None:
+    """``OMP_WAIT_POLICY=PASSIVE`` unless the environment already has a value (the user's
+    own choice wins). Effective only before numba's threading layer loads."""
+    os.environ.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
+
+
+set_wait_policy()
+
+
+def available() -> int:
+    """The most threads numba can use in this process (``NUMBA_NUM_THREADS``)."""
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def _is_int(v) -> bool:
+    import numbers
+
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def check(threads=None, n_jobs=None) -> None:
+    """``threads``: None or an integer >= 1; ``n_jobs``: None or a non-zero integer
+    (scikit-learn's spelling: -1 all threads, -2 all but one, ...); the two agree when
+    both are given. TypeError for a value that is not an integer (bools included),
+    ValueError naming the parameter otherwise."""
+    for name, v in (("threads", threads), ("n_jobs", n_jobs)):
+        if v is not None and not _is_int(v):
+            raise TypeError(f"{name} must be an integer or None, got {v!r}")
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be an integer >= 1 or None, got {threads!r}")
+    if n_jobs is not None and n_jobs == 0:
+        raise ValueError("n_jobs must be a non-zero integer or None, got 0")
+    if threads is not None and n_jobs is not None and resolve(threads) != resolve(None, n_jobs):
+        raise ValueError(f"threads={threads} and n_jobs={n_jobs} disagree: give one of them")
+
+
+def resolve(threads=None, n_jobs=None) -> int | None:
+    """The thread count that ``threads`` (or its alias ``n_jobs``: scikit-learn's spelling,
+    negative counts from the end as in joblib) asks for, clamped to 1..``available()``;
+    None when neither is given (numba's current setting stays)."""
+    if threads is None and n_jobs is None:
+        return None
+    top = available()
+    if threads is None:
+        n = int(n_jobs)
+        threads = n if n > 0 else top + 1 + n
+    return max(1, min(int(threads), top))
+
+
+def apply(threads=None, n_jobs=None) -> int:
+    """Set numba's thread count for this thread of the process (``numba.set_num_threads``)
+    to :func:`resolve`'s count; unchanged when both are None. Returns the count in force."""
+    import numba
+
+    n = resolve(threads, n_jobs)
+    if n is not None:
+        numba.set_num_threads(n)
+    return numba.get_num_threads()
+
+
+@contextmanager
+def using(threads=None, n_jobs=None, size=None):
+    """``with using(2):``: numba's thread count for the block (:func:`apply`), one thread
+    when ``size`` (a problem's parameter count) is under :func:`min_parallel`; the count
+    before it is restored after. Yields the count in force."""
+    import numba
+
+    before = numba.get_num_threads()
+    try:
+        n = apply(threads, n_jobs)
+        if size is not None and for_size(size) == 1:
+            n = 1
+            numba.set_num_threads(1)
+        yield n
+    finally:
+        numba.set_num_threads(before)
+
+
+def min_parallel() -> int:
+    """:data:`MIN_PARALLEL`, or ``$SUFFIXLM_MIN_PARALLEL`` when set (ValueError if it is
+    not an integer >= 0)."""
+    text = os.environ.get(MIN_PARALLEL_ENV)
+    if text is None or text.strip() == "":
+        return MIN_PARALLEL
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{MIN_PARALLEL_ENV}={text!r}: expected an integer >= 0")
+    return value
+
+
+def for_size(size: int) -> int | None:
+    """1 when a problem of ``size`` parameters is too small to gain from threads (under
+    :func:`min_parallel`), else None (the count in force)."""
+    return 1 if size < min_parallel() else None
+
+
+def scoped(method):
+    """Decorator of an estimator method: it runs with the estimator's ``threads`` /
+    ``n_jobs`` (:func:`using`), and numba's thread count is restored when it returns."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        threads = getattr(self, "threads", None)
+        n_jobs = getattr(self, "n_jobs", None)
+        check(threads, n_jobs)
+        with using(threads, n_jobs):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def threads_option(f=None, *, forward: bool = False):
+    """Click decorator: ``--threads N`` (:data:`OPTION_HELP`). The command runs with that
+    many threads (:func:`using`; default: numba's), restored when it returns. The command
+    function receives ``threads`` only with ``forward=True`` (``@threads_option(forward=True)``,
+    for a command that hands the count on, e.g. to a checkpoint); else it never sees it."""
+
+    def decorate(func):
+        import click
+
+        @functools.wraps(func)
+        def run(*args, **kwargs):
+            threads = kwargs.get("threads") if forward else kwargs.pop("threads", None)
+            with using(threads):
+                return func(*args, **kwargs)
+
+        return click.option("--threads", type=click.IntRange(1), default=None, metavar="N", help=OPTION_HELP)(run)
+
+    return decorate(f) if f is not None else decorate
+
+
+def serial_if_small(size: int) -> None:
+    """One thread from here on when a problem of ``size`` parameters is small
+    (:func:`for_size`); for the body of a :func:`scoped` method, which restores the count."""
+    if for_size(size) == 1:
+        import numba
+
+        numba.set_num_threads(1)
