@@ -238,11 +238,11 @@ def fit_lm(lm, corpus, valid, lam, progress, ck=None):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            return _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol)
-        finally:
-            for message in dict.fromkeys(str(w.message) for w in caught):
-                click.echo(f"warning: {message}", err=True)
+        result = _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol)
+    # after a fit that ended (a failing or interrupted run reports its error alone)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        click.echo(f"warning: {message}", err=True)
+    return result
 
 
 def _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol):
