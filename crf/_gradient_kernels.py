@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._inference_kernels import _FAST, _forward_backward, _gold_score, _same_bigram_row, fb_workspace, pair_marginals
+from ._inference_kernels import (_FAST, _forward_backward, _gold_score, _same_bigram_row, fb_workspace,
+                                 pair_marginals, pair_size)
 
 
 @njit(cache=True)
@@ -227,8 +228,8 @@ def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bst
                 T = seq_offsets[i + 1] - seq_offsets[i]
                 if T > maxT:
                     maxT = T
-            ws = fb_workspace(maxT, L, sparse)
-            pp = np.empty(L2)
+            ws = fb_workspace(maxT, L, sparse, bbase.shape[1])
+            pp = np.empty(pair_size(L, bbase.shape[1]))
             for i in range(a, b):
                 _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                                uniform, brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err)

@@ -65,6 +65,14 @@ def value_row(uval, i, none):
 
 
 @njit(cache=True)
+def pair_size(L, nb):
+    """The length of the label-pair work rows (transition scores, pair marginals): L*L
+    when there are bigram patterns (nb > 0), else 1 -- a model without bigram features
+    never reads them, and L*L of 10,000 labels is 800 MB a row."""
+    return L * L if nb > 0 else 1
+
+
+@njit(cache=True)
 def _same_bigram_row(bbase, i, k):
     for j in range(bbase.shape[1]):
         if bbase[i, j] != bbase[k, j]:
@@ -146,8 +154,11 @@ def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr
 
     On return alpha[t] * beta[t] is the marginal of position t, and the pairwise
     marginal is alpha[t-1, y'] Psi_t(y', y) eU[t, y] beta[t, y] / scale[t].
+    Without bigram patterns (bbase has no column) Psi_t = 1: the recursions take O(L)
+    a position and never touch the transition arrays (``fb_workspace`` makes them tiny).
     """
     T = e - s
+    trans = bbase.shape[1] > 0
     unary_scores(theta, ubase, uval, s, e, L, U)
     logz = 0.0
     for t in range(T):
@@ -158,7 +169,9 @@ def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr
         logz += mx
         for y in range(L):
             eU[t, y] = np.exp(U[t, y] - mx)
-    if sparse:
+    if not trans:
+        pass
+    elif sparse:
         _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_idx, m_val)
     else:
         _dense_psi(theta, bbase, s, T, L, psi, psi_of)
@@ -171,15 +184,16 @@ def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr
     for y in range(L):
         alpha[0, y] /= c
     for t in range(1, T):
-        if sparse:
+        if sparse or not trans:
             tot = 0.0
             for yp in range(L):
                 tot += alpha[t - 1, yp]
             for y in range(L):
                 tmp[y] = tot
-            for q in range(m_ptr[t], m_ptr[t + 1]):
-                k = m_idx[q]
-                tmp[k % L] += alpha[t - 1, k // L] * m_val[q]
+            if trans:
+                for q in range(m_ptr[t], m_ptr[t + 1]):
+                    k = m_idx[q]
+                    tmp[k % L] += alpha[t - 1, k // L] * m_val[q]
         else:
             P = psi[psi_of[t]]
             for y in range(L):
@@ -204,15 +218,16 @@ def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr
     for t in range(T - 1, 0, -1):
         for y in range(L):
             tmp[y] = eU[t, y] * beta[t, y] / scale[t]
-        if sparse:
+        if sparse or not trans:
             tot = 0.0
             for y in range(L):
                 tot += tmp[y]
             for yp in range(L):
                 beta[t - 1, yp] = tot
-            for q in range(m_ptr[t], m_ptr[t + 1]):
-                k = m_idx[q]
-                beta[t - 1, k // L] += m_val[q] * tmp[k % L]
+            if trans:
+                for q in range(m_ptr[t], m_ptr[t + 1]):
+                    k = m_idx[q]
+                    beta[t - 1, k // L] += m_val[q] * tmp[k % L]
         else:
             P = psi[psi_of[t]]
             for yp in range(L):
@@ -283,11 +298,12 @@ def add_expectation(g, bases, vals, p, gold):
 
 
 @njit(cache=True)
-def fb_workspace(maxT, L, sparse):
-    """Work space of ``_forward_backward`` for sequences of up to maxT tokens:
-    (U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val);
-    the recursion not chosen gets 1-element placeholders."""
-    L2 = L * L
+def fb_workspace(maxT, L, sparse, nb):
+    """Work space of ``_forward_backward`` for sequences of up to maxT tokens and nb
+    bigram patterns: (U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx,
+    m_val); the recursion not chosen gets 1-element placeholders, and without bigram
+    patterns the label-pair arrays have rows of 1 (:func:`pair_size`)."""
+    L2 = pair_size(L, nb)
     if sparse:
         psi = np.empty((1, L2))
         psi_of = np.empty(1, dtype=np.int64)
@@ -318,11 +334,11 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, spar
     (argmax of the marginals), a free by-product used for progress reports.
     """
     L2 = L * L
-    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(maxT, L, sparse)
-    pp = np.empty(L2)
+    nb = bbase.shape[1]
+    U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(maxT, L, sparse, nb)
+    pp = np.empty(pair_size(L, nb))
     none = np.empty(0)
     loss = 0.0
-    nb = bbase.shape[1]
     errs[0] = 0
     errs[1] = 0
     for i in range(first, last):
@@ -346,6 +362,8 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, spar
                 errs[0] += 1
             add_expectation(g, ubase[s + t], value_row(uval, s + t, none), tmp, yg)
         errs[1] += seq_err
+        if nb == 0:
+            continue
         if not sparse and T > 1 and psi_of[T - 1] == 0:
             # one transition matrix for the whole sequence (e.g. only the pure
             # label-bigram pattern): sum_t alpha[t-1] (x) v_t first, multiply by
@@ -412,7 +430,7 @@ def marginals(theta, seq_offsets, ubase, uval, bbase, L, sparse, bstart, nz_ptr,
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
-        U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse)
+        U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse, bbase.shape[1])
         logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, bbase, s, s + T, L, sparse, bstart, nz_ptr,
                                                        nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
                                                        mark, m_ptr, m_idx, m_val)
@@ -439,11 +457,25 @@ def restrict_to_forced(U, forced, s, T, L):
 
 
 @njit(cache=True)
+def _best(delta, t, L):
+    """(the largest of delta[t, :L], its first label); (-inf, 0) when all are -inf."""
+    bv = _NEG_INF
+    ba = 0
+    for y in range(L):
+        if delta[t, y] > bv:
+            bv = delta[t, y]
+            ba = y
+    return bv, ba
+
+
+@njit(cache=True)
 def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back, W, out, o):
     """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s]
     (agreeing with ``forced``: see :func:`restrict_to_forced`); returns its score.
-    Work space: U, delta float64 (>= T, L), back int64 (>= T, L), W float64 (L*L,). The
-    one Viterbi of the package (the perceptron calls it too). An empty sequence scores 0."""
+    Work space: U, delta float64 (>= T, L), back int64 (>= T, L), W float64
+    (``pair_size(L, nb)``,). The one Viterbi of the package (the perceptron calls it
+    too). An empty sequence scores 0. Without bigram patterns every transition scores 0:
+    each position takes the best of the previous one, O(L) a position."""
     T = e - s
     if T <= 0:
         return 0.0
@@ -453,6 +485,12 @@ def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back,
     for y in range(L):
         delta[0, y] = U[0, y]
     for t in range(1, T):
+        if bbase.shape[1] == 0:  # the same choices as the loop below over a W of zeros
+            bv, ba = _best(delta, t - 1, L)
+            for y in range(L):
+                delta[t, y] = bv + U[t, y]
+                back[t, y] = ba
+            continue
         if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
             transition_scores(theta, bbase, s + t, L2, W)
         for y in range(L):
@@ -465,12 +503,7 @@ def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back,
                     ba = yp
             delta[t, y] = bv + U[t, y]
             back[t, y] = ba
-    bv = _NEG_INF
-    ba = 0
-    for y in range(L):
-        if delta[T - 1, y] > bv:
-            bv = delta[T - 1, y]
-            ba = y
+    bv, ba = _best(delta, T - 1, L)
     out[o + T - 1] = ba
     for t in range(T - 1, 0, -1):
         ba = back[t, ba]
@@ -488,7 +521,7 @@ def viterbi(theta, seq_offsets, ubase, uval, bbase, forced, L, out, best):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         best[i] = viterbi_sequence(theta, ubase, uval, bbase, forced, s, s + T, L, np.empty((T, L)),
-                                   np.empty((T, L)), np.empty((T, L), dtype=np.int64), np.empty(L * L), out, s)
+                                   np.empty((T, L)), np.empty((T, L), dtype=np.int64), np.empty(pair_size(L, bbase.shape[1])), out, s)
 
 
 @njit(cache=True)
@@ -506,18 +539,21 @@ def nbest_sequence(theta, ubase, uval, bbase, forced, s, e, L, N, out, scores):
     delta = np.full((T, L, N), _NEG_INF)
     bstate = np.zeros((T, L, N), dtype=np.int64)
     brank = np.zeros((T, L, N), dtype=np.int64)
-    W = np.empty(L2)
+    trans = bbase.shape[1] > 0
+    W = np.empty(pair_size(L, bbase.shape[1]))
     cand = np.empty(L * N)
+    order = np.empty(0, dtype=np.int64)
     for y in range(L):
         delta[0, y, 0] = U[0, y]
     for t in range(1, T):
-        if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
+        if trans and (t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1)):
             transition_scores(theta, bbase, s + t, L2, W)
         for y in range(L):
-            for yp in range(L):
-                for r in range(N):
-                    cand[yp * N + r] = delta[t - 1, yp, r] + W[yp * L + y]
-            order = np.argsort(-cand, kind="mergesort")
+            if trans or y == 0:  # without transitions the candidates are the same for every y
+                for yp in range(L):
+                    for r in range(N):
+                        cand[yp * N + r] = delta[t - 1, yp, r] + (W[yp * L + y] if trans else 0.0)
+                order = np.argsort(-cand, kind="mergesort")
             for r in range(N):
                 q = order[r]
                 delta[t, y, r] = cand[q] + U[t, y]

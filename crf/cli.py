@@ -14,11 +14,13 @@ from suffixlm.distributed import client_from_options, distributed_options
 from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
 from suffixlm.options import CRF_PENALTIES as PENALTIES
 from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output, checkpoint_options
+from suffixlm.options import InputPath
 from suffixlm.threads import threads_option
 
 BATCH = 2000  # sequences labelled per batch (streaming)
 MAX_HISTORY = 1000  # L-BFGS memory: 2 * history vectors of the size of the model
 MAX_NBEST = 1000  # n-best labellings: an (n_tokens of a batch, n) array
+MAX_FEATURES = 2**62  # --max-features: a weight index stays an int64
 
 
 def _fail(exc: Exception) -> click.ClickException:
@@ -53,7 +55,7 @@ def command() -> None:
 @click.option("--rho1", type=FiniteFloat(0.0), default=None,
               help="Weight of the l1 or tree penalty (default 0.5; 0 for lbfgs, sag, sag-nus).")
 @click.option("--rho2", type=FiniteFloat(0.0), default=1e-4, show_default=True, help="l2 penalty (rho2/2 ||theta||^2).")
-@click.option("--devel", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--devel", type=InputPath(dir_okay=False), default=None,
               help="Development file: progress and stopping use its (Viterbi) error.")
 @click.option("--maxiter", type=click.IntRange(0, INT32_MAX), default=0, show_default=True,
               help="Maximum iterations, or passes for sgd-l1, bcd, sag, perceptron (0: the solver's default).")
@@ -63,11 +65,14 @@ def command() -> None:
 @click.option("--stopwin", type=click.IntRange(0, INT32_MAX), default=5, show_default=True,
               help="Window of the stopping rule (0: off).")
 @click.option("--history", type=click.IntRange(1, MAX_HISTORY), default=5, show_default=True, help="L-BFGS memory.")
+@click.option("--max-features", type=click.IntRange(1, MAX_FEATURES), default=None, metavar="N",
+              help="Refuse a model of more than N features (default: as many as fit in half the memory, by the "
+                   "estimate made during the observation pass, before any weight vector).")
 @click.option("--grow", is_flag=True,
               help="Incremental feature set (Lavergne et al. 5.4): one round per -p file, or, with one file, "
                    "rounds by pattern depth (single windows first, then their refinements); a refinement "
                    "enters only where the feature it refines is active.")
-@click.option("--init", "init_model", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--init", "init_model", type=InputPath(dir_okay=False), default=None,
               help="Start from this model: train it further, growing it with the -p patterns if any.")
 @click.option("--seed", type=click.IntRange(0, SEED_MAX), default=0, show_default=True,
               help="Order of the stochastic solvers.")
@@ -75,9 +80,10 @@ def command() -> None:
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @distributed_options
-@click.argument("train", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("train", type=InputPath(dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
-def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, grow, init_model,
+def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, max_features, grow,
+          init_model,
           seed, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
           model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
@@ -117,7 +123,7 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     try:
         settings = dict(algorithm=algorithm, penalty=penalty, rho1=rho1, rho2=rho2,
                         max_iter=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
-                        seed=seed, threads=threads, verbose=not quiet)
+                        seed=seed, threads=threads, verbose=not quiet, max_features=max_features)
         if init_model:
             crf = CRF.load(init_model)
             crf.set_params(**settings)
@@ -165,8 +171,10 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
 
 
 def _concatenated(paths) -> list[str]:
-    """The lines of several pattern files, in order (invalid UTF-8: ``InputError`` naming
-    the file and line)."""
+    """The lines of several pattern files, in order, read as every reader reads (a BOM
+    skipped; ``\n``, ``\r\n`` and a lone ``\r`` end a line, nothing else: not
+    ``str.splitlines``' form feed or U+2028; invalid UTF-8 or a line too long:
+    ``InputError`` naming the file and line)."""
     from suffixlm.io import open_error_message, open_input
 
     lines: list[str] = []
@@ -176,7 +184,7 @@ def _concatenated(paths) -> list[str]:
         except OSError as exc:
             raise click.ClickException(open_error_message(p, exc)) from None
         with fh:
-            lines.extend(fh.read().splitlines())
+            lines.extend(line[:-1] if line.endswith("\n") else line for line in fh)
     return lines
 
 
@@ -209,7 +217,7 @@ def _label_batch(crf, X, gold, raw, out, post, score, nbest_n, stats, placeholde
 
 
 @command.command()
-@click.option("-m", "--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("-m", "--model", "model_path", required=True, type=InputPath(dir_okay=False),
               help="Model written by `suffixlm crf train`.")
 @click.option("--check", is_flag=True, help="Input has the gold label in the last column: report errors.")
 @click.option("--no-label", "no_label", is_flag=True,
@@ -368,7 +376,7 @@ def eval_(per_label, infile):
 
 
 @command.command()
-@click.argument("model_path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("model_path", type=InputPath(dir_okay=False))
 @click.argument("outfile", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def dump(model_path, outfile):
     """Write the non-zero features of MODEL as text: observation, previous label

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from suffixlm.io import split_words
+
 __all__ = ["ChunkScores", "chunk_scores", "conlleval_report", "token_scores", "split_tag",
            "label_scores", "read_label_output"]
 
@@ -200,7 +202,7 @@ def read_label_output(lines: Iterable[str], name: str = "<input>") -> tuple[list
     cg: list[str] = []
     cp: list[str] = []
     for lineno, line in enumerate(lines, 1):
-        cols = line.split()
+        cols = split_words(line)  # ASCII white space, as every reader (suffixlm.io)
         if not cols or cols[0] == "-X-":
             if cg:
                 gold.append(cg)

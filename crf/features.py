@@ -25,6 +25,8 @@ from itertools import repeat
 
 import numpy as np
 
+from suffixlm.memory import allocate
+
 from .patterns import BIGRAM, UNIGRAM, Pattern, expand_patterns
 
 __all__ = ["EncodedCorpus", "FeatureSpace"]
@@ -133,8 +135,15 @@ class FeatureSpace:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, patterns: list[Pattern], X, y, name: str = "<train>") -> tuple["FeatureSpace", EncodedCorpus]:
-        """Create the feature space from training data and encode that data."""
+    def build(cls, patterns: list[Pattern], X, y, name: str = "<train>",
+              check=None) -> tuple["FeatureSpace", EncodedCorpus]:
+        """Create the feature space from training data and encode that data.
+
+        ``check(n_unigram_obs, n_bigram_obs, n_obs, done)`` (e.g.
+        :meth:`crf.budget.FeatureBudget.check`, which raises when the model would be too
+        big) is called after each pattern's observations (``done`` patterns so far; the
+        counts a lower bound) and once more with the exact counts (``done`` None) before
+        the corpus is encoded."""
         n_cols = len(X[0][0]) if X and X[0] else 0
         cols, lengths = _columns(X, n_cols)
         labels: dict[str, int] = {}
@@ -142,11 +151,18 @@ class FeatureSpace:
                            dtype=np.int64, count=sum(lengths))
         index: dict[str, int] = {}
         obs_ids = []
-        for strs in expand_patterns(patterns, cols, lengths, name):
+        n_u = n_b = 0  # observations first met with a unigram / bigram pattern (lower bounds)
+        for strs, p in zip(expand_patterns(patterns, cols, lengths, name), patterns):
             # ids for the distinct strings only, then one C-level map over all tokens
+            before = len(index)
             distinct = dict.fromkeys(strs)
             local = dict(zip(distinct, [index.setdefault(s, len(index)) for s in distinct]))
             obs_ids.append(np.fromiter(map(local.__getitem__, strs), dtype=np.int64, count=len(strs)))
+            if check is not None:
+                new = len(index) - before
+                n_u += new if p.kind & UNIGRAM else 0
+                n_b += new if p.kind & BIGRAM else 0
+                check(n_u, n_b, len(index), len(obs_ids))
         # number observations by decreasing frequency: the weights read at every
         # position then crowd into few cache lines (gradient ~5 % faster on CoNLL-2000)
         counts = np.zeros(len(index), dtype=np.int64)
@@ -159,6 +175,8 @@ class FeatureSpace:
         kinds = np.zeros(len(index), dtype=np.int8)
         for p, ids in zip(patterns, obs_ids):
             kinds[ids] |= p.kind
+        if check is not None:
+            check(int(np.count_nonzero(kinds & UNIGRAM)), int(np.count_nonzero(kinds & BIGRAM)), len(index), None)
         # the distinct strings were made among millions of short-lived ones: copy them
         # out (one joined string, then slices) so that the allocator's pages holding the
         # short-lived ones empty and go back to the system (~55 MB on CoNLL-2000)
@@ -193,7 +211,7 @@ class FeatureSpace:
         n = sum(lengths)
 
         def base(pattern_ids, offsets):
-            out = np.empty((n, len(pattern_ids)), dtype=np.int64)
+            out = allocate((n, len(pattern_ids)), np.int64, "the encoded corpus (feature offsets of every token)")
             for j, i in enumerate(pattern_ids):
                 ids = obs_ids[i]
                 out[:, j] = np.where(ids >= 0, offsets[np.maximum(ids, 0)], -1) if len(offsets) else -1
@@ -221,7 +239,7 @@ class FeatureSpace:
         # an observation kept for one kind only still carries both blocks if it had both
         space = FeatureSpace(self.patterns, [s for s, k in zip(self.observations, keep) if k],
                              new_kinds, self.labels, self.n_columns)
-        new_theta = np.zeros(space.n_params)
+        new_theta = allocate(space.n_params, np.float64, "the compacted CRF weights", zero=True)
         ku = keep & u
         if self.n_unigram_obs:
             src = theta[: self.bigram_start].reshape(-1, L)[ku[u]]

@@ -11,6 +11,8 @@ import ctypes
 import numba
 import numpy as np
 
+from suffixlm.memory import allocate, named_allocations
+
 from . import _gradient_kernels as G
 from . import _inference_kernels as K
 from .features import EncodedCorpus, FeatureSpace
@@ -59,6 +61,15 @@ def _sparse_args(theta, space, sparse):
     if sparse:
         return _nonzeros(theta, space)
     return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+
+
+def fb_bytes(space: FeatureSpace, max_len: int, sparse: bool) -> int:
+    """Bytes of one thread's forward-backward work arrays (``K.fb_workspace``, the pair row)."""
+    L = space.n_labels
+    T = max(int(max_len), 1)
+    L2 = L * L if space.bigram_patterns else 1
+    pairs = 2 * L2 + 2 * T * L2 if sparse else T * L2
+    return 8 * (4 * T * L + T + L + pairs + L2)
 
 
 BATCH_BYTES = 1 << 20
@@ -122,8 +133,10 @@ class Objective:
         self.batches = np.asarray(bounds, dtype=np.int64)
         tok = data.seq_offsets[self.batches]
         rows = self.brow_start[self.batches]
-        self.Pu = np.empty((max(1, int(np.diff(tok).max())), L))
-        self.Pb = np.empty((max(1, int(np.diff(rows).max())), L2))
+        self.Pu = allocate((max(1, int(np.diff(tok).max())), L), np.float64, "CRF gradient (label marginals of a batch)")
+        n_rows = int(np.diff(rows).max())  # 0 without bigram patterns: no row of L*L
+        self.Pb = allocate((max(1, n_rows), L2 if n_rows else 1), np.float64,
+                           "CRF gradient (label-pair marginals of a batch)")
         self.seq_loss = np.empty(n_seq)
         self.seq_err = np.zeros(n_seq, dtype=np.int64)
         self._grad = None
@@ -155,7 +168,7 @@ class Objective:
         d = self.data
         if out is None:
             if self._grad is None:
-                self._grad = np.empty(sp.n_params)
+                self._grad = allocate(sp.n_params, np.float64, "CRF gradient")
             out = self._grad
         if out.shape != (sp.n_params,) or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"out: expected a contiguous float64 array of shape ({sp.n_params},)")
@@ -163,11 +176,12 @@ class Objective:
         self.last_sparse = sparse
         nz_ptr, nz_idx = _sparse_args(theta, sp, sparse)
         n_threads = numba.get_num_threads()
-        loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.labels,
-                               np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr, nz_idx,
-                               self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
-                               self.units(n_threads), np.int64(sp.n_unigram_obs), self.Pu, self.Pb, self.seq_loss,
-                               self.seq_err, out)
+        with named_allocations("CRF gradient (forward-backward)", n_threads * fb_bytes(sp, d.max_length, sparse)):
+            loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.labels,
+                                   np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr, nz_idx,
+                                   self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
+                                   self.units(n_threads), np.int64(sp.n_unigram_obs), self.Pu, self.Pb,
+                                   self.seq_loss, self.seq_err, out)
         return float(loss), out
 
     def value_and_gradient_parts(self, theta: np.ndarray, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
@@ -180,11 +194,13 @@ def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: Enc
     """``(marginals, log_z)``: float64 (n_tokens, L) posteriors and float64 (n_seq,) log Z."""
     sparse = choose_sparse(theta, space, recursion)
     nz_ptr, nz_idx = _sparse_args(theta, space, sparse)
-    out = np.empty((data.n_tokens, space.n_labels))
+    out = allocate((data.n_tokens, space.n_labels), np.float64, "CRF marginals")
     logz = np.empty(data.n_sequences)
-    K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
-                np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
-                out, logz)
+    with named_allocations("CRF marginals (forward-backward)", numba.get_num_threads() *
+                           fb_bytes(space, data.max_length, sparse)):
+        K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                    np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
+                    out, logz)
     return out, logz
 
 
@@ -222,8 +238,9 @@ def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
     out = np.empty(data.n_tokens, dtype=np.int64)
     best = np.empty(data.n_sequences)
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
-    K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
-              np.int64(space.n_labels), out, best)
+    with named_allocations("Viterbi decoding"):
+        K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
+                  np.int64(space.n_labels), out, best)
     return out, best
 
 
@@ -233,11 +250,12 @@ def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int,
     ``forced`` as for :func:`viterbi`."""
     if n < 1:
         raise ValueError("n-best needs n >= 1")
-    out = np.zeros((data.n_tokens, n), dtype=np.int64)
+    out = allocate((data.n_tokens, n), np.int64, "n-best decoding (the labels)", zero=True)
     scores = np.full((data.n_sequences, n), -np.inf)
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
-    K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
-                    np.int64(space.n_labels), np.int64(n), out, scores)
+    with named_allocations("n-best decoding"):
+        K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
+                        np.int64(space.n_labels), np.int64(n), out, scores)
     return out, scores
 
 

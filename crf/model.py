@@ -38,6 +38,7 @@ import numpy as np
 from suffixlm import threads as _threads
 from suffixlm.estimator import ParamsMixin
 from suffixlm.io import load_container, save_container, utf8_encodable, word_problem
+from suffixlm.memory import allocate
 from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
 
 from .features import EncodedCorpus, FeatureSpace
@@ -59,6 +60,17 @@ _V1_CHANGED_PATTERNS = re.compile(r"%[tmTM]\[|%[xtmXTM]\[\s*@")
 
 class ModelError(ValueError):
     """Unreadable, truncated or tampered model file, or a model used before fit."""
+
+
+def _listed(seqs, name: str):
+    """The sequences of ``seqs`` as a list: a list or tuple as it is, any other iterable (a
+    generator, a ``map``, a pandas Series) read once; None stays None. ``TypeError`` for a
+    string, a dict or a value that is not iterable."""
+    if seqs is None or isinstance(seqs, (list, tuple)):
+        return seqs
+    if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__iter__"):
+        raise TypeError(f"{name} must be a list (or another iterable) of sequences, not a {type(seqs).__name__}")
+    return list(seqs)
 
 
 def _check_labels(y, name="y") -> None:
@@ -370,13 +382,18 @@ class CRF(ParamsMixin):
     n_jobs : scikit-learn's spelling of ``threads`` (-1: all, -2: all but one).
     recursion : ``"auto"``, ``"dense"`` or ``"sparse"`` forward-backward.
     verbose : print one progress line per iteration to stderr.
+    max_features : the most features (weights) a model may have; a training set and
+        patterns giving more are refused (:class:`crf.budget.TooManyFeatures`, with the
+        estimate) during the observation pass, before any weight vector is made. None
+        (default): as many as the training's estimated memory lets fit in half of the
+        memory this process may use (:mod:`crf.budget`).
     """
 
     def __init__(self, patterns: str | os.PathLike | list[str] | None = None, algorithm: str = "owlqn",
                  rho1: float | None = None, rho2: float = 1e-4, max_iter: int | None = None,
                  stopeps: float = 0.02, stopwin: int = 5, history: int = 5, threads: int | None = None,
                  recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0,
-                 n_jobs: int | None = None):
+                 n_jobs: int | None = None, max_features: int | None = None):
         self.patterns = patterns
         self.algorithm = algorithm
         self.penalty = penalty
@@ -391,6 +408,7 @@ class CRF(ParamsMixin):
         self.n_jobs = n_jobs
         self.recursion = recursion
         self.verbose = verbose
+        self.max_features = max_features
 
     # ------------------------------------------------------------------ helpers
     def _pattern_text(self) -> tuple[str, list[Pattern]]:
@@ -435,6 +453,7 @@ class CRF(ParamsMixin):
         integer("history", self.history, 1)
         integer("seed", self.seed, 0, 2**32 - 1)
         integer("threads", self.threads, 1, none_ok=True)
+        integer("max_features", getattr(self, "max_features", None), 1, none_ok=True)
         _threads.check(self.threads, self.n_jobs)
         if self.recursion not in ("auto", "dense", "sparse"):
             raise ValueError(f"recursion must be 'auto', 'dense' or 'sparse', not {self.recursion!r}")
@@ -553,24 +572,29 @@ class CRF(ParamsMixin):
                                  f"not {self.algorithm!r}")
             if checkpoint is not None:
                 raise ValueError("checkpoints are not supported when training on Dask workers")
+        X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         kind = self._check_fit_input(X, y, X_dev, y_dev)
         n_threads = self._set_threads()
         t_start = time.perf_counter()
         if kind == "columns":
             text, patterns = self._pattern_text()
-            space, train = FeatureSpace.build(patterns, X, y, "training data")
+            budget = self._budget(y, len(patterns), sum(1 for p in patterns if p.kind & 2), n_threads)
+            space, train = FeatureSpace.build(patterns, X, y, "training data", check=budget.check)
             dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
         else:
             from . import dicts
 
             space, train = dicts.build(X, y, "X")
+            self._budget(y, train.unigram_base.shape[1] + 1, 1, n_threads).check(
+                space.n_unigram_obs, space.n_bigram_obs, len(space.observations))
             text = dicts.TRANSITION + "\n"
             dev = dicts.encode(space, X_dev, y_dev, "X_dev") if X_dev is not None else None
         self._log(f"* {len(X)} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
         log: list[dict[str, Any]] = []
-        result = self._train(space, train, dev, np.zeros(space.n_params), n_threads, log, checkpoint, client)
+        x0 = allocate(space.n_params, np.float64, "CRF weights (the start point)", zero=True)
+        result = self._train(space, train, dev, x0, n_threads, log, checkpoint, client)
         self._log(f"* stopped after {result.n_iter} iterations ({result.reason}), "
                   f"{time.perf_counter() - t_start:.2f}s")
         self._set_fitted(space, result, log, text)
@@ -596,6 +620,7 @@ class CRF(ParamsMixin):
         self._rho1()
         if getattr(self, "input_kind_", "columns") != "columns":
             raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
+        X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         self._check_fit_input(X, y, X_dev, y_dev, "columns")
         if rounds is None:
             round_patterns = rounds_by_depth(self._pattern_text()[1])
@@ -624,13 +649,26 @@ class CRF(ParamsMixin):
             self._log(f"* round {g.round}: {g.n_patterns} patterns, {g.n_features} of {g.n_candidates} "
                       f"candidate features, {g.active} active, {g.seconds:.2f}s ({g.reason})")
 
-        space, theta, growth = grow(X, y, round_patterns, train_round, init=init, callback=on_round)
+        every = [p for r in round_patterns for p in r] + (list(init[0].patterns) if init is not None else [])
+        budget = self._budget(y, len({p.text for p in every}), len({p.text for p in every if p.kind & 2}),
+                              n_threads)
+        space, theta, growth = grow(X, y, round_patterns, train_round, init=init, callback=on_round,
+                                    check=budget.check)
         self._log(f"* {len(growth)} rounds, {time.perf_counter() - t_start:.2f}s")
         text = "".join(p.text + "\n" for p in space.patterns)
         self._set_fitted(space, last["result"], log, text)
         self.input_kind_ = "columns"
         self.growth_log_ = growth
         return self
+
+    def _budget(self, y, n_patterns: int, n_bigram_patterns: int, n_threads: int):
+        """The :class:`crf.budget.FeatureBudget` of training on the label sequences y."""
+        from .budget import FeatureBudget
+
+        lengths = [len(seq) for seq in y]
+        n_labels = len({lab for seq in y for lab in seq})
+        return FeatureBudget(n_labels, n_patterns, n_bigram_patterns, max(lengths, default=1), sum(lengths),
+                             self.algorithm, self.history, n_threads, getattr(self, "max_features", None))
 
     def _set_fitted(self, space, result, log, pattern_text) -> None:
         self.n_features_ = space.n_params
@@ -811,6 +849,7 @@ class CRF(ParamsMixin):
         """Encode sequences with the fitted feature space (for the low-level inference API)."""
         self._fitted()
         label = "X" if name == "<input>" else name
+        X, y = _listed(X, label), _listed(y, "y")
         kind = self._input_kind(X, label, getattr(self, "input_kind_", "columns"))
         if kind != "columns":
             from . import dicts

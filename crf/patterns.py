@@ -208,7 +208,7 @@ def resolve_pattern_file(name: str | os.PathLike) -> str:
     installed package. Otherwise :class:`PatternError`, one line naming the shipped files.
     """
     text = os.fspath(name)
-    if os.path.exists(text):
+    if os.path.exists(text) or os.path.islink(text):  # a link loop or to nothing: read_patterns says which
         return text
     from suffixlm.corpora import pattern_files
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _contexts_kernels as _k
 from .corpus import Corpus
+from .memory import named_allocations
 from .suffixtree import SuffixTree
 
 
@@ -65,13 +66,14 @@ def extract_contexts(tree: SuffixTree, corpus: Corpus) -> Contexts:
     provided both are encoded with the same vocabulary."""
     x = np.ascontiguousarray(corpus.tokens, dtype=np.int32)
     offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
-    if _is_training_text(tree, x, offsets):
-        # Same result as the walk (tested), without reading edge labels.
-        positions, path_offsets, nodes, cover = _k.training_paths(
-            offsets, tree.position_node, tree.parent, tree.collapsed
-        )
-    else:
-        positions, path_offsets, nodes, cover = walk_contexts(tree, x, offsets)
+    with named_allocations(f"contexts of {x.shape[0]:,} tokens (suffix tree depth {tree.max_depth})"):
+        if _is_training_text(tree, x, offsets):
+            # Same result as the walk (tested), without reading edge labels.
+            positions, path_offsets, nodes, cover = _k.training_paths(
+                offsets, tree.position_node, tree.parent, tree.collapsed
+            )
+        else:
+            positions, path_offsets, nodes, cover = walk_contexts(tree, x, offsets)
     return Contexts(positions, x[positions], path_offsets, nodes, cover)
 
 

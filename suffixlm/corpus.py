@@ -447,4 +447,7 @@ def as_corpus(data, vocab: "Vocabulary | None" = None) -> Corpus:
         if vocab is None:
             return load_training_corpus(data)
         return Corpus.from_text(data, vocab)
-    return Corpus.from_strings(list(data), vocab=vocab)
+    if isinstance(data, (bytes, dict)) or not hasattr(data, "__iter__"):
+        raise TypeError(f"expected a Corpus, a text file or an iterable of sentence strings (a list, a generator), "
+                        f"not a {type(data).__name__}")
+    return Corpus.from_strings(list(data), vocab=vocab)  # any iterable, read once

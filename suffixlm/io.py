@@ -160,16 +160,25 @@ def input_name(path: PathLike) -> str:
     return "<stdin>" if str(path) == "-" else str(path)
 
 
+#: why an input cannot be opened, in the messages' words (lower case, as the rest of the line)
+_READ_ERRORS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                errno.ELOOP: "too many levels of symbolic links (a symbolic link loop?)",
+                errno.ENOTDIR: "a part of the path is not a directory", errno.ENAMETOOLONG: "file name too long"}
+
+
+def read_error_reason(exc: OSError) -> str:
+    """Why an input cannot be opened or read, in a few lower-case words."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, expected a file"
+    return _READ_ERRORS.get(exc.errno) or exc.strerror or str(exc) or type(exc).__name__
+
+
 def open_error_message(path: PathLike, exc: OSError) -> str:
     """One line for an input that cannot be opened, for callers that turn the
     ``OSError`` of ``open_input`` into their own error."""
-    if isinstance(exc, FileNotFoundError):
-        why = "no such file"
-    elif isinstance(exc, IsADirectoryError):
-        why = "is a directory, expected a file"
-    else:
-        why = exc.strerror or str(exc)
-    return f"{input_name(path)}: cannot read: {why}"
+    return f"{input_name(path)}: cannot read: {read_error_reason(exc)}"
 
 
 def open_input(path: PathLike, text: bool = False, error: type[ValueError] = InputError,
@@ -540,7 +549,8 @@ def _has_fileno(stream) -> bool:
 _WRITE_ERRORS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
                  errno.EROFS: "read-only file system", errno.EISDIR: "is a directory",
                  errno.ENOTDIR: "a part of the path is not a directory", errno.ENOSPC: "no space left on device",
-                 errno.ENAMETOOLONG: "file name too long"}
+                 errno.ENAMETOOLONG: "file name too long",
+                 errno.ELOOP: "too many levels of symbolic links (a symbolic link loop?)"}
 
 
 def write_error_message(path: PathLike, exc: OSError) -> str:

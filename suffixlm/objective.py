@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from . import _lm_kernels as K
+from .memory import allocate
 from ._tree_kernels import bfs_levels
 
 
@@ -66,14 +67,15 @@ class LMObjective:
                 raise ValueError(f"scale has shape {self.scale.shape}, expected ({t.n_params},)")
             self.metric *= self.scale
         n_params, n_nodes = t.n_params, t.n_nodes
-        self.S = np.empty(n_params)
-        self.expS = np.empty(n_params)
-        self.Z = np.empty(n_nodes)
-        self.A = np.empty(n_nodes)
-        self.grad = np.empty(n_params)
+        step = f"LM objective ({n_params:,} parameters, {n_nodes:,} suffix-tree nodes)"
+        self.S = allocate(n_params, np.float64, f"{step}: the scores")
+        self.expS = allocate(n_params, np.float64, f"{step}: the exponentiated scores")
+        self.Z = allocate(n_nodes, np.float64, f"{step}: the normalisers")
+        self.A = allocate(n_nodes, np.float64, f"{step}: the node sums")
+        self.grad = allocate(n_params, np.float64, f"{step}: the gradient")
         # statistics of the whole corpus, and scratch for mini-batches
-        self.n_end_all = np.zeros(n_nodes)
-        self.emp_all = np.zeros(n_params)
+        self.n_end_all = allocate(n_nodes, np.float64, f"{step}: the context counts", zero=True)
+        self.emp_all = allocate(n_params, np.float64, f"{step}: the empirical counts", zero=True)
         if self.event_count is None:
             K.accumulate_batch(np.arange(self.n_samples), self.end_node, self.target_param,
                                self.param_parent, self.n_end_all, self.emp_all, 1.0)
@@ -95,8 +97,8 @@ class LMObjective:
             self.base_loss_all = -float(lb.sum() if self.event_count is None else lb @ self.event_count)
             if extra_events is not None:
                 self.base_loss_all -= float(x_weight) * float(base.event_log_base(tree, x_end, x_param).sum())
-        self.n_end_b = np.zeros(n_nodes)
-        self.emp_b = np.zeros(n_params)
+        self.n_end_b = allocate(n_nodes, np.float64, f"{step}: the batch context counts", zero=True)
+        self.emp_b = allocate(n_params, np.float64, f"{step}: the batch empirical counts", zero=True)
         self.seconds_gradient = 0.0
 
     def _accumulate_counts(self):

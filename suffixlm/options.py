@@ -75,6 +75,34 @@ class FiniteFloat(click.FloatRange):
         return super().convert(rv, param, ctx)
 
 
+class InputPath(click.Path):
+    """``click.Path(exists=True, ...)`` that says why an existing-looking name cannot be
+    read: a symbolic link loop is "too many levels of symbolic links", a link to nothing
+    "a symbolic link to a missing file", not click's "does not exist" for both."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("exists", True)
+        super().__init__(**kwargs)
+
+    def convert(self, value, param, ctx):
+        import errno
+        import os
+
+        if self.exists and not (self.allow_dash and value in ("-", b"-")):
+            from .io import read_error_reason
+
+            try:
+                os.stat(value)
+            except OSError as e:
+                if e.errno != errno.ENOENT:
+                    self.fail(f"{click.utils.format_filename(value)!r}: cannot read: {read_error_reason(e)}.",
+                              param, ctx)
+                if os.path.islink(value):
+                    self.fail(f"{click.utils.format_filename(value)!r}: cannot read: a symbolic link to a "
+                              f"missing file ({os.readlink(value)}).", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def check_output(output, inputs=(), binary: bool = False) -> None:
     """Before any work: refuse (``click.ClickException``, one line) an ``output`` that is
     one of ``inputs`` or that cannot be written (its directory is missing, is not a

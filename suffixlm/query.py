@@ -38,6 +38,7 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 from .corpus import BOS_ID, EOS, UNK_ID, Corpus
+from .io import split_words
 
 #: KenLM's log10 probability of ``<unk>`` when the model does not list it.
 UNKNOWN_MISSING_LOG10 = -100.0
@@ -143,10 +144,11 @@ class KenLMInterface:
 
     def full_scores(self, sentence: str, bos: bool = True, eos: bool = True) -> Iterator[tuple[float, int, bool]]:
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (split on
-        whitespace; give no ``<s>``), then for ``</s>`` when ``eos``."""
+        ASCII white space, as every reader splits: ``suffixlm.io.split_words``; give no
+        ``<s>``), then for ``</s>`` when ``eos``."""
         vocab = self.vocab
         context: tuple[int, ...] = (BOS_ID,) if bos else ()
-        for word in _as_str(sentence).split():
+        for word in split_words(_as_str(sentence)):
             ret, context = self._full(context, vocab.id(word))
             yield tuple(ret)
         if eos:
@@ -170,7 +172,7 @@ class KenLMInterface:
                 raise TypeError(f"score(sentence, bos, eos) takes one sentence as a string (KenLM's API), got "
                                 f"{type(sentence).__name__}: join the words with spaces")
             if isinstance(sentence, (list, tuple)) and len(sentence) > 0 and \
-                    all(isinstance(w, str) and w and len(w.split()) == 1 for w in sentence):
+                    all(isinstance(w, str) and w and len(split_words(w)) == 1 for w in sentence):
                 raise TypeError(f"score() got a list of {len(sentence)} single words: KenLM's score takes one "
                                 "sentence as a string (' '.join(words)); for scikit-learn's score of a corpus "
                                 "give sentences with spaces, a Corpus or a file, or call corpus_perplexity()")
@@ -188,7 +190,7 @@ class KenLMInterface:
         if not isinstance(sentence, (str, bytes)):
             raise TypeError(f"perplexity() scores one sentence (a string), got {type(sentence).__name__}; "
                             "use corpus_perplexity() or score_file() for a corpus or a file")
-        words = len(_as_str(sentence).split()) + 1
+        words = len(split_words(_as_str(sentence))) + 1
         return 10.0 ** (-self.score(sentence) / words)
 
     # -- files and corpora (SRILM's statistics) -----------------------------------

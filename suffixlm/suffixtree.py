@@ -108,6 +108,7 @@ import numpy as np
 
 from . import _suffixtree_kernels as _k
 from .corpus import BOS_ID, EOS_ID, Corpus
+from .memory import named_allocations
 
 
 @dataclass(eq=False)
@@ -331,10 +332,11 @@ class SuffixTree:
         if tokens.min() < 0:
             raise ValueError(f"corpus tokens must be ids >= 0, got {int(tokens.min())}")
         n_symbols = int(tokens.max()) + 1
-        if method == "sort":
-            arrays = _sort_arrays(tokens, offsets, max_depth, n_symbols)
-        else:
-            arrays = _ukkonen_arrays(tokens, offsets, max_depth, n_symbols)
+        with named_allocations(f"suffix tree of {tokens.shape[0]:,} tokens, depth {max_depth}"):
+            if method == "sort":
+                arrays = _sort_arrays(tokens, offsets, max_depth, n_symbols)
+            else:
+                arrays = _ukkonen_arrays(tokens, offsets, max_depth, n_symbols)
         parent, depth = arrays["parent"], arrays["depth"]
         collapsed = np.empty_like(depth)
         collapsed[0] = 1

@@ -446,6 +446,55 @@ def test_odd_input_files(files, arpa, kind):
     assert not (files / "out").exists()
 
 
+def test_symbolic_link_loops_are_named_not_missing(files, arpa, crf_model):
+    """Before: a symlink loop given as an input was "File 'loop' does not exist" where click
+    checks the path (crf train / label / dump, compare --arpa), a capitalised strerror
+    elsewhere; a link to nothing is said to be one."""
+    loop = files / "loop"
+    os.symlink("loop", loop)
+    dangling = files / "dangling"
+    os.symlink("nothing-here", dangling)
+    cases = [["kn", loop, "-o", files / "out"], ["train", loop, "-o", files / "out"], ["ppl", "--arpa", arpa, loop],
+             ["ppl", "--arpa", loop, files / "train.txt"], ["tree", loop, "--order", "2"],
+             ["crf", "train", "-p", files / "pat.txt", loop, files / "out"],
+             ["crf", "train", "-p", loop, files / "train.conll", files / "out"],
+             ["crf", "train", "-p", files / "pat.txt", "--devel", loop, files / "train.conll", files / "out"],
+             ["crf", "label", "-m", loop, files / "train.conll"], ["crf", "label", "-m", crf_model, loop],
+             ["crf", "dump", loop], ["crf", "eval", loop],
+             ["compare", files / "train.txt", files / "train.txt", "--arpa", loop]]
+    for args in cases:
+        r = run(*args)
+        line = error_line(r, "too many levels of symbolic links", code=r.exit_code)
+        assert r.exit_code in (1, 2) and "does not exist" not in line, (args, line)
+    line = error_line(run("crf", "train", "-p", files / "pat.txt", dangling, files / "out"), code=2)
+    assert "a symbolic link to a missing file (nothing-here)" in line
+    assert not (files / "out").exists()
+
+
+@pytest.mark.parametrize("orders", ["2,,3", "2,", ",3", ",", "2, ,3"])
+def test_compare_orders_with_an_empty_part_are_refused(files, orders):
+    """Before: '--orders 2,,3' was read as 2,3."""
+    r = run("compare", files / "train.txt", files / "train.txt", "--orders", orders)
+    error_line(r, "--orders", "an empty order between commas", code=2)
+
+
+def test_lm_fit_takes_any_iterable_of_sentences_and_names_other_values(files):
+    sentences = TEXT.splitlines()
+    a = KneserNeyLM(2, min_counts=[1]).fit(sentences)
+    b = KneserNeyLM(2, min_counts=[1]).fit(s for s in sentences)
+    assert a.perplexity(sentences[0]) == b.perplexity(sentences[0])
+    from suffixlm.model import LogLinearLM
+
+    c = LogLinearLM(order=2, max_iter=3).fit(s for s in sentences)
+    d = LogLinearLM(order=2, max_iter=3).fit(sentences, valid=iter(sentences[:2]))
+    np.testing.assert_array_equal(c.weights_, LogLinearLM(order=2, max_iter=3).fit(sentences).weights_)
+    assert d.n_iter_ >= 1
+    for est in (KneserNeyLM(2), LogLinearLM(order=2)):
+        with pytest.raises(TypeError, match="expected a Corpus, a text file or an iterable of sentence strings .*"
+                                            "not a int"):
+            est.fit(5)
+
+
 def test_labelling_an_empty_input_gives_an_empty_output(files, crf_model):
     """A filter: nothing in, nothing out (documented, not an error)."""
     (files / "empty.conll").write_bytes(b"")

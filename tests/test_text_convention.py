@@ -151,3 +151,37 @@ def test_dev_zero_ends_in_one_line_not_out_of_memory(tmp_path, small_limit, args
     assert r.exit_code == 1, r.output
     errors = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
     assert len(errors) == 1 and "/dev/zero:1: line longer than 1000 bytes" in errors[0], r.output
+
+
+# ---------------------------------------------------------------------- the last readers
+@SETTINGS
+@given(ends=st.lists(ENDS, min_size=1, max_size=4), bom=st.booleans())
+def test_several_pattern_files_read_as_one_does(tmp_path, ends, bom):
+    """``crf train -p A -p B`` concatenates the files' lines as ``read_patterns`` reads each:
+    before, ``str.splitlines`` also split at a form feed and U+2028 (a pattern cut in two)."""
+    from crf.cli import _concatenated
+    from crf.patterns import parse_patterns
+
+    a, b = tmp_path / "a.pat", tmp_path / "b.pat"
+    a.write_bytes(written([b"u:w=%x[0,0]\x0cx", b"u:p=%x[-1,0]"], ends, bom))
+    b.write_bytes(written(["u:q=%x[1,0]\u2028y".encode(), "# c\x85d".encode()], ends[::-1], bom, last_end=False))
+    lines = _concatenated([a, b])
+    assert lines == ["u:w=%x[0,0]\x0cx", "u:p=%x[-1,0]", "u:q=%x[1,0]\u2028y", "# c\x85d"]
+    together = [p.text for p in parse_patterns("\n".join(lines))]
+    assert together == [p.text for f in (a, b) for p in read_patterns(f)[1]]
+
+
+def test_kenlm_scoring_splits_sentences_as_the_readers_do():
+    """``score``, ``full_scores`` and ``perplexity`` split a sentence on ASCII white space
+    (``split_words``): a no-break space or U+2028 is inside a word, as in a text file
+    (before: ``str.split`` made two words of 'a\\xa0b')."""
+    from suffixlm.kn import KneserNeyLM
+
+    lm = KneserNeyLM(2, min_counts=[1]).fit(["a b c", "b c a", "a\xa0b c"])
+    assert len(list(lm.full_scores("a\xa0b c", eos=False))) == 2
+    assert [oov for _, _, oov in lm.full_scores("a\u2028b c\tb", eos=False)] == [True, False, False]
+    assert lm.score("a\xa0b c") == pytest.approx(sum(lp for lp, _, _ in lm.full_scores("a\xa0b c")))
+    assert lm.perplexity("a\xa0b c") == pytest.approx(10 ** (-lm.score("a\xa0b c") / 3))
+    with pytest.raises(TypeError, match="single words"):
+        lm.score(["a", "b"])
+    lm.score(["a\xa0b c"])  # a list of one sentence holding a no-break space: a corpus, not single words

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._inference_kernels import pair_size
 from ._sequence_kernels import longest_sequence, pairwise, sequence_loss, workspace
 
 
@@ -70,11 +71,11 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, b
     Wapiti's BCD does not have).  counts int64 [forward-backwards, safeguard retries].
     Returns the number of blocks whose weights changed.
     """
-    ws = workspace(longest_sequence(seq_offsets), L)
+    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
     alpha, beta = ws.alpha, ws.beta
     L2 = L * L
-    pp = np.empty(L2)
-    size = L + L2
+    pp = np.empty(pair_size(L, bbase.shape[1]))
+    size = L + (L2 if bbase.shape[1] > 0 else 0)  # no bigram block without bigram patterns
     g = np.empty(size)
     h = np.empty(size)
     old = np.empty(size)

@@ -41,7 +41,7 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c
     U = np.empty((maxT, L))
     delta = np.empty((maxT, L))
     back = np.zeros((maxT, L), dtype=np.int64)
-    W = np.empty(L * L)
+    W = np.empty(K.pair_size(L, bbase.shape[1]))
     pred = np.empty(maxT, dtype=np.int64)
     free = np.empty(0, dtype=np.int64)  # nothing forced
     mistakes = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._inference_kernels import pair_size
 from ._sequence_kernels import block_size, find_block, longest_sequence, pairwise, sequence_loss, workspace
 
 
@@ -92,10 +93,10 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
     On return every weight is up to date (w is the iterate) and A, Sacc restart.
     """
     n = len(seq_offsets) - 1
-    ws = workspace(longest_sequence(seq_offsets), L)
+    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
     alpha, beta = ws.alpha, ws.beta
     L2 = L * L
-    pp = np.empty(L2)
+    pp = np.empty(pair_size(L, bbase.shape[1]))
     valued = uval.shape[0] > 0
     m = state[0]
     Lg = state[1]
@@ -151,7 +152,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
         npair = pair_first[i + 1] - pf
         plo = hi - npair
         pscratch[:npair] = 0.0
-        for t in range(1, e - s):
+        for t in range(1, e - s if bbase.shape[1] > 0 else 1):
             pairwise(t, L, ws, pp)
             kg = labels[s + t - 1] * L + labels[s + t]
             for j in range(bbase.shape[1]):

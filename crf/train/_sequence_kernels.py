@@ -109,8 +109,10 @@ def longest_sequence(seq_offsets):
 
 
 @njit(cache=True)
-def workspace(maxT, L):
-    L2 = L * L
+def workspace(maxT, L, nb=1):
+    """The :data:`Workspace` for sequences of up to maxT tokens, L labels and nb bigram
+    patterns (without any, the transition rows have length 1: ``K.pair_size``)."""
+    L2 = K.pair_size(L, nb)
     return Workspace(np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)), np.empty((maxT, L)),
                      np.empty(maxT), np.empty(L), np.empty((maxT, L2)), np.empty(maxT, dtype=np.int64),
                      np.empty(1), np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64),
@@ -152,7 +154,7 @@ def add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g):
         for y in range(L):
             ws.tmp[y] = ws.alpha[t, y] * ws.beta[t, y]
         K.add_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), ws.tmp, yg)
-        if t > 0:
+        if t > 0 and bbase.shape[1] > 0:
             pairwise(t, L, ws, pp)
             K.add_expectation(g, bbase[s + t], none, pp, labels[s + t - 1] * L + yg)
 
@@ -160,7 +162,7 @@ def add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g):
 @njit(cache=True)
 def total_loss(w, seq_offsets, ubase, uval, bbase, labels, L):
     """sum_i -log p(y_i|x_i, w) over all sequences (sequential; for checks and benchmarks)."""
-    ws = workspace(longest_sequence(seq_offsets), L)
+    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
     tot = 0.0
     for i in range(len(seq_offsets) - 1):
         tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)

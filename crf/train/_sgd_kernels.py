@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._inference_kernels import pair_size
 from ._sequence_kernels import add_gradient, block_size, longest_sequence, sequence_loss, workspace
 
 
@@ -35,8 +36,8 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, l
     the current iterate.  Returns the sum of the per-sequence losses met (each
     at the weights of its step).
     """
-    ws = workspace(longest_sequence(seq_offsets), L)
-    pp = np.empty(L * L)
+    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
+    pp = np.empty(pair_size(L, bbase.shape[1]))
     u = state[0]
     c = state[1]
     total = 0.0

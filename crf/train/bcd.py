@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from suffixlm.memory import start_point
 from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
@@ -85,7 +86,7 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     n = SQ.check_training_data(data)
     L = space.n_labels
     if state is None:
-        w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
+        w = start_point(space.n_params, x0, "BCD's weights")
     else:
         w = state.w.copy()
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)

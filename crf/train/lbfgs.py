@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from suffixlm.memory import allocate
+
 from . import _vector_kernels as V
 
 __all__ = ["LbfgsHistory", "SparsePairs"]
@@ -57,7 +59,7 @@ class LbfgsHistory:
         self.s_idx = [np.zeros(0, dtype=self._itype) for _ in range(m)]
         self.s_val = [np.zeros(0, dtype=np.float32) for _ in range(m)]
         self._work = None  # dense row of the next s, made when a dense step needs it
-        self.y = np.zeros((m, n), dtype=np.float32)
+        self.y = allocate((m, n), np.float32, f"L-BFGS memory ({m} gradient differences)", zero=True)
         self.rho = np.zeros(m)
         self.gamma = 1.0
         self.count = 0  # pairs stored so far
@@ -87,7 +89,7 @@ class LbfgsHistory:
     def slot(self):
         """(s, y) arrays of the next pair, for kernels that write it themselves (then :meth:`commit`)."""
         if self._work is None:
-            self._work = np.zeros(self.n, dtype=np.float32)
+            self._work = allocate(self.n, np.float32, "L-BFGS step", zero=True)
         return self._work, self.y[self.head]
 
     def release_slot(self) -> None:

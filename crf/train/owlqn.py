@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from suffixlm.memory import allocate
 from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
@@ -115,7 +116,8 @@ def owlqn(
     if state is not None and state.s.shape[0] != history:
         raise ValueError(f"the state holds {state.s.shape[0]} L-BFGS pairs, history = {history}")
     n = x0.shape[0] if state is None else state.x.shape[0]
-    x = np.array(x0 if state is None else state.x, dtype=np.float64)
+    x = allocate(n, np.float64, "OWL-QN's weights")
+    x[:] = x0 if state is None else state.x
     # Weight-sized float64 vectors: x, the smooth gradients at x and at the trial point
     # (a fun taking ``out`` writes the data gradient into the latter itself), and, only
     # for a dense direction, d and x_new. The pseudo-gradient is computed from (x, sg)
@@ -123,8 +125,8 @@ def owlqn(
     # pseudo-gradient is): it is kept as (index, value) pairs, the trial point is made
     # in x itself (the moved components saved, put back if the step is refused) and the
     # step s is stored sparse in the L-BFGS memory.
-    sg = np.empty(n)  # smooth gradient at x
-    sg_new = np.empty(n)  # at the trial point; the direction's work vector in between
+    sg = allocate(n, np.float64, "OWL-QN's gradient")  # smooth gradient at x
+    sg_new = allocate(n, np.float64, "OWL-QN's trial gradient")  # at the trial point; the direction's work vector in between
     x_new = d = None
     mem = LbfgsHistory(n, history)
     project = rho1 > 0
@@ -173,7 +175,7 @@ def owlqn(
     reason = "max_iter"
     while max_iter is None or it < max_iter:
         if not project and d is None:
-            x_new, d = np.empty(n), np.empty(n)
+            x_new, d = allocate(n, np.float64, "OWL-QN's trial point"), allocate(n, np.float64, "OWL-QN's direction")
         q = sg_new if project else d
         gd = mem.direction(sg, q, constrain=project, x=x, rho1=rho1)
         if not gd < 0:  # not a descent direction: restart from steepest descent
@@ -199,7 +201,7 @@ def owlqn(
                 s_val = np.empty(nnz_d, dtype=np.float32)
             else:
                 if d is None:
-                    x_new, d = np.empty(n), np.empty(n)
+                    x_new, d = allocate(n, np.float64, "OWL-QN's trial point"), allocate(n, np.float64, "OWL-QN's direction")
                 d[:] = q
         ok = False
         for _ in range(max_linesearch):

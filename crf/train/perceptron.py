@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from suffixlm.memory import allocate, start_point
 from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
@@ -69,8 +70,8 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
     """
     n = SQ.check_training_data(data)
     if state is None:
-        w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
-        wa = np.zeros_like(w)
+        w = start_point(space.n_params, x0, "the perceptron's weights")
+        wa = allocate(w.shape[0], np.float64, "the perceptron's weight sums", zero=True)
         w0 = w.copy()
         rng = np.random.default_rng(seed)
         seen = 0

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from suffixlm.memory import allocate
 from suffixlm.options import CRF_PENALTIES
 from suffixlm.solvers.result import OptimizeResult
 
@@ -101,7 +102,8 @@ def feature_forest(space, data) -> np.ndarray:
         pblocks = par[ok]
         if ranks.size:
             parent_block[ranks] = pblocks
-    parent = np.full(space.n_params, -1, dtype=np.int64)
+    parent = allocate(space.n_params, np.int64, "the feature forest of the tree penalty")
+    parent[:] = -1
     has = np.flatnonzero(parent_block >= 0)
     for y in range(L):
         parent[has * L + y] = parent_block[has] + y
@@ -194,7 +196,7 @@ def _active_observations(space, theta) -> np.ndarray:
     return act
 
 
-def grow(X, y, rounds, train_round, init=None, callback=None):
+def grow(X, y, rounds, train_round, init=None, callback=None, check=None):
     """Incremental structured feature sets (Lavergne et al. 2010, section 5.4).
 
     rounds: list of lists of patterns (:class:`crf.patterns.Pattern`); round r
@@ -207,7 +209,9 @@ def grow(X, y, rounds, train_round, init=None, callback=None):
     ``space_``, ``theta_``) is the model before round 0: a trained model grows
     with new patterns.
     train_round(space, data, x0) -> OptimizeResult trains one round (e.g. OWL-QN).
-    callback(GrowthRound) after each round.  Returns ``(space, theta, rounds_log)``.
+    callback(GrowthRound) after each round.  ``check``: the size check of every round's
+    observation pass (:meth:`crf.features.FeatureSpace.build`), e.g.
+    :meth:`crf.budget.FeatureBudget.check`.  Returns ``(space, theta, rounds_log)``.
     """
     from ..features import FeatureSpace
 
@@ -218,7 +222,7 @@ def grow(X, y, rounds, train_round, init=None, callback=None):
         t0 = time.perf_counter()
         old_texts = {p.text for p in patterns}
         patterns = patterns + [p for p in new if p.text not in old_texts]
-        full, full_data = FeatureSpace.build(patterns, X, y, f"round {r}")
+        full, full_data = FeatureSpace.build(patterns, X, y, f"round {r}", check=check)
         keep = np.ones(len(full.kinds), dtype=bool)
         if prev_space is not None:
             parents = pattern_parents(patterns)
@@ -244,7 +248,7 @@ def grow(X, y, rounds, train_round, init=None, callback=None):
         obs = [s for s, k in zip(full.observations, keep) if k]
         space = FeatureSpace(patterns, obs, full.kinds[keep], full.labels, full.n_columns)
         data = space.encode(X, y, f"round {r}")
-        x0 = np.zeros(space.n_params)
+        x0 = allocate(space.n_params, np.float64, f"CRF weights of round {r}", zero=True)
         if prev_space is not None:
             L = space.n_labels
             for o, s in enumerate(space.observations):

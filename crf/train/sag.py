@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from suffixlm.memory import allocate, start_point
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
 from . import _sag_kernels as AK
@@ -75,10 +76,10 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     L2 = L * L
     P = space.n_params
     lam = rho2 / n
-    w = np.zeros(P) if x0 is None else np.array(x0, dtype=np.float64)
-    d = np.zeros(P)
-    last = np.zeros(P, dtype=np.int64)
-    g = np.zeros(P)
+    w = start_point(P, x0, "SAG's weights")
+    d = allocate(P, np.float64, "SAG's gradient sum", zero=True)
+    last = allocate(P, np.int64, "SAG's update times", zero=True)
+    g = allocate(P, np.float64, "SAG's gradient", zero=True)
     A = np.empty(n + 1)
     Sacc = np.empty(n + 1)
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
@@ -91,9 +92,10 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     cum = np.concatenate([[0], np.cumsum(is_pair)])
     pair_first[:] = cum[blk_ptr]
     n_pair = int(pair_first[-1])
-    mu = np.empty((data.n_tokens, L))
-    pair = np.empty((max(n_pair, 1), L2))
-    pscratch = np.empty((max(int(np.diff(pair_first).max()), 1), L2))
+    mu = allocate((data.n_tokens, L), np.float64, "SAG's stored label marginals")
+    pair = allocate((max(n_pair, 1), L2 if n_pair else 1), np.float64,  # no pair row without bigram blocks
+                    "SAG's stored label-pair marginals")
+    pscratch = np.empty((max(int(np.diff(pair_first).max()), 1), L2 if n_pair else 1))
     AK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                       np.int64(space.bigram_start), mu, pair_first, pair)
     f_store = np.zeros(n)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from suffixlm.memory import allocate, start_point
 from suffixlm.solvers import state as S
 from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
 
@@ -103,8 +104,8 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         raise ValueError("eta0 * rho2 must be < the number of sequences (l2 shrink factor > 0)")
     L = space.n_labels
     if state is None:
-        w = np.zeros(space.n_params) if x0 is None else np.array(x0, dtype=np.float64)
-        q = np.zeros_like(w)
+        w = start_point(space.n_params, x0, "SGD's weights")
+        q = allocate(w.shape[0], np.float64, "SGD's cumulative l1 penalties", zero=True)
         u = 0.0
         rng = np.random.default_rng(seed)
         infos: list[IterationInfo] = []
@@ -113,8 +114,8 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         w, q, u, f = state.w.copy(), state.q.copy(), state.u, state.f
         rng = S.rng_from_json(state.rng, "rng")
         infos = list(state.history)
-    lastc = np.zeros_like(w) if rho2 > 0 else np.zeros(1)
-    g = np.zeros_like(w)
+    lastc = allocate(w.shape[0], np.float64, "SGD's l2 scales", zero=True) if rho2 > 0 else np.zeros(1)
+    g = allocate(w.shape[0], np.float64, "SGD's gradient", zero=True)
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     kernel_state = np.array([u, 0.0])
     clock = Clock.after(infos)

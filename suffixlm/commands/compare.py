@@ -8,7 +8,7 @@ import warnings
 
 import click
 
-from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat
+from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat, InputPath
 from ..threads import threads_option
 
 
@@ -18,6 +18,9 @@ def parse_orders(text: str) -> list[int]:
     try:
         for part in text.split(","):
             part = part.strip()
+            if not part:  # '2,,3', '2,' or ',3': a slip, not the orders 2 and 3
+                raise click.BadParameter(f"{text!r}: an empty order between commas; expected orders like 2-8 "
+                                         "or 2,3,5", param_hint="--orders")
             if "-" in part:
                 a, b = (int(x) for x in part.split("-", 1))
                 if a > b:
@@ -63,7 +66,7 @@ def parse_orders(text: str) -> list[int]:
 @click.option("--kn/--no-kn", "with_kn", default=True, show_default=True, help="Include our modified Kneser-Ney.")
 @click.option("--kn-min-count", default="none", show_default=True,
               help="Cut-offs of the KN models: 'none' (keep all), 'srilm' (SRILM's defaults) or a list like 1,1,2.")
-@click.option("--arpa", "arpa_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--arpa", "arpa_files", multiple=True, type=InputPath(dir_okay=False),
               help="Also score these ARPA files (e.g. SRILM's or KenLM's); repeatable.")
 @click.option("--unk/--no-unk", default=True, show_default=True,
               help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")

@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..memory import allocate, start_point
 from . import state as S
 from ._kernels import extrapolate
 from ._problem import estimate_lipschitz, prox_gradient_step, quadratic_upper_bound_holds
@@ -117,10 +118,11 @@ def fista(
 
     rule = RelativeDecrease(tol, patience, tol_floor)
     if state is None:
-        x = np.array(x0, dtype=np.float64)
+        x = start_point(np.shape(x0)[0], x0, "FISTA's weights")
         if penalty is not None and penalty.nonneg:
             np.maximum(x, 0.0, out=x)
-        y = x.copy()
+        y = allocate(x.shape[0], np.float64, "FISTA's extrapolated point")
+        y[:] = x
         t = 1.0
         fy, gy = value_grad(y)
         F_old = value(x) + omega(x)
@@ -179,7 +181,7 @@ def fista(
             continue
         # Scheinberg, Goldfarb & Bai (2014): t update for a step size that may grow
         t_new = (1.0 + math.sqrt(1.0 + 4.0 * (L / L_prev) * t * t)) / 2.0
-        y = np.empty_like(x)
+        y = allocate(x.shape[0], np.float64, "FISTA's extrapolated point")
         extrapolate(x_new, x, (t - 1.0) / t_new, y)
         step_max = max(step_max, 1.0 / L)
         stop = rule.update(F_old, F_new, step_max * L)
