@@ -18,6 +18,7 @@ import gzip
 import io
 import json
 import os
+import re
 import zipfile
 
 import numpy as np
@@ -97,16 +98,95 @@ def line_mutations(tokens) -> st.SearchStrategy:
     )
 
 
+#: A UTF-8 byte-order mark (the readers skip one opening a file)
+BOM = b"\xef\xbb\xbf"
+#: Mutations toward the paths of the text convention (suffixlm.io): line ends made a lone
+#: ``\\r``, ``\\r\\n`` or ``\\n`` (every k-th line end, from line j), a byte-order mark put
+#: in front, one line made long (a word ``n`` bytes longer, or ``n`` more words) for the
+#: tests' small ``$SUFFIXLM_MAX_LINE_BYTES`` (``LINE_LIMITS``, ``line_limit``).
+CONVENTION_MUTATION = st.one_of(
+    st.tuples(st.just("line_ends"), st.sampled_from([b"\r", b"\r\n", b"\n"]), st.integers(1, 4), LINE),
+    st.tuples(st.just("bom"), st.booleans()),
+    st.tuples(st.just("long_line"), LINE, st.integers(1, 300), st.sampled_from([b"word", b"words"])),
+)
+#: ``$SUFFIXLM_MAX_LINE_BYTES`` of an example (None: the default bound)
+LINE_LIMITS = st.sampled_from([None, None, 40, 120])
+
+
+@contextlib.contextmanager
+def line_limit(limit: int | None):
+    """``$SUFFIXLM_MAX_LINE_BYTES`` set to ``limit`` in the block (None: as it was)."""
+    if limit is None:
+        yield
+        return
+    old = os.environ.get("SUFFIXLM_MAX_LINE_BYTES")
+    os.environ["SUFFIXLM_MAX_LINE_BYTES"] = str(limit)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SUFFIXLM_MAX_LINE_BYTES"]
+        else:
+            os.environ["SUFFIXLM_MAX_LINE_BYTES"] = old
+
+
+def convention_text(data: bytes) -> bytes:
+    """``data`` as the text convention reads it: a leading BOM dropped, ``\\r\\n`` and a lone
+    ``\\r`` made ``\\n`` (the bytes the reference readings of the tests split)."""
+    return data.removeprefix(BOM).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def longest_line(data: bytes) -> int | None:
+    """The bytes of the longest line of ``data`` (decompressed when it is gzip; a leading
+    BOM and the line ends not counted), None for a damaged gzip stream."""
+    if data[:2] == b"\x1f\x8b":
+        data = gunzip_or_none(data)
+        if data is None:
+            return None
+    return max(len(line) for line in re.split(rb"\r\n|\r|\n", data.removeprefix(BOM)))
+
+
+def check_line_limit(error: str | None, path, data: bytes, limit: int | None, bounded: bool = True) -> None:
+    """A read of the file ``path`` holding ``data`` under ``line_limit(limit)`` ended with
+    ``error`` (its message, None when it read): a "line longer than" error names the file,
+    the line and the bound, and only a file with a line about that long gets it; a file
+    read without error has no line much longer than the bound (``bounded``: the reader
+    bounds this input; a plain ARPA file on disk is bounded by its size instead)."""
+    too_long = error is not None and "line longer than" in error
+    if limit is None:
+        assert not too_long, error
+        return
+    n = longest_line(data)
+    if too_long:
+        assert re.search(rf"{re.escape(str(path))}:\d+: line longer than {limit} bytes", error), error
+        assert n is None or n > limit - 2, (n, limit, error)
+    elif error is None and bounded and n is not None:
+        assert n <= limit + 2, f"read a line of {n} bytes under a bound of {limit}"
+
+
 def mutate_lines(data: bytes, mutations) -> bytes:
-    """``data`` (lines ending in ``\\n``) with line mutations and byte mutations applied
-    in order (a list may mix both)."""
+    """``data`` (lines ending in ``\\n``) with line mutations, byte mutations and
+    ``CONVENTION_MUTATION`` applied in order (a list may mix them)."""
     for m in mutations:
         if m[0] in ("flip", "truncate", "insert", "delete", "duplicate"):
             data = mutate_bytes(data, [m])
             continue
+        if m[0] == "bom":
+            data = BOM + data if m[1] or not data.startswith(BOM) else data
+            continue
         lines = data.split(b"\n")
+        if m[0] == "line_ends":
+            j = m[3] % len(lines)
+            data = b"".join(line + (m[1] if k >= j and (k - j) % m[2] == 0 else b"\n")
+                            for k, line in enumerate(lines[:-1])) + lines[-1]
+            continue
         i = m[1] % len(lines)
-        if m[0] == "swap_lines":
+        if m[0] == "long_line":
+            if m[3] == b"word":
+                lines[i] = (lines[i] or b"w") + b"x" * m[2]
+            else:
+                lines[i] = lines[i] + b" w" * m[2]
+        elif m[0] == "swap_lines":
             j = m[2] % len(lines)
             lines[i], lines[j] = lines[j], lines[i]
         elif m[0] == "delete_line":

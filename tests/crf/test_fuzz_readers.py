@@ -4,6 +4,13 @@ Readers: CoNLL column files (``crf.data.read_sequences``, plain and gzip), patte
 (``crf.patterns.read_patterns`` / ``parse_patterns``, then ``expand_patterns``), and CRF
 model files (``crf.CRF.load``).
 
+The text mutations include those toward the text convention's paths (lone CR and CRLF
+line ends, a byte-order mark, an over-long line) and run under a small
+``$SUFFIXLM_MAX_LINE_BYTES`` in some examples: a line longer than the bound is refused
+naming the file and line, and only such a line. Several pattern files given to ``crf
+train -p A -p B`` are read by ``crf.cli._concatenated``, which must read as
+``read_patterns`` does.
+
 Property: a mutated file gives the reader's own error (``DataError``, ``PatternError``,
 ``ModelError``, all ``ValueError``) naming the file, or a result equal to the reference
 one: for column and pattern files, what a plain-Python reading of the same bytes gives
@@ -20,6 +27,7 @@ check in a child process that tampered model arrays never crash the interpreter.
 
 import json
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -34,16 +42,22 @@ from suffixlm.corpora import sample_path
 from crf import CRF, ModelError
 from crf.data import DataError, read_sequences, split_labels
 from crf.model import _digest, _digest_v1
-from crf.patterns import PatternError, PatternWarning, expand_patterns, read_patterns
+from crf.cli import _concatenated
+from crf.patterns import PatternError, PatternWarning, expand_patterns, parse_patterns, read_patterns
 from suffixlm.io import GZIP_MAGIC
 
 from ..fuzz_util import (
     BYTE_MUTATION,
     BYTE_MUTATIONS,
     CONTAINER_MUTATIONS,
+    CONVENTION_MUTATION,
+    LINE_LIMITS,
+    check_line_limit,
+    convention_text,
     fuzz_settings,
     gunzip_or_none,
     gzip_bytes,
+    line_limit,
     line_mutations,
     mutate_bytes,
     mutate_container,
@@ -100,17 +114,22 @@ def write(files, name, data):
     return p
 
 
-def read_or_error(read, path, classes):
+def read_or_error(read, path, classes, data=None, limit=None):
     """``read()``, or None when it raises one of ``classes`` naming ``path``. Any other
-    exception propagates (the test fails with it)."""
-    with watchdog(), warnings.catch_warnings():
+    exception propagates (the test fails with it). With ``data`` (the bytes of ``path``):
+    read under ``$SUFFIXLM_MAX_LINE_BYTES`` = ``limit`` and checked by ``check_line_limit``."""
+    error = None
+    with watchdog(), warnings.catch_warnings(), line_limit(limit):
         warnings.simplefilter("ignore", PatternWarning)
         try:
-            return read()
+            result = read()
         except classes as e:
             if str(path) not in str(e):
                 raise AssertionError(f"the error does not name {path}: {type(e).__name__}: {e}") from e
-            return None
+            error, result = str(e), None
+    if data is not None:
+        check_line_limit(error, path, data, limit)
+    return result
 
 
 def labelling(model):
@@ -137,19 +156,21 @@ def check_labels(model):
 
 # ---------------------------------------------------------------------- CoNLL column files
 def reference_sequences(data: bytes, drop_docstart: bool):
-    """The sequences of a column file as a plain-Python reading gives them; None where
-    the reader must refuse it (damaged gzip, invalid UTF-8, ragged rows)."""
+    """The sequences of a column file as a plain-Python reading gives them (the text
+    convention: a BOM skipped, lines ending at ``\\n``, ``\\r\\n`` or ``\\r``, columns split
+    on ASCII white space only); None where the reader must refuse it (damaged gzip,
+    invalid UTF-8, ragged rows)."""
     if data[:2] == GZIP_MAGIC:
         data = gunzip_or_none(data)
         if data is None:
             return None
     try:
-        text = data.decode("utf-8")
+        text = convention_text(data).decode("utf-8")
     except UnicodeDecodeError:
         return None
     seqs, rows, n_cols = [], [], None
     for line in text.split("\n"):
-        cols = line.split()
+        cols = [c for c in re.split("[ \t\x0b\x0c]+", line) if c]
         if not cols:
             if rows:
                 seqs.append(rows)
@@ -168,16 +189,16 @@ def reference_sequences(data: bytes, drop_docstart: bool):
 
 
 @fuzz_settings(200)
-@given(mutations=st.lists(line_mutations(TOKENS) | BYTE_MUTATION, min_size=1, max_size=4), gz=st.booleans(),
-       drop_docstart=st.booleans())
-def test_fuzz_column_file(files, mutations, gz, drop_docstart):
+@given(mutations=st.lists(line_mutations(TOKENS) | BYTE_MUTATION | CONVENTION_MUTATION, min_size=1, max_size=4),
+       gz=st.booleans(), drop_docstart=st.booleans(), limit=LINE_LIMITS)
+def test_fuzz_column_file(files, mutations, gz, drop_docstart, limit):
     """read_sequences: a mutated CoNLL file (lines swapped, deleted, duplicated or
     blanked, columns replaced, added or removed, bytes flipped, inserted, deleted,
     truncated), plain or gzip, reads as a plain-Python reading of its bytes does, or
     raises DataError naming it; the model then labels what was read."""
     data = mutate_lines(files["conll"], mutations)
     p = write(files, "data.txt.gz" if gz else "data.txt", gzip_bytes(data) if gz else data)
-    seqs = read_or_error(lambda: read_sequences(p, drop_docstart=drop_docstart), p, DataError)
+    seqs = read_or_error(lambda: read_sequences(p, drop_docstart=drop_docstart), p, DataError, data, limit)
     if seqs is None:
         return
     want = reference_sequences(data, drop_docstart)
@@ -206,17 +227,20 @@ def test_fuzz_gzip_column_file(files, mutations):
 
 # ---------------------------------------------------------------------- pattern files
 def reference_pattern_lines(data: bytes):
+    """The pattern lines of a file (the text convention's lines, stripped; no blank or
+    comment line), None where the reader must refuse it (invalid UTF-8)."""
     try:
-        text = data.decode("utf-8")
+        text = convention_text(data).decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return [line.strip() for line in text.split("\n") if line.strip() and not line.strip().startswith("#")]
 
 
 @fuzz_settings(200)
-@given(name=st.sampled_from(["chunk.pat", "ner.pat"]),
-       mutations=st.lists(line_mutations(PATTERN_TOKENS) | BYTE_MUTATION, min_size=1, max_size=4))
-def test_fuzz_pattern_file(files, name, mutations):
+@given(name=st.sampled_from(["chunk.pat", "ner.pat"]), limit=LINE_LIMITS,
+       mutations=st.lists(line_mutations(PATTERN_TOKENS) | BYTE_MUTATION | CONVENTION_MUTATION, min_size=1,
+                          max_size=4))
+def test_fuzz_pattern_file(files, name, mutations, limit):
     """read_patterns: a mutated pattern file (commands replaced by malformed ones, huge
     or negative offsets and columns, bad regular expressions, lines swapped, bytes
     changed) gives PatternError naming it, or one pattern per non-comment line; those
@@ -224,13 +248,16 @@ def test_fuzz_pattern_file(files, name, mutations):
     string per token."""
     data = mutate_lines(files["patterns"][name], mutations)
     p = write(files, name, data)
-    got = read_or_error(lambda: read_patterns(p), p, PatternError)
+    got = read_or_error(lambda: read_patterns(p), p, PatternError, data, limit)
     if got is None:
         return
     text, patterns = got
     want = reference_pattern_lines(data)
     assert want is not None, "read a pattern file that is not UTF-8 without an error"
     assert [pat.text for pat in patterns] == want
+    # `crf train -p A -p B` reads the files' lines as read_patterns does
+    with line_limit(limit):
+        assert [pat.text for pat in parse_patterns("\n".join(_concatenated([p, p])))] == want + want
     X = files["X"]
     columns = [[row[c] for seq in X for row in seq] for c in range(2)]
     with watchdog(), warnings.catch_warnings():

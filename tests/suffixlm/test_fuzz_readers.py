@@ -6,6 +6,11 @@ files (``BackoffLM.read_arpa``, plain and gzip, with and without ``only_for``),
 log-linear model files (``LogLinearLM.load``), and ``load.load_model``, which tells the
 two model kinds apart by their content.
 
+The text mutations include those toward the text convention's paths (lone CR and CRLF
+line ends, a byte-order mark, an over-long line) and run under a small
+``$SUFFIXLM_MAX_LINE_BYTES`` in some examples: a line longer than the bound is refused
+naming the file and line, and only such a line.
+
 Property: a mutated file gives the reader's own error (``CorpusError``, ``ArpaError``,
 ``ModelFormatError``, all ``ValueError``) naming the file, or a result equal to the
 reference one: for texts, the sentences a plain-Python reading of the same bytes gives,
@@ -45,9 +50,14 @@ from ..fuzz_util import (
     BYTE_MUTATION,
     BYTE_MUTATIONS,
     CONTAINER_MUTATIONS,
+    CONVENTION_MUTATION,
+    LINE_LIMITS,
+    check_line_limit,
+    convention_text,
     fuzz_settings,
     gunzip_or_none,
     gzip_bytes,
+    line_limit,
     line_mutations,
     mutate_bytes,
     mutate_container,
@@ -121,15 +131,20 @@ def clear_error(exc, path, classes):
         raise AssertionError(f"not a clear error naming {path}: {type(exc).__name__}: {exc}") from exc
 
 
-def read_or_error(read, path, classes):
+def read_or_error(read, path, classes, data=None, limit=None, bounded=True):
     """``read()``, or None when it raises one of ``classes`` naming ``path``. Any other
-    exception propagates (the test fails with it)."""
-    with watchdog():
+    exception propagates (the test fails with it). With ``data`` (the bytes of ``path``):
+    read under ``$SUFFIXLM_MAX_LINE_BYTES`` = ``limit`` and checked by ``check_line_limit``."""
+    error = None
+    with watchdog(), line_limit(limit):
         try:
-            return read()
+            result = read()
         except classes as e:
             clear_error(e, path, classes)
-            return None
+            error, result = str(e), None
+    if data is not None:
+        check_line_limit(error, path, data, limit, bounded)
+    return result
 
 
 def reference_sentences(data: bytes):
@@ -191,12 +206,12 @@ def test_container_writer_rewrites_valid_files_byte_for_byte(files):
 
 
 # ---------------------------------------------------------------------- corpora
-TEXT_MUTATIONS = st.lists(line_mutations(WORDS) | BYTE_MUTATION, min_size=1, max_size=4)
+TEXT_MUTATIONS = st.lists(line_mutations(WORDS) | BYTE_MUTATION | CONVENTION_MUTATION, min_size=1, max_size=4)
 
 
 @fuzz_settings(150)
-@given(mutations=TEXT_MUTATIONS, gz=st.booleans(), min_count=st.sampled_from([1, 2]))
-def test_fuzz_training_text(files, mutations, gz, min_count):
+@given(mutations=TEXT_MUTATIONS, gz=st.booleans(), min_count=st.sampled_from([1, 2]), limit=LINE_LIMITS)
+def test_fuzz_training_text(files, mutations, gz, min_count, limit):
     """load_training_corpus (and Vocabulary.from_text, and Corpus.from_text with the
     models' vocabularies): a mutated training text, plain or gzip, reads as a
     plain-Python reading of its bytes does (words seen fewer than ``min_count`` times as
@@ -204,17 +219,18 @@ def test_fuzz_training_text(files, mutations, gz, min_count):
     data = mutate_lines(files["text"], mutations)
     p = write(files, "train.txt.gz" if gz else "train.txt", gzip_bytes(data) if gz else data)
     want = reference_sentences(data)
-    corpus = read_or_error(lambda: load_training_corpus(p, min_count=min_count), p, CorpusError)
+    corpus = read_or_error(lambda: load_training_corpus(p, min_count=min_count), p, CorpusError, data, limit)
     if corpus is None:
         return
     assert want is not None, "read a text that is not valid UTF-8 or holds no sentence"
     check_corpus(corpus, want, corpus.vocab)
     counts = Counter(w for toks in want for w in strip_markers(toks))
     assert set(corpus.vocab.words[3:]) == {w for w, c in counts.items() if c >= min_count} - {BOS, EOS, UNK}
-    assert read_or_error(lambda: Vocabulary.from_text(p, min_count=min_count), p, CorpusError) == corpus.vocab
+    assert read_or_error(lambda: Vocabulary.from_text(p, min_count=min_count), p, CorpusError, data,
+                         limit) == corpus.vocab
     for model in (files["models"]["tree"], files["kn"]):
         vocab = model.vocab
-        encoded = read_or_error(lambda: Corpus.from_text(p, vocab), p, CorpusError)
+        encoded = read_or_error(lambda: Corpus.from_text(p, vocab), p, CorpusError, data, limit)
         check_corpus(encoded, want, vocab)
         with watchdog():
             check_scores(model, encoded)
@@ -237,15 +253,15 @@ def test_fuzz_gzip_training_text(files, mutations, mutate_compressed):
 
 
 @fuzz_settings(100)
-@given(mutations=TEXT_MUTATIONS)
-def test_fuzz_vocabulary_file(files, mutations):
+@given(mutations=TEXT_MUTATIONS, limit=LINE_LIMITS)
+def test_fuzz_vocabulary_file(files, mutations, limit):
     """Vocabulary.from_file: a mutated vocabulary file gives the vocabulary of its
     first column (specials first, each word once; ``<unk>`` makes it open), or
     CorpusError naming it; a training text then encodes with it."""
     data = mutate_lines(files["vocab"], mutations)
     p = write(files, "vocab.txt", data)
     want = reference_sentences(data)
-    vocab = read_or_error(lambda: Vocabulary.from_file(p), p, CorpusError)
+    vocab = read_or_error(lambda: Vocabulary.from_file(p), p, CorpusError, data, limit)
     if vocab is None:
         return
     assert want is not None, "read a file that is not valid UTF-8 or holds no word"
@@ -270,7 +286,7 @@ ARPA_MUTATION = st.one_of(
     st.tuples(st.just("header_count"), st.integers(1, 4),
               st.integers(0, 400) | st.sampled_from([2**31 - 1, 2**31, 2**32 + 1, 2**63 - 1, 2**64, 10**30])),
 )
-ARPA_MUTATIONS = st.lists(ARPA_MUTATION | BYTE_MUTATION, min_size=1, max_size=3)
+ARPA_MUTATIONS = st.lists(ARPA_MUTATION | BYTE_MUTATION | CONVENTION_MUTATION, min_size=1, max_size=3)
 
 
 def mutate_arpa(data: bytes, mutations) -> bytes:
@@ -285,7 +301,8 @@ def mutate_arpa(data: bytes, mutations) -> bytes:
 def check_backoff_lm(lm: BackoffLM, data: bytes):
     """A model read from ``data`` is self-consistent and scores the test text, by the
     corpus protocol and by KenLM's API, alike."""
-    header = {int(n): int(c) for n, c in re.findall(rb"^\s*ngram\s+(\d+)\s*=\s*(\d+)\s*$", data, re.M)}
+    header = {int(n): int(c) for n, c in re.findall(rb"^\s*ngram\s+(\d+)\s*=\s*(\d+)\s*$", convention_text(data),
+                                                   re.M)}
     assert lm.counts == [header[n] for n in range(1, lm.order + 1)]
     V = len(lm.vocab)
     for n, (rows, lp, bow, hb) in enumerate(lm.ngrams, start=1):
@@ -307,8 +324,8 @@ def check_arpa_values(lm: BackoffLM):
 
 
 @fuzz_settings(300)
-@given(mutations=ARPA_MUTATIONS, gz=st.booleans())
-def test_fuzz_arpa(files, mutations, gz):
+@given(mutations=ARPA_MUTATIONS, gz=st.booleans(), limit=LINE_LIMITS)
+def test_fuzz_arpa(files, mutations, gz, limit):
     """BackoffLM.read_arpa: a mutated ARPA file (header counts changed, lines swapped,
     deleted or duplicated, numbers replaced by non-finite or malformed ones, words by
     unknown ones, bytes flipped, inserted, deleted, truncated), plain or gzip, gives
@@ -316,7 +333,8 @@ def test_fuzz_arpa(files, mutations, gz):
     with ``only_for`` that text, the same scores."""
     data = mutate_arpa(files["arpa"], mutations)
     p = write(files, "lm.arpa.gz" if gz else "lm.arpa", gzip_bytes(data) if gz else data)
-    lm = read_or_error(lambda: BackoffLM.read_arpa(p), p, ArpaError)
+    # a plain file on disk is bounded by its size, not per line (suffixlm.io.read_text_bytes)
+    lm = read_or_error(lambda: BackoffLM.read_arpa(p), p, ArpaError, data, limit, bounded=gz)
     if lm is None:
         return
     with watchdog():
