@@ -479,7 +479,9 @@ def output_kind(path: PathLike) -> str:
         return IN_PLACE
     try:
         mode = os.stat(path).st_mode  # follows symbolic links
-    except OSError:
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a loop of links: there is nothing to write through to
+            raise OSError(errno.ELOOP, "too many levels of symbolic links", os.fspath(path)) from None
         return REPLACE  # a new name (or a dangling link, written through as open() does)
     if stat.S_ISREG(mode):
         return REPLACE

@@ -255,3 +255,11 @@ def test_closed_stdin_is_one_line(tmp_path):
                        executable="/bin/bash", capture_output=True, text=True)
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == ["Error: <stdin>: cannot read: standard input is closed"]
+
+
+def test_symlink_loop_output_is_refused(tmp_path):
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    r = run("kn", TRAIN, "-o", loop, "--order", "2", "-q", ok=False)
+    assert r.exit_code == 1 and "too many levels of symbolic links" in r.output
+    assert os.path.islink(loop) and os.listdir(tmp_path) == ["loop"]
