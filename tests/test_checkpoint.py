@@ -363,7 +363,8 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_130_without_the_model(tmp_path, wh
     if which == "lm":
         out = tmp_path / "m.npz"
         out.write_bytes(b"the model of an earlier run")  # left as it is
-        args = ["train", TRAIN, "--order", "3", "--tol", "0", "--epochs", "400", "--quiet", "-o", out]
+        args = ["train", TRAIN, "--order", "3", "--tol", "0", "--epochs", "400", "--base", "none", "--quiet", "-o",
+                out]
         ref = LogLinearLM(order=3, tol=0.0, max_iter=400).fit(load_training_corpus(TRAIN, unk=True)).weights_
     else:
         data = _conll(tmp_path / "train.txt")
