@@ -22,7 +22,7 @@ from suffixlm.kn_dask import split_text
 from suffixlm.ngrams import count_ngrams
 from suffixlm.sample import BackoffSampler
 
-from ..dask_util import kill_once_plugin
+from ..dask_util import kill_once_plugin, killable_client  # noqa: F401 (a fixture)
 
 TINY = str(sample_path("tiny_lm.train.txt"))
 # the tiny corpus is too small for modified-KN discounts at some orders: the fallback warns
@@ -221,10 +221,11 @@ def test_estimate_closed_vocabulary_fixups_and_partitions(client, sampled_corpus
                 assert np.any(np.diff(kn.bounds) == 0)
 
 
-def test_worker_killed_mid_job(client, sampled_corpus, tmp_path):
+def test_worker_killed_mid_job(killable_client, sampled_corpus, tmp_path):
     """A worker process dies as it starts counting a shard: Dask reruns its tasks on the
     restarted worker and the model is unchanged."""
     marker = tmp_path / "killed"
+    client = killable_client
 
     ref = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True)
     client.register_plugin(kill_once_plugin(marker, "kn-count-"))
@@ -234,14 +235,14 @@ def test_worker_killed_mid_job(client, sampled_corpus, tmp_path):
         client.unregister_worker_plugin("kill-once")
     assert marker.exists()  # a worker did die mid-job
     assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
-    client.wait_for_workers(2, timeout=60)
 
 
 @pytest.mark.parametrize("stage", ["fwd-", "fix-", "node-"])
-def test_worker_killed_mid_estimate(client, sampled_corpus, tmp_path, stage):
+def test_worker_killed_mid_estimate(killable_client, sampled_corpus, tmp_path, stage):
     """A worker dies in the KN steps (first pass, fix-up pass, context nodes): the tasks
     whose results it held are recomputed from their lineage and the ARPA is unchanged."""
     marker = tmp_path / "killed"
+    client = killable_client
     ref = KneserNeyLM(5).fit_text(sampled_corpus, unk=True)
     client.wait_for_workers(2, timeout=60)
     client.register_plugin(kill_once_plugin(marker, "kn-est-", stage))
@@ -251,7 +252,6 @@ def test_worker_killed_mid_estimate(client, sampled_corpus, tmp_path, stage):
         client.unregister_worker_plugin("kill-once")
     assert marker.exists()
     assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
-    client.wait_for_workers(2, timeout=60)
 
 
 # ---------------------------------------------------------------- interface
