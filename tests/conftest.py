@@ -20,3 +20,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "shared" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def killable_client():
+    """A cluster of two single-threaded workers of the test's own, closed after it: a test
+    that kills a worker never waits on the restart (slow on a loaded machine), and the next
+    test starts with two live workers."""
+    pytest.importorskip("distributed")
+    from suffixlm.distributed import client_from_options
+
+    with client_from_options(workers=2) as c:
+        c.wait_for_workers(2, timeout=120)
+        yield c

@@ -2,21 +2,6 @@
 
 import os
 
-import pytest
-
-
-@pytest.fixture
-def killable_client():
-    """A cluster of two single-threaded workers of the test's own, closed after it: a test
-    that kills a worker never waits on the restart (slow on a loaded machine), and the next
-    test starts with two live workers."""
-    pytest.importorskip("distributed")
-    from suffixlm.distributed import client_from_options
-
-    with client_from_options(workers=2) as c:
-        c.wait_for_workers(2, timeout=120)
-        yield c
-
 
 def kill_once_plugin(marker, key_part: str, also: str = ""):
     """A worker plugin that ends its worker process (``os._exit``) the first time a task

@@ -14,7 +14,7 @@ from crf.inference import Objective
 from crf.patterns import parse_patterns
 from suffixlm.cli import main
 
-from ..dask_util import kill_once_plugin, killable_client  # noqa: F401 (a fixture)
+from ..dask_util import kill_once_plugin
 from .crf_testutil import PATTERNS, random_corpus
 
 pytest.importorskip("distributed")

@@ -22,7 +22,7 @@ from suffixlm.kn_dask import split_text
 from suffixlm.ngrams import count_ngrams
 from suffixlm.sample import BackoffSampler
 
-from ..dask_util import kill_once_plugin, killable_client  # noqa: F401 (a fixture)
+from ..dask_util import kill_once_plugin
 
 TINY = str(sample_path("tiny_lm.train.txt"))
 # the tiny corpus is too small for modified-KN discounts at some orders: the fallback warns

@@ -17,7 +17,7 @@ from suffixlm.events import context_events
 from suffixlm.model import LogLinearLM
 from suffixlm.suffixtree import SuffixTree
 
-from ..dask_util import kill_once_plugin, killable_client  # noqa: F401 (a fixture)
+from ..dask_util import kill_once_plugin
 
 TINY = str(sample_path("tiny_lm.train.txt"))
 TINY_TEST = str(sample_path("tiny_lm.test.txt"))
