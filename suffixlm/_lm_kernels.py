@@ -252,34 +252,54 @@ def training_statistics(ctx_offsets, ctx_nodes, targets, keep, succ_offsets, suc
 @njit(cache=True)
 def score_positions(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, ctx_offsets, ctx_nodes, ctx_cover, targets, out,
+    S, expS, Z, ctx_offsets, ctx_nodes, ctx_cover, targets, out, depth, ln_d1_cum, n_events, nonevent,
 ):
     """Natural-log probability of each position's target (any text, contexts may end
-    inside an edge: cover < collapsed, only without a base measure). Targets never seen
-    after any context score ln_unseen (0 without a base measure) before normalisation.
-    ``out`` float64[n_pos]."""
+    inside an edge: cover < collapsed). Targets never seen after any context score
+    ln_unseen (0 without a base measure) before normalisation. ``out`` float64[n_pos].
+
+    Inside an edge a base measure needs its closed form there (``suffixlm.base``):
+    ln_d1_cum (summed ln D1 by depth), n_events (events per node) and nonevent (bool[V]);
+    empty arrays for no base measure (the base is then 1 at every depth)."""
+    edges = ln_d1_cum.shape[0] > 0
     for p in range(targets.shape[0]):
         first = ctx_offsets[p]
         last = ctx_offsets[p + 1] - 1
         j = ctx_nodes[last]
         k = ctx_cover[last]
         partial = k != collapsed[j]
+        g_end = gcum[j]
+        inner = 1.0
+        inv_s = 0.0
         if not partial:
             z = Z[j]
         else:
-            z = Z[node_parent[j]]
+            pj = node_parent[j]
+            if edges:
+                inner = np.exp(ln_d1_cum[depth[pj] + k] - ln_d1_cum[depth[pj]])
+                g_end = gcum[pj] * inner
+                if n_events[j] > 0:
+                    inv_s = 1.0 / n_events[j]
+            z = inner * Z[pj]
             for q in range(succ_offsets[j], succ_offsets[j + 1]):
                 pq = param_parent[q]
-                z += np.exp(S[pq] + k * w[q]) - expS[pq]
+                b = inner * np.exp(lnB[pq])
+                if edges and not nonevent[succ_words[q]]:
+                    b = inv_s + inner * (np.exp(lnB[pq]) - inv_s)
+                z += b * np.exp(S[pq] + k * w[q]) - inner * expS[pq]
         y = targets[p]
-        s = ln_unseen + np.log(gcum[j])
+        s = ln_unseen + np.log(g_end)
         for t in range(last, first - 1, -1):
             q = find_param(succ_offsets, succ_words, ctx_nodes[t], y)
             if q >= 0:
                 if t == last and partial:
-                    s = S[param_parent[q]] + k * w[q]
+                    pq = param_parent[q]
+                    b = inner * np.exp(lnB[pq])
+                    if edges and not nonevent[y]:
+                        b = inv_s + inner * (np.exp(lnB[pq]) - inv_s)
+                    s = np.log(b) + S[pq] + k * w[q]
                 else:
-                    s = S[q] + lnB[q] + np.log(gcum[j] / gcum[param_node[q]])
+                    s = S[q] + lnB[q] + np.log(g_end / gcum[param_node[q]])
                 break
         out[p] = s - np.log(z)
 

@@ -24,14 +24,20 @@ B[q] * gcum[e] / gcum[j], gcum the product of gamma from the root. Without a bas
 measure (the paper's model) lnB = 0, gamma = gcum = 1 and the words that are no root
 param weigh 1 each.
 
-Contexts that end inside a collapsed edge would need the base at that partial depth,
-so a model with a base measure is trained on the suffix trie (every edge one word).
+Contexts that end inside a collapsed edge need the base at that partial depth. The
+ARPA-read base (``kneser_ney_base``, finite orders) has no closed form there, so a model
+with it is trained on the suffix trie (every edge one word). Kneser-Ney computed on the
+tree itself (``kneser_ney_tree_base``, ``suffixlm.kn_tree``; the model at unbounded
+order) has one: inside the edge of node j every context's weight is D1 of its order and
+B(v | depth e) = 1/s_j + prod D1 (B(v | parent) - 1/s_j) for the s_j words j predicts, so
+the collapsed tree serves, with ``ln_d1_cum`` (the summed ln D1 by depth) and the
+per-node event counts ``n_events`` kept beside the arrays above.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,6 +62,16 @@ class BaseMeasure:
     gcum: np.ndarray
     u0: float
     ln_unseen: float
+    #: the closed form inside edges (a base on the collapsed tree): sum of ln D1 of
+    #: depths 1..d (float64[max depth + 1]) and the events each node predicts
+    #: (int64[n_nodes]); empty arrays for a base read on the trie
+    ln_d1_cum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_events: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def on_edges(self) -> bool:
+        """The base has the closed form inside collapsed edges (``kneser_ney_tree_base``)."""
+        return self.ln_d1_cum.shape[0] > 0
 
     def event_log_base(self, tree, end_node: np.ndarray, target_param: np.ndarray) -> np.ndarray:
         """ln B(y | x) of training events (context ending at end_node, deepest param of the
@@ -75,8 +91,17 @@ class BaseMeasure:
             raise ValueError("base measure interpolation weights must be finite and > 0")
         if not (math.isfinite(self.u0) and self.u0 >= 0 and (math.isfinite(self.ln_unseen) or self.u0 == 0)):
             raise ValueError("base measure mass of unseen words must be finite and >= 0")
-        if self.kind == "kn" and np.any(tree.collapsed != 1):
-            raise ValueError("a Kneser-Ney base measure needs the suffix trie (collapsed all 1)")
+        if self.on_edges:
+            c = self.ln_d1_cum
+            if c.ndim != 1 or c.shape[0] < int(tree.depth.max(initial=0)) + 1:
+                raise ValueError("base measure discounts (ln_d1_cum) do not cover the tree's depth")
+            if not (np.all(np.isfinite(c)) and c[0] == 0.0 and np.all(np.diff(c) <= 0.0)):
+                raise ValueError("base measure discounts: ln_d1_cum must be finite, 0 at depth 0 and "
+                                 "non-increasing (each D1 in (0, 1])")
+            if self.n_events.shape != (tree.n_nodes,):
+                raise ValueError("base measure event counts do not match the suffix tree")
+        elif self.kind == "kn" and np.any(tree.collapsed != 1):
+            raise ValueError("a Kneser-Ney base measure read on the trie needs the suffix trie (collapsed all 1)")
 
 
 def _gcum(tree, gamma: np.ndarray) -> np.ndarray:
@@ -90,11 +115,15 @@ def _gcum(tree, gamma: np.ndarray) -> np.ndarray:
     return g
 
 
-def from_arrays(kind: str, tree, lnB: np.ndarray, gamma: np.ndarray, u0: float, ln_unseen: float) -> BaseMeasure:
+def from_arrays(kind: str, tree, lnB: np.ndarray, gamma: np.ndarray, u0: float, ln_unseen: float,
+                ln_d1_cum: np.ndarray | None = None, n_events: np.ndarray | None = None) -> BaseMeasure:
     """A base measure from its stored arrays, checked against ``tree``."""
     lnB = np.ascontiguousarray(lnB, dtype=np.float64)
     gamma = np.ascontiguousarray(gamma, dtype=np.float64)
     base = BaseMeasure(kind, lnB, gamma, np.ones(0), float(u0), float(ln_unseen))
+    if ln_d1_cum is not None:
+        base.ln_d1_cum = np.ascontiguousarray(ln_d1_cum, dtype=np.float64)
+        base.n_events = np.ascontiguousarray(n_events, dtype=np.int64)
     base.check(tree)
     base.gcum = _gcum(tree, gamma)
     if not np.all(base.gcum > 0):
@@ -139,3 +168,32 @@ def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
     # a context after which every word was seen leaves the lower orders nothing (weight
     # 0); a floor of e^-50 keeps the recursion's divisions defined and moves no visible mass
     return from_arrays("kn", tree, np.minimum(lnB, 0.0), np.exp(np.maximum(ln_gamma, LN_GAMMA_MIN)), u0, ln_unseen)
+
+
+def event_counts(tree, vocab) -> np.ndarray:
+    """int64[n_nodes]: the words each node predicts that are events (not ``<s>``, nor a
+    closed vocabulary's ``<unk>``)."""
+    from .kn_tree import nonevents
+
+    ev = ~nonevents(vocab)[np.asarray(tree.succ_words)]
+    cs = np.concatenate([[0], np.cumsum(ev, dtype=np.int64)])
+    return cs[tree.succ_offsets[1:]] - cs[tree.succ_offsets[:-1]]
+
+
+def kneser_ney_tree_base(tree, vocab, n_unseen: float) -> BaseMeasure:
+    """Interpolated modified Kneser-Ney computed on ``tree`` itself (``suffixlm.kn_tree``:
+    any depth, collapsed or not, no cut-offs) as the base measure, with the closed form
+    inside edges."""
+    from .kn_tree import estimate_tree_kn
+
+    kn = estimate_tree_kn(tree, vocab)
+    gamma = kn.chain.copy()
+    gamma[0] = 1.0  # the root's own weight is in ln_unseen (and in its params' lnB)
+    lnB = np.log(np.maximum(kn.p, 1e-300))
+    # as kneser_ney_base (and the model loader) derive them: the root's left-over mass
+    # (= the unseen words' KN probability, gamma(root) / |V| each)
+    seen = float(np.exp(lnB[tree.succ_offsets[0]:tree.succ_offsets[1]]).sum())
+    u0 = max(1.0 - seen, 0.0) if n_unseen > 0 else 0.0
+    ln_unseen = math.log(max(u0, 1e-300) / n_unseen) if n_unseen > 0 else 0.0
+    return from_arrays("kn", tree, np.minimum(lnB, 0.0), np.maximum(gamma, math.exp(LN_GAMMA_MIN)), u0, ln_unseen,
+                       kn.ln_d1_cum, kn.n_events)

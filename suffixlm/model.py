@@ -46,13 +46,31 @@ class ModelFormatError(ValueError):
     """A model file that cannot be read: truncated, tampered, or of another format."""
 
 
-def _uses_trie(penalty: str, alpha: float | None, base: str = "none") -> bool:
+def _uses_trie(penalty: str, alpha: float | None, base: str = "none", order: int | None = 5) -> bool:
+    """Whether the model is trained on the suffix trie: never at unbounded order (the trie
+    grows with the square of the sentence length; the penalties and the Kneser-Ney base
+    then act on the collapsed tree's nodes, the base with its closed form inside edges)."""
+    if order is None:
+        return False
     if penalty == "l2-tree" or base != "none":
         return True
     return alpha is not None and penalty in ("l1", "l2sq")
 
 
 _as_corpus = as_corpus  # the module's old name for it
+
+
+def longest_sentence_order(path) -> int:
+    """The order of unbounded context on the text file ``path``: its longest line's words
+    plus ``<s>`` and ``</s>``."""
+    from .corpus import CorpusError
+    from .io import open_input, split_words
+
+    longest = 0
+    with open_input(path, text=True, error=CorpusError) as fh:
+        for line in fh:
+            longest = max(longest, len(split_words(line)))
+    return longest + 2
 
 
 # members of a model file and their (dtypes, ndim); the tree's values are checked by
@@ -64,6 +82,8 @@ _CONTAINER_SPEC = {
     "tree.max_depth": ((np.int32, np.int64), 0),
 }
 _BASE_SPEC = {"base.lnB": (np.float64, 1), "base.gamma": (np.float64, 1)}
+# a Kneser-Ney base on the collapsed tree (unbounded order) keeps its closed form inside edges
+_EDGE_BASE_SPEC = {"base.ln_d1_cum": (np.float64, 1)}
 # a model built from counted events stores them (tree.tokens / tree.offsets) with their counts
 _EVENTS_SPEC = {"tree.event_counts": ((np.int32, np.int64), 1)}
 
@@ -230,8 +250,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
     # ------------------------------------------------------------------ training
     def _check_params(self):
-        if not isinstance(self.order, (int, np.integer)) or self.order < 1:
-            raise ValueError(f"order must be an integer >= 1, got {self.order!r}")
+        if self.order is not None and (not isinstance(self.order, (int, np.integer)) or isinstance(self.order, bool)
+                                       or self.order < 1):
+            raise ValueError(f"order must be an integer >= 1 or None (unbounded), got {self.order!r}")
         if self.penalty not in PENALTIES:
             raise ValueError(f"unknown penalty {self.penalty!r}; expected one of {', '.join(PENALTIES)}")
         if self.lam is not None and not (self.lam >= 0.0 and math.isfinite(self.lam)):
@@ -258,8 +279,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         from .suffixtree import SuffixTree
 
         t0 = time.perf_counter()
-        tree = SuffixTree.build(corpus, max_depth=self.order - 1,
-                                collapse=not _uses_trie(self.penalty, self.alpha, self.base))
+        # unbounded order: Ukkonen's build does not depend on the depth (the sorting one
+        # makes a radix pass per depth); both give the same tree
+        tree = SuffixTree.build(corpus, max_depth=self._max_depth(corpus.offsets),
+                                collapse=not self._on_trie(), method="ukkonen" if self.order is None else "sort")
         ctx = extract_contexts(tree, corpus)
         keep = corpus.target_mask()[ctx.positions]
         end_node = np.empty(len(ctx.positions), dtype=np.int64)
@@ -278,8 +301,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         from .contexts import lookup_params
 
         t0 = time.perf_counter()
-        tree = SuffixTree.from_events(events.tokens, events.offsets, events.counts, self.order - 1,
-                                      collapse=not _uses_trie(self.penalty, self.alpha, self.base))
+        tree = SuffixTree.from_events(events.tokens, events.offsets, events.counts, self._max_depth(events.offsets),
+                                      collapse=not self._on_trie())
         # the tree's per-event nodes become end_node (no copy): the tree keeps no positions
         end_node = np.asarray(tree.position_node, dtype=np.int64)
         tree.position_node = np.zeros(0, np.int64)  # scoring walks every text
@@ -293,6 +316,24 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             raise RuntimeError("internal error: a training target is missing from the suffix tree")
         self.seconds_build_ = time.perf_counter() - t0
         return tree, end_node, target_param, tree.event_counts
+
+    def _max_depth(self, offsets) -> int:
+        """The tree's depth cap: order - 1, or at unbounded order the longest context of
+        the text (its longest sentence's words and ``<s>``; events: their longest n-gram's
+        context)."""
+        if self.order is not None:
+            return int(self.order) - 1
+        return max(int(np.diff(np.asarray(offsets)).max(initial=1)) - 1, 0)
+
+    def _on_trie(self) -> bool:
+        return _uses_trie(self.penalty, self.alpha, self.base, self.order)
+
+    @property
+    def order_(self) -> int:
+        """The model's order as fitted: ``order``, or at unbounded order one more than the
+        longest context of the training text."""
+        self._check_fitted()
+        return int(self.tree_.max_depth) + 1
 
     def _n_unseen(self, tree, vocab: Vocabulary) -> float:
         """Words of the predicted vocabulary that are no root param: they keep score 0
@@ -366,7 +407,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / max(problem.n_samples, 1)
         penalty = self._penalty(tree, problem.scale, problem.n_events)
         valid_corpus = None if valid is None else _as_corpus(valid, self.vocab_)
-        L_bound = 0.5 * self.order  # softmax Hessian <= 1/2, at most m + 1 trie features
+        L_bound = 0.5 * min(tree.max_depth + 1, 16)  # softmax Hessian <= 1/2, m + 1 trie features (a first guess)
         state = None
         if resumed is not None:
             state = resumed.state(FistaState if self.solver == "fista" else SageState, tree.n_params)
@@ -416,10 +457,13 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             self._check_events_params(self.order)
             from .lm_dask import count_text_events
 
-            return count_text_events(client, data, int(self.order), keep_ngram_counts=self.base == "kn")
+            # at unbounded order the Kneser-Ney base is computed on the tree of the events
+            order = self.order if self.order is not None else longest_sentence_order(data)
+            return count_text_events(client, data, int(order), keep_ngram_counts=self.base == "kn"
+                                     and self.order is not None)
         if isinstance(data, ContextEvents):
             self._check_events_params(data.order)
-            if self.base == "kn" and data.ngram_counts is None:
+            if self.base == "kn" and self.order is not None and data.ngram_counts is None:
                 raise ValueError("base='kn' needs the text's n-gram counts: count the events with "
                                  "keep_ngram_counts=True")
             if data.tokens.shape[0] and int(data.tokens.max()) >= len(data.vocab):
@@ -433,7 +477,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         if self.solver != "fista":
             raise ValueError(f"solver={self.solver!r} draws mini-batches of training positions; a model built from "
                              "counts (client=, --workers/--scheduler) trains with solver='fista'")
-        if int(order) != int(self.order):
+        if self.order is not None and int(order) != int(self.order):
             raise ValueError(f"events counted for order {order}, the model has order {self.order}")
 
     #: parameters that change a fit's result (max_iter, a cap, and warm_start, whose
@@ -493,7 +537,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         """The objective on ``corpus`` (tree, statistics, base measure): built, or with
         ``warm_start`` reused when this same Corpus object was fitted last with the same
         structure (a lambda path rebuilds only the penalty)."""
-        key = (self.order, _uses_trie(self.penalty, self.alpha, self.base), float(self.loo), self.base,
+        key = (self.order, self._on_trie(), float(self.loo), self.base,
                bool(self.precondition))
         cache = getattr(self, "_fit_cache", None)
         if self.warm_start and cache is not None and cache[0] is corpus and cache[1] == key:
@@ -528,6 +572,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
     def _base_measure(self, tree, corpus):
         from .base import kneser_ney_base, no_base
 
+        if self.base == "kn" and not self._on_trie():
+            from .base import kneser_ney_tree_base
+
+            return kneser_ney_tree_base(tree, corpus.vocab, self.n_unseen_)
         if self.base == "kn":
             return kneser_ney_base(tree, corpus, self.order, self.n_unseen_)
         return no_base(tree, self.n_unseen_)
@@ -587,6 +635,15 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._Z = np.empty(t.n_nodes)
         self._scored_w = None
 
+    def _edge_args(self):
+        """The closed form of the base inside collapsed edges, for ``score_positions``."""
+        b = self.base_
+        if not b.on_edges:
+            return self.tree_.depth, np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.bool_)
+        from .kn_tree import nonevents
+
+        return self.tree_.depth, b.ln_d1_cum, b.n_events, nonevents(self.vocab_)
+
     def _ensure_forward(self):
         if self._scored_w is not self.weights_:
             t = self.tree_
@@ -616,7 +673,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         b = self.base_
         K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
                           self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z,
-                          ctx.offsets, ctx.nodes, ctx.cover, ctx.targets.astype(np.int64), out)
+                          ctx.offsets, ctx.nodes, ctx.cover, ctx.targets.astype(np.int64), out, *self._edge_args())
         out /= LN10
         mask = corpus.target_mask()[ctx.positions]
         out[~mask] = np.nan
@@ -644,7 +701,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             self._prepare_scoring()
         self._ensure_forward()
         t = self.tree_
-        m = self.order - 1
+        m = int(t.max_depth)
         context = context[len(context) - min(len(context), m):]
         i = len(context)
         x = np.array(context + (word, 0), dtype=np.int32)
@@ -677,7 +734,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
                           self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z,
                           np.array([0, len(nodes)], dtype=np.int64), np.ascontiguousarray(nodes),
-                          np.ascontiguousarray(cover), np.array([word], dtype=np.int64), out)
+                          np.ascontiguousarray(cover), np.array([word], dtype=np.int64), out, *self._edge_args())
         return float(out[0] / LN10)
 
     def to_backoff(self):
@@ -721,8 +778,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         if self.base_.kind != "none":
             arrays["base.lnB"] = self.base_.lnB
             arrays["base.gamma"] = self.base_.gamma
+        if self.base_.on_edges:
+            arrays["base.ln_d1_cum"] = self.base_.ln_d1_cum
         meta = {
-            "order": int(self.order),
+            "order": None if self.order is None else int(self.order),
             "penalty": self.penalty,
             "lam": float(self.lam_),
             "alpha": None if self.alpha is None else float(self.alpha),
@@ -756,7 +815,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         def spec(meta):  # base arrays with a base measure, the events' counts in a model built from them
             # (an unknown base or training_text is refused with the header)
             base = meta.get("base", "none")
+            edges = base == "kn" and meta.get("order", 0) is None
             return {**_CONTAINER_SPEC, **(_BASE_SPEC if base != "none" and base in LM_BASES else {}),
+                    **(_EDGE_BASE_SPEC if edges else {}),
                     **(_EVENTS_SPEC if meta.get("training_text", "text") != "text" else {})}
 
         data, meta = load_container(path, FORMAT, (FORMAT_VERSION,), spec, error=ModelFormatError)
@@ -764,7 +825,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         vocab = _checked_vocab(path, data["vocab_utf8"], h)
         try:
             tree = SuffixTree.from_arrays({k[5:]: v for k, v in data.items() if k.startswith("tree.")}, len(vocab),
-                                          collapse=not _uses_trie(h["penalty"], h["alpha"], h["base"]))
+                                          collapse=not _uses_trie(h["penalty"], h["alpha"], h["base"], h["order"]))
         except ValueError as e:
             raise ModelFormatError(f"{path}: {e}") from None
         if h["vocab_order"] == "counts":
@@ -772,7 +833,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             if why is not None:
                 raise ModelFormatError(f"{path}: vocab_utf8: {why}, not in the order of their counts in the stored "
                                        "training text (header entry 'vocab_order': 'counts')")
-        if tree.max_depth != h["order"] - 1:
+        if h["order"] is not None and tree.max_depth != h["order"] - 1:
             raise ModelFormatError(f"{path}: tree.max_depth: {tree.max_depth}, the header's order "
                                    f"{h['order']} needs {h['order'] - 1}")
         if h["n_params"] != tree.n_params:
@@ -789,7 +850,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             raise ModelFormatError(f"{path}: header entry 'n_unseen': {h['n_unseen']!r}, the vocabulary and the "
                                    f"suffix tree leave {n_unseen:g} words unseen")
         w = _checked_weights(path, data["weights"], tree, h["positive"])
-        base = _checked_base(path, h, data, tree, n_unseen)
+        base = _checked_base(path, h, data, tree, n_unseen, vocab)
         m.vocab_ = vocab
         m.tree_ = tree
         m.weights_ = w
@@ -822,8 +883,8 @@ def _header_entries():
     from .options import LM_BASES
 
     return {
-        "order": (_REQUIRED, lambda v: _is_int(v) and 1 <= v <= SuffixTree.MAX_STORED_DEPTH + 1,
-                  f"an integer in 1 .. {SuffixTree.MAX_STORED_DEPTH + 1}"),
+        "order": (_REQUIRED, lambda v: v is None or (_is_int(v) and 1 <= v <= SuffixTree.MAX_STORED_DEPTH + 1),
+                  f"null (unbounded) or an integer in 1 .. {SuffixTree.MAX_STORED_DEPTH + 1}"),
         "penalty": (_REQUIRED, lambda v: isinstance(v, str) and v in PENALTIES, f"one of {', '.join(PENALTIES)}"),
         "lam": (_REQUIRED, lambda v: _is_finite(v) and v >= 0, "a finite number >= 0"),
         "alpha": (_REQUIRED, lambda v: v is None or (_is_finite(v) and v > 0), "null or a finite number > 0"),
@@ -919,13 +980,13 @@ def _checked_weights(path, w: np.ndarray, tree: SuffixTree, positive: bool) -> n
     return np.ascontiguousarray(w, dtype=np.float64)
 
 
-def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float):
+def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float, vocab: Vocabulary):
     """The base measure: none (its header values those ``save`` writes for it), or the
     stored arrays, checked against the tree: ln B <= 0 and finite per parameter, gamma
     finite and > 0 per node with finite, non-zero products along every path, and the
     mass u0 of the unseen words (and the ln B of each) as ``kneser_ney_base`` derives
     them from the root's ln B."""
-    from .base import from_arrays, no_base
+    from .base import event_counts, from_arrays, no_base
 
     if h["base"] == "none":
         for key, want in (("base_u0", n_unseen), ("base_ln_unseen", 0.0)):
@@ -957,9 +1018,11 @@ def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float):
                                f"{n_unseen:g} unseen words gives {want_ln!r}")
     try:
         with np.errstate(over="ignore"):  # an overflowing product is refused below
-            base = from_arrays(h["base"], tree, lnB, gamma, u0, ln_unseen)
+            edges = "base.ln_d1_cum" in data
+            base = from_arrays(h["base"], tree, lnB, gamma, u0, ln_unseen, data["base.ln_d1_cum"] if edges else None,
+                               event_counts(tree, vocab) if edges else None)
     except ValueError as e:
-        raise ModelFormatError(f"{path}: base.gamma: {e}") from None
+        raise ModelFormatError(f"{path}: base: {e}") from None
     if not np.all(np.isfinite(base.gcum)):
         raise ModelFormatError(f"{path}: base.gamma: the product along a path from the root overflows")
     return base
