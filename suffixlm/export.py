@@ -57,13 +57,14 @@ def loglinear_to_backoff(lm) -> BackoffLM:
     lm._ensure_forward()
     t = lm.tree_
     b = lm.base_
-    N = int(lm.order)
+    # at unbounded order: one more than the deepest context (what an ARPA file can hold)
+    N = int(lm.order) if lm.order is not None else int(t.depth.max(initial=0)) + 1
     vocab = lm.vocab_
     V = len(vocab)
     collapsed = lm._collapsed
     nonroot = t.parent >= 0
-    if b.kind != "none" and np.any(collapsed[nonroot] != 1):
-        raise RuntimeError("internal error: a model with a base measure lives on the trie")
+    if b.kind != "none" and not b.on_edges and np.any(collapsed[nonroot] != 1):
+        raise RuntimeError("internal error: a model with a base measure read on the trie lives on the trie")
     ngram_counts, ctx_counts = K.trie_counts(t.parent, t.depth, collapsed, t.succ_offsets, N)
     widths = np.arange(N + 1, dtype=np.int64)
     row_off = _offsets(ngram_counts, widths)
@@ -76,7 +77,7 @@ def loglinear_to_backoff(lm) -> BackoffLM:
     ctx_bow = np.empty(ctx_idx_off[-1], dtype=np.float64)
     K.expand(t.parent, t.depth, collapsed, t.succ_offsets, t.succ_words.astype(np.int64), lm._param_parent,
              t.context_position, t.tokens, lm.weights_, lm._S, lm._Z, b.lnB, b.gamma, N,
-             row_off, idx_off, ctx_row_off, ctx_idx_off, rows, logp, ctx_rows, ctx_bow)
+             row_off, idx_off, ctx_row_off, ctx_idx_off, rows, logp, ctx_rows, ctx_bow, *lm._edge_args()[1:])
 
     # unigrams: every word; those that are no root param score ln_unseen
     root = int(np.flatnonzero(~nonroot)[0])

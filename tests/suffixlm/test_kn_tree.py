@@ -265,3 +265,22 @@ def test_vocabulary_ids_used_by_the_brute_force_reference():
     """The reference assumes <s> = BOS_ID opens every sentence and an open vocabulary."""
     c = Corpus.from_strings(["a b"], unk=True)
     assert c.tokens[0] == BOS_ID and c.tokens[-1] == EOS_ID and c.vocab.has_unk and UNK_ID < len(c.vocab)
+
+
+@pytest.mark.parametrize("positive", [True, False])
+def test_unbounded_model_exports_an_equivalent_arpa_file(tmp_path, positive):
+    """The ARPA file of an unbounded model (order = its deepest context + 1, the base's
+    closed form expanded inside every edge) scores held-out text as the model does, to
+    the file's precision."""
+    from suffixlm.arpa import BackoffLM
+
+    corpus = load_training_corpus(TINY, unk=True)
+    test = Corpus.from_text(TINY_TEST, corpus.vocab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = LogLinearLM(order=None, base="kn", positive=positive, max_iter=30).fit(corpus)
+    path = tmp_path / "m.arpa"
+    lm.write_arpa(path)
+    bo = BackoffLM.read_arpa(path)
+    assert bo.order == int(lm.tree_.depth.max()) + 1
+    np.testing.assert_allclose(bo.log10_probs(test), lm.log10_probs(test), rtol=0, atol=2e-6)
