@@ -180,13 +180,13 @@ def event_counts(tree, vocab) -> np.ndarray:
     return cs[tree.succ_offsets[1:]] - cs[tree.succ_offsets[:-1]]
 
 
-def kneser_ney_tree_base(tree, vocab, n_unseen: float) -> BaseMeasure:
+def kneser_ney_tree_base(tree, vocab, n_unseen: float, min_coc: int = 0) -> BaseMeasure:
     """Interpolated modified Kneser-Ney computed on ``tree`` itself (``suffixlm.kn_tree``:
     any depth, collapsed or not, no cut-offs) as the base measure, with the closed form
     inside edges."""
     from .kn_tree import estimate_tree_kn
 
-    kn = estimate_tree_kn(tree, vocab)
+    kn = estimate_tree_kn(tree, vocab, min_coc=min_coc)
     gamma = kn.chain.copy()
     gamma[0] = 1.0  # the root's own weight is in ln_unseen (and in its params' lnB)
     lnB = np.log(np.maximum(kn.p, 1e-300))

@@ -31,6 +31,13 @@ estimate it (up to the rounding: SRILM computes in single precision and prints 7
 digits; this is double precision), and never fails. If order 1 itself has no SRILM
 discounts (a tiny text), each order falls back as ``kn_steps.estimate_discounts`` does.
 
+A stricter notion of reliable (``min_coc``: every count-of-counts of an order at least
+that large) was measured at unbounded order (``benchmarks/unbounded.md``): it helps KN
+alone (PTB 100k/20k test ppl 188.60 -> 188.42 at 100; full PTB 141.05 -> 140.40 at 1000)
+but hurts the log-linear model on top of it (186.32 -> 186.87; 139.08 -> 139.54), whose
+weights already correct the deep contexts; the best threshold also moves with the
+corpus size. So the default stays SRILM's own condition.
+
 Not SRILM's: a context whose interpolated probabilities already sum to one (SRILM
 retries it without interpolation, a case we have not met on real text), and a
 closed-vocabulary ``<unk>`` inside a context, which counts here as a word (SRILM gives
@@ -70,14 +77,18 @@ def srilm_discounts(n: np.ndarray, modified: bool) -> tuple[float, float, float]
     return None
 
 
-def depth_discounts(coc: np.ndarray, modified: bool = True) -> tuple[np.ndarray, int | None]:
+def depth_discounts(coc: np.ndarray, modified: bool = True, min_coc: int = 0) -> tuple[np.ndarray, int | None]:
     """(float64[n_orders, 3] discounts of orders 1..n_orders, the first order sharing a
-    lower order's discounts or None): the rule of the module docstring."""
+    lower order's discounts or None): the rule of the module docstring; an order above 1
+    whose counts-of-counts n1..n4 (n1, n2 for original KN) are not all at least
+    ``min_coc`` counts as unreliable too."""
     n_orders = coc.shape[0]
     out = np.zeros((n_orders, 3))
     shared_from = None
     for i in range(n_orders):
         d = srilm_discounts(coc[i], modified) if shared_from is None else None
+        if d is not None and i > 0 and int(coc[i, 1:5 if modified else 3].min()) < min_coc:
+            d = None
         if d is not None:
             out[i] = d
         elif i > 0 and (shared_from is not None or srilm_discounts(coc[0], modified) is not None):
@@ -134,9 +145,11 @@ def nonevents(vocab: Vocabulary) -> np.ndarray:
     return ne
 
 
-def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True) -> TreeKN:
+def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True, min_coc: int = 0) -> TreeKN:
     """Interpolated (modified) Kneser-Ney on ``tree`` (collapsed or a trie, any depth cap):
-    see the module docstring."""
+    see the module docstring. ``min_coc``: the least count-of-counts that makes an order's
+    own discounts reliable (0, the default: SRILM's rule alone; see the module docstring
+    for what larger values measured)."""
     if np.any(np.asarray(tree.parent)[1:] < 0) or (tree.n_nodes and tree.parent[0] != -1):
         raise ValueError("the suffix tree's root must be node 0")
     ne = nonevents(vocab)
@@ -145,7 +158,7 @@ def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True) -> TreeKN:
     kc = K.kn_counts(tree.parent, tree.child_offsets, tree.succ_offsets, tree.succ_counts, pp)
     max_d = int(tree.depth.max(initial=0))
     coc = K.counts_of_counts(tree.depth, tree.collapsed, tree.succ_offsets, tree.succ_words, kc, ne, max_d)
-    disc, shared_from = depth_discounts(coc, modified)
+    disc, shared_from = depth_discounts(coc, modified, min_coc)
     d1 = np.maximum(disc[:, 0], D1_MIN)
     ln_d1_cum = np.zeros(max_d + 1)
     ln_d1_cum[1:] = np.cumsum(np.log(d1[1:]))

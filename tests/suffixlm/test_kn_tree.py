@@ -284,3 +284,14 @@ def test_unbounded_model_exports_an_equivalent_arpa_file(tmp_path, positive):
     bo = BackoffLM.read_arpa(path)
     assert bo.order == int(lm.tree_.depth.max()) + 1
     np.testing.assert_allclose(bo.log10_probs(test), lm.log10_probs(test), rtol=0, atol=2e-6)
+
+
+def test_a_count_of_counts_threshold_shares_discounts_earlier():
+    coc = np.array([[0, 500, 200, 100, 50], [0, 400, 150, 80, 40], [0, 300, 50, 20, 10], [0, 200, 50, 20, 9]])
+    d, shared = depth_discounts(coc)
+    assert shared is None
+    d2, shared2 = depth_discounts(coc, min_coc=30)
+    assert shared2 == 3
+    np.testing.assert_array_equal(d2[:2], d[:2])
+    np.testing.assert_array_equal(d2[2], d[1])
+    np.testing.assert_array_equal(d2[3], d[1])
