@@ -271,6 +271,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
         if self.base not in BASES:
             raise ValueError(f"unknown base {self.base!r}; expected one of {', '.join(BASES)}")
+        if self.order is None and self.penalty == "l2-tree":
+            raise ValueError("penalty 'l2-tree' needs the suffix trie, which at unbounded order grows with the "
+                             "square of the sentence length: use linf-tree (the default), l1 or l2sq, or a "
+                             "finite order")
         if self.loo > 0 and self.solver != "fista":
             raise ValueError("loo events need the full-batch solver (solver='fista')")
 

@@ -84,8 +84,9 @@ def _history(model):
 
 # ---------------------------------------------------------------------- estimators
 @pytest.mark.parametrize("solver", ["fista", "sage"])
-def test_lm_fit_stopped_and_resumed_is_the_uninterrupted_fit(corpus, tmp_path, monkeypatch, solver):
-    kw = dict(order=3, max_iter=30, tol=0.0, solver=solver, batch_size=3000, seed=5)
+@pytest.mark.parametrize("model", [{}, {"order": None, "base": "kn", "positive": False}], ids=["order3", "max"])
+def test_lm_fit_stopped_and_resumed_is_the_uninterrupted_fit(corpus, tmp_path, monkeypatch, solver, model):
+    kw = {**dict(order=3, max_iter=30, tol=0.0, solver=solver, batch_size=3000, seed=5), **model}
     ref = LogLinearLM(**kw).fit(corpus)
     path = tmp_path / "ck.npz"
     for k in (1, 13, 29):  # stopped at iteration k (29: the one before the last)

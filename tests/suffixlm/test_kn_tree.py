@@ -295,3 +295,35 @@ def test_a_count_of_counts_threshold_shares_discounts_earlier():
     np.testing.assert_array_equal(d2[:2], d[:2])
     np.testing.assert_array_equal(d2[2], d[1])
     np.testing.assert_array_equal(d2[3], d[1])
+
+
+def test_l2_tree_at_unbounded_order_is_refused_up_front():
+    corpus = load_training_corpus(TINY, unk=True)
+    with pytest.raises(ValueError, match="l2-tree.*unbounded order"):
+        LogLinearLM(order=None, penalty="l2-tree").fit(corpus)
+
+
+@pytest.mark.parametrize("kw", [{"base": "none"}, {"base": "none", "penalty": "l1", "alpha": 1.5},
+                                {"base": "kn", "penalty": "l2sq"}])
+def test_other_models_at_unbounded_order_live_on_the_collapsed_tree(tmp_path, kw):
+    """The paper's model (no base), depth-weighted l1 and l2sq at order max: trained on the
+    collapsed tree, saved and loaded with the same scores."""
+    corpus = load_training_corpus(TINY, unk=True)
+    test = Corpus.from_text(TINY_TEST, corpus.vocab)
+    lm = LogLinearLM(order=None, max_iter=20, **kw).fit(corpus)
+    assert np.any(lm.tree_.collapsed > 1)
+    lm.save(tmp_path / "m.lm")
+    np.testing.assert_array_equal(LogLinearLM.load(tmp_path / "m.lm").log10_probs(test), lm.log10_probs(test))
+    assert np.all(np.isfinite(lm.log10_probs(test)))
+
+
+def test_unbounded_model_from_cluster_counts_equals_the_single_process_one(killable_client):
+    """``fit(path, client=)`` at order max: the order is the text's longest line + 2, the
+    events' tree is the text's, and the model the same (the KN base computed on the
+    events' tree)."""
+    kw = dict(order=None, base="kn", positive=False, max_iter=25)
+    ref = LogLinearLM(**kw).fit(TINY)  # the same vocabulary as the cluster's (the path's default)
+    got = LogLinearLM(**kw).fit(TINY, client=killable_client)
+    assert got.tree_.max_depth == ref.tree_.max_depth
+    np.testing.assert_array_equal(got.tree_.succ_counts, ref.tree_.succ_counts)
+    np.testing.assert_allclose(got.weights_, ref.weights_, rtol=0, atol=1e-9)

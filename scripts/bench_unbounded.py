@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Unbounded context (``--order max``) against fixed orders on PTB: test perplexity of the
+default log-linear model and of modified Kneser-Ney (no cut-offs) for orders 2-12 and
+max, with the tree's size, the model's size, build and fit time and peak memory.
+
+    python scripts/bench_unbounded.py                  # PTB 100k/20k and full PTB (about 40 min on 2 cores)
+    python scripts/bench_unbounded.py --corpus 100k    # PTB 100k/20k only (about 3 min)
+    python scripts/bench_unbounded.py --table          # benchmarks/unbounded.md again from unbounded.json
+
+Each model is trained in a subprocess of its own (its peak RSS is the process's
+``ru_maxrss``), one after the other:
+
+- ``loglinear``: the default model of ``suffixlm train`` (modified-KN base measure, signed
+  weights, linf-tree penalty) at lambda = 1 / training tokens (train's default without
+  ``--valid``); at order max it lives on the collapsed suffix tree with Kneser-Ney computed
+  on the tree (``suffixlm.kn_tree``), at fixed orders on the suffix trie with the KN base
+  read from the n-gram estimator, as ``suffixlm train`` does;
+- ``loglinear-auto``: the same with ``--lam auto`` on ``ptb.valid.txt`` (orders given by
+  ``--auto-orders``, default 4-7 and max);
+- ``kn``: interpolated modified KN without cut-offs, SRILM's n-gram estimator at fixed
+  orders (``KneserNeyLM(order, min_counts=[1])``), the tree's KN at max (the model is
+  the log-linear one with every weight 0: its base).
+
+Writes benchmarks/unbounded.json, benchmarks/unbounded.md and benchmarks/unbounded.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench_common import BENCH_DIR, ROOT, machine_info, shared, write_json  # noqa: E402
+
+CORPORA = {
+    "100k": ("ptb.train.100k.txt", "ptb.test.20k.txt"),
+    "full": ("ptb.train.txt", "ptb.test.txt"),
+}
+ORDERS = [str(n) for n in range(2, 13)] + ["max"]
+
+
+def one(train: str, test: str, valid: str, order: str, model: str) -> dict:
+    """Train one model (in this process) and measure it."""
+    import resource
+    import warnings
+
+    sys.path.insert(0, str(ROOT))
+    from suffixlm.corpus import Corpus, load_training_corpus
+    from suffixlm.model import LogLinearLM
+
+    warnings.simplefilter("ignore")
+    o = None if order == "max" else int(order)
+    t0 = time.perf_counter()
+    corpus = load_training_corpus(train, unk=True)
+    t_load = time.perf_counter() - t0
+    test_c = Corpus.from_text(test, corpus.vocab)
+    out = {"order": order, "model": model}
+    t0 = time.perf_counter()
+    if model == "kn" and o is not None:
+        from suffixlm.kn import KneserNeyLM
+
+        lm = KneserNeyLM(o, min_counts=[1]).fit(corpus)
+        out["fit_seconds"] = time.perf_counter() - t0
+        out["n_parameters"] = int(lm.model_.n_parameters)
+    else:
+        lm = LogLinearLM(order=o, base="kn", positive=False)
+        if model == "kn":  # the base alone: every weight 0
+            lm.lam, lm.max_iter = 1e6, 2
+        if model == "loglinear-auto":
+            from suffixlm.commands.train import fit_lm
+            from suffixlm.progress import Progress
+
+            lm, path = fit_lm(lm, corpus, Corpus.from_text(valid, corpus.vocab), "auto", Progress(quiet=True))
+            out["lam"] = float(lm.lam_)
+        else:
+            lm.fit(corpus)
+        out["fit_seconds"] = time.perf_counter() - t0
+        out["build_seconds"] = float(lm.seconds_build_)
+        out["tree_nodes"] = int(lm.tree_.n_nodes)
+        out["tree_params"] = int(lm.tree_.n_params)
+        out["trie_contexts"] = int(lm.tree_.collapsed.sum())
+        out["on_trie"] = bool((lm.tree_.collapsed == 1).all())
+        out["n_parameters"] = int(lm.n_nonzero_) if model != "kn" else int(lm.tree_.n_params)
+        out["deepest_context"] = int(lm.tree_.depth.max())
+        if model != "kn":
+            out["n_iter"] = int(lm.n_iter_)
+    out["load_seconds"] = t_load
+    out["ppl"] = float(lm.corpus_perplexity(test_c))
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def run_all(corpora: list[str], auto_orders: list[str]) -> dict:
+    rows = []
+    valid = str(shared("corpora", "ptb", "ptb.valid.txt"))
+    for name in corpora:
+        train, test = (str(shared("corpora", "ptb", f)) for f in CORPORA[name])
+        jobs = [(o, m) for o in ORDERS for m in ("kn", "loglinear")] + [(o, "loglinear-auto") for o in auto_orders]
+        for order, model in jobs:
+            cmd = [sys.executable, __file__, "--one", train, test, valid, order, model]
+            t0 = time.perf_counter()
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                print(r.stderr[-2000:], file=sys.stderr)
+                raise SystemExit(f"{name} order {order} {model} failed")
+            row = json.loads(r.stdout.strip().splitlines()[-1])
+            row["corpus"] = name
+            row["wall_seconds"] = time.perf_counter() - t0
+            rows.append(row)
+            print(f"{name:5s} {model:15s} order {order:>3s}  ppl {row['ppl']:8.3f}  fit {row['fit_seconds']:6.1f} s  "
+                  f"peak {row['peak_rss_mb']:6.0f} MB", file=sys.stderr, flush=True)
+    return {"machine": machine_info(), "load_before": os.getloadavg()[0], "rows": rows,
+            "command": "python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])}
+
+
+def table(payload: dict) -> str:
+    rows = payload["rows"]
+    lines = ["# Unbounded context (`--order max`) against fixed orders on PTB", "",
+             "```", payload["command"].strip(), "```", "",
+             "Written by `scripts/bench_unbounded.py` (its docstring says what each model is). "
+             f"Machine: {payload['machine'].get('cpu_count', '?')} CPUs; 1-minute load average before the run "
+             f"{payload['load_before']:.2f}; nothing else of ours ran beside it. Each model in a process of "
+             "its own; `peak MB` is that process's peak resident memory (corpus loading and scoring "
+             "included); `fit s` the training wall time (tree build, statistics and solver), `build s` "
+             "the suffix tree and its statistics alone.", ""]
+    for name in ("100k", "full"):
+        sub = [r for r in rows if r["corpus"] == name]
+        if not sub:
+            continue
+        train, test = CORPORA[name]
+        lines += [f"## {train} -> {test}", "",
+                  "| order | KN ppl | log-linear ppl | log-linear `--lam auto` ppl (lambda) | tree nodes | "
+                  "trie contexts | params | non-zero | fit s (KN / log-linear) | build s | peak MB (KN / log-linear) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for order in ORDERS:
+            kn = next((r for r in sub if r["order"] == order and r["model"] == "kn"), None)
+            ll = next((r for r in sub if r["order"] == order and r["model"] == "loglinear"), None)
+            au = next((r for r in sub if r["order"] == order and r["model"] == "loglinear-auto"), None)
+            if ll is None:
+                continue
+            auto = f"{au['ppl']:.3f} ({au['lam']:.3g})" if au else ""
+            lines.append(f"| {order} | {kn['ppl']:.3f} | {ll['ppl']:.3f} | {auto} | {ll['tree_nodes']:,} "
+                         f"{'(trie)' if ll['on_trie'] else ''} | {ll['trie_contexts']:,} | {ll['tree_params']:,} | "
+                         f"{ll['n_parameters']:,} | {kn['fit_seconds']:.1f} / {ll['fit_seconds']:.1f} | "
+                         f"{ll['build_seconds']:.2f} | {kn['peak_rss_mb']:.0f} / {ll['peak_rss_mb']:.0f} |")
+        mx = next(r for r in sub if r["order"] == "max" and r["model"] == "loglinear")
+        lines += ["", f"At order max the deepest context has {mx['deepest_context']} words; the model lives on "
+                  f"the collapsed tree ({mx['tree_nodes']:,} nodes for {mx['trie_contexts']:,} trie contexts).", ""]
+    lines += ["![test perplexity against order](unbounded.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(payload: dict, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    corpora = [c for c in ("100k", "full") if any(r["corpus"] == c for r in payload["rows"])]
+    fig, axes = plt.subplots(1, len(corpora), figsize=(6 * len(corpora), 4), squeeze=False)
+    for ax, name in zip(axes[0], corpora):
+        for model, label in (("kn", "modified KN (no cut-offs)"), ("loglinear", "log-linear (defaults)"),
+                             ("loglinear-auto", "log-linear, --lam auto")):
+            pts = [(ORDERS.index(r["order"]), r["ppl"]) for r in payload["rows"]
+                   if r["corpus"] == name and r["model"] == model]
+            if pts:
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xticks(range(len(ORDERS)))
+        ax.set_xticklabels(ORDERS)
+        ax.set_xlabel("order")
+        ax.set_ylabel("test perplexity")
+        ax.set_title(f"PTB {name}")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--one", nargs=5, metavar=("TRAIN", "TEST", "VALID", "ORDER", "MODEL"), help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", choices=["100k", "full", "both"], default="both")
+    ap.add_argument("--auto-orders", default="4,5,6,7,max")
+    ap.add_argument("--table", action="store_true", help="rewrite the page from benchmarks/unbounded.json")
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(*args.one)))
+        return
+    if args.table:
+        payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
+    else:
+        corpora = ["100k", "full"] if args.corpus == "both" else [args.corpus]
+        payload = run_all(corpora, [o for o in args.auto_orders.split(",") if o])
+        write_json("unbounded.json", payload)
+    (BENCH_DIR / "unbounded.md").write_text(table(payload))
+    plot(payload, BENCH_DIR / "unbounded.png")
+
+
+if __name__ == "__main__":
+    main()
