@@ -128,7 +128,8 @@ class MixtureLM(KenLMInterface):
             raise ValueError(f"mixture weights {w.tolist()} must be >= 0 and sum to 1")
         self.weights = w
         self.vocab = union_vocabulary(self.models)
-        self.order = max(int(m.order) for m in self.models)
+        # an unbounded log-linear model (order None) counts with its fitted order
+        self.order = max(int(getattr(m, "order_", None) or m.order) for m in self.models)
 
     def component_log10_probs(self, corpus: Corpus) -> np.ndarray:
         """float64[n_models, n_pos]: each model's log10 p at every predicted position of

@@ -327,3 +327,20 @@ def test_unbounded_model_from_cluster_counts_equals_the_single_process_one(killa
     assert got.tree_.max_depth == ref.tree_.max_depth
     np.testing.assert_array_equal(got.tree_.succ_counts, ref.tree_.succ_counts)
     np.testing.assert_allclose(got.weights_, ref.weights_, rtol=0, atol=1e-9)
+
+
+def test_an_unbounded_model_mixes():
+    """A mixture with an unbounded model scores as the weighted sum of its parts, and its
+    order is the fitted one (one more than the training text's longest context)."""
+    from suffixlm.mix import MixtureLM
+
+    corpus = load_training_corpus(TINY, unk=True)
+    test = Corpus.from_text(TINY_TEST, corpus.vocab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = LogLinearLM(order=None, base="kn", positive=False, max_iter=20).fit(corpus)
+        b = LogLinearLM(order=3, max_iter=20).fit(corpus)
+    mix = MixtureLM([a, b], [0.3, 0.7])
+    assert mix.order == a.order_ == int(np.diff(corpus.offsets).max())
+    want = np.log10(0.3 * 10 ** a.log10_probs(test) + 0.7 * 10 ** b.log10_probs(test))
+    np.testing.assert_allclose(mix.log10_probs(test), want, rtol=0, atol=1e-9)
