@@ -167,3 +167,10 @@ def _sift_down(a, root, n):
         a[root] = a[child]
         root = child
     a[root] = v
+
+
+def warm_up() -> None:
+    """Start numba's run time in this process (its typing and lowering registries, and a
+    first kernel loaded from the cache): about a second once per process, which a timing
+    of one step would otherwise include."""
+    children_csr(np.full(1, -1, np.int64))

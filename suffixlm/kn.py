@@ -205,7 +205,10 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
 
     Parameters
     ----------
-    order : int            n-gram order N
+    order : int | None     n-gram order N; None: unbounded (every context back to its
+                           sentence start), estimated on the suffix tree of the contexts
+                           (``suffixlm.kn_tree``, linear in the text; docs/unbounded.md),
+                           without cut-offs and interpolated only
     modified : bool        three discounts per order (Chen & Goodman) or one
     min_counts : list[int] | None   per-order cut-offs (SRILM ``-gtNmin``); None =
                            SRILM's defaults, ``[1]`` = keep everything; the last value
@@ -216,7 +219,10 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
                            estimation are serial kernels today, so the model and its
                            time do not depend on it (docs/threads.md)
 
-    Learned: ``model_`` (BackoffLM), ``vocab_``, ``discounts_``, ``info_``.
+    Learned: ``model_`` (BackoffLM), ``vocab_``, ``discounts_``, ``info_``, ``order_`` (the
+    order as fitted: at unbounded order one more than the deepest context). At unbounded
+    order the model is scored on the tree (``tree_model_``, a log-linear model with every
+    weight 0: its Kneser-Ney base) and ``model_``, its ARPA form, is built on first use.
     Follows the scoring protocol: ``order``, ``vocab``, ``log10_probs(corpus)``.
     """
 
@@ -237,9 +243,9 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
-        if not is_int(self.order):
-            raise TypeError(f"order must be an integer, got {self.order!r}")
-        if self.order < 1:
+        if self.order is not None and not is_int(self.order):
+            raise TypeError(f"order must be an integer or None (unbounded), got {self.order!r}")
+        if self.order is not None and self.order < 1:
             raise ValueError(f"order must be >= 1, got {self.order!r}")
         mc = self.min_counts
         if mc is not None:
@@ -251,6 +257,36 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
                 if not 1 <= v <= 2**31 - 1:
                     raise ValueError(f"min_counts must be integers from 1 to {2**31 - 1}, got {v!r}")
         _threads.check(self.threads, self.n_jobs)
+        if self.order is None:
+            if mc is not None and any(v != 1 for v in mc):
+                raise ValueError("at unbounded order Kneser-Ney keeps every n-gram (min_counts=[1]): the closed "
+                                 "forms along the suffix tree's edges need each of them")
+            if not self.interpolate:
+                raise ValueError("at unbounded order Kneser-Ney is interpolated (interpolate=True)")
+
+    def __getattr__(self, name):
+        # at unbounded order the ARPA form is built when first asked for
+        if name == "model_" and "tree_model_" in self.__dict__:
+            self.model_ = self.tree_model_.to_backoff()
+            self.model_.sources = self._sources
+            return self.model_
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _fit_tree(self, data, sources) -> "KneserNeyLM":
+        """Unbounded order: KN on the suffix tree of ``data`` (a Corpus or counted events)."""
+        from .kn_tree import tree_kneser_ney_model
+
+        self.__dict__.pop("model_", None)
+        self.tree_model_ = tree_kneser_ney_model(data, self.modified)
+        self._sources = sources
+        base = self.tree_model_.kn_
+        self.vocab_ = data.vocab
+        self.order_ = int(self.tree_model_.tree_.depth.max(initial=0)) + 1
+        self.discounts_ = [tuple(float(x) for x in d) for d in base.discounts[:self.order_]]
+        self.info_ = {"discounts": self.discounts_,
+                      "count_of_counts": [[int(x) for x in c[1:]] for c in base.coc[:self.order_]],
+                      "shared_from": base.shared_from, "retries": [], "bad_bows": [], "fixups": []}
+        return self
 
     @_threads.scoped
     def fit(self, corpus, y=None) -> "KneserNeyLM":
@@ -259,6 +295,10 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         ignored (scikit-learn's signature)."""
         self._check_params()
         corpus = as_corpus(corpus)
+        if self.order is None:
+            return self._fit_tree(corpus, (corpus.source,) if corpus.source else ())
+        self.__dict__.pop("tree_model_", None)
+        self.order_ = int(self.order)
         counts = count_ngrams(corpus, int(self.order))
         self.model_, self.info_ = estimate_kneser_ney(
             counts, corpus.vocab, self.modified, self.min_counts, self.interpolate)
@@ -285,8 +325,19 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
             self.fit(corpus)
             self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
             return self
+        if self.order is None:
+            from .lm_dask import count_text_events
+            from .model import longest_sentence_order
+
+            events = count_text_events(client, str(path), longest_sentence_order(path), vocab_path=vocab_path,
+                                       unk=unk)
+            self._fit_tree(events, (str(path),))
+            self.n_sentences_, self.n_words_, self.n_oov_ = events.n_sentences, events.n_words, events.n_oov
+            return self
         from .kn_dask import estimate_text_kn
 
+        self.__dict__.pop("tree_model_", None)
+        self.order_ = int(self.order)
         kn, stats = estimate_text_kn(client, path, int(self.order), vocab_path, unk=unk, modified=self.modified,
                                      min_counts=self.min_counts, interpolate=self.interpolate, n_shards=n_shards)
         self.model_, self.info_ = kn.model(), kn.info
@@ -302,11 +353,17 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         """float64[n_pos] log10 p(w | context) at every predicted position (all but <s>)."""
+        if "tree_model_" in self.__dict__:
+            return self.tree_model_.log10_probs(corpus)
         return self.model_.log10_probs(corpus)
 
-    _sum_dtype = np.float32
+    @property
+    def _sum_dtype(self):
+        return np.float64 if "tree_model_" in self.__dict__ else np.float32
 
     def _step(self, context, word):
+        if "tree_model_" in self.__dict__:
+            return self.tree_model_._step(context, word)
         return self.model_._step(context, word)
 
     def write_arpa(self, path) -> None:

@@ -62,6 +62,36 @@ SEED_MAX = 2**32 - 1
 MAX_ORDER = 64
 
 
+class OrderType(click.ParamType):
+    """``--order``: an integer from 1 to ``MAX_ORDER``, or ``max`` (any case) for unbounded
+    context (every context back to its sentence start; docs/unbounded.md), given to the
+    command as None."""
+
+    name = "order"
+
+    def convert(self, value, param, ctx):
+        if value is None or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ORDER):
+            return value
+        text = str(value).strip()
+        if text.lower() == "max":
+            return None
+        try:
+            n = int(text)
+        except ValueError:
+            self.fail(f"{value!r} is not an order: give an integer from 1 to {MAX_ORDER} or 'max'", param, ctx)
+        if not 1 <= n <= MAX_ORDER:
+            self.fail(f"{n} is not an order from 1 to {MAX_ORDER} (or 'max': unbounded context)", param, ctx)
+        return n
+
+
+ORDER = OrderType()
+
+
+def order_text(order: int | None) -> str:
+    """How reports name an order: the number, or 'max'."""
+    return "max" if order is None else str(order)
+
+
 class FiniteFloat(click.FloatRange):
     """A float option that must be finite (``nan``, ``inf`` and ``-inf`` are refused) and,
     optionally, within ``[min, max]`` (``min_open`` / ``max_open``: strict bounds)."""

@@ -8,20 +8,24 @@ import warnings
 
 import click
 
-from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat, InputPath
+from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat, InputPath, order_text
 from ..threads import threads_option
 
 
-def parse_orders(text: str) -> list[int]:
-    """'2-8' -> [2..8]; '2,3,5' -> [2, 3, 5]; '4' -> [4]; each order from 1 to ``MAX_ORDER``."""
+def parse_orders(text: str) -> list[int | None]:
+    """'2-8' -> [2..8]; '2,3,5' -> [2, 3, 5]; '4' -> [4]; '2-12,max' -> [2..12, None]: each
+    order from 1 to ``MAX_ORDER``, or 'max' (unbounded, None, listed last)."""
     out: list[int] = []
+    unbounded = False
     try:
         for part in text.split(","):
             part = part.strip()
             if not part:  # '2,,3', '2,' or ',3': a slip, not the orders 2 and 3
                 raise click.BadParameter(f"{text!r}: an empty order between commas; expected orders like 2-8 "
-                                         "or 2,3,5", param_hint="--orders")
-            if "-" in part:
+                                         "or 2,3,5,max", param_hint="--orders")
+            if part.lower() == "max":
+                unbounded = True
+            elif "-" in part:
                 a, b = (int(x) for x in part.split("-", 1))
                 if a > b:
                     raise click.BadParameter(f"{text!r}: the range {part} is empty", param_hint="--orders")
@@ -32,16 +36,20 @@ def parse_orders(text: str) -> list[int]:
             elif part:
                 out.append(int(part))
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected orders like 2-8 or 2,3,5", param_hint="--orders") from None
-    if not out or min(out) < 1 or max(out) > MAX_ORDER:
-        raise click.BadParameter(f"{text!r}: orders must be integers from 1 to {MAX_ORDER}", param_hint="--orders")
-    return sorted(set(out))
+        raise click.BadParameter(f"{text!r}: expected orders like 2-8, 2,3,5 or 2-12,max",
+                                 param_hint="--orders") from None
+    if (not out and not unbounded) or (out and (min(out) < 1 or max(out) > MAX_ORDER)):
+        raise click.BadParameter(f"{text!r}: orders must be integers from 1 to {MAX_ORDER} or 'max'",
+                                 param_hint="--orders")
+    return sorted(set(out)) + ([None] if unbounded else [])
 
 
 @click.command("compare")
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.argument("test_file", metavar="TEST.txt")
-@click.option("--orders", default="2-5", show_default=True, help="Orders to compare, e.g. 2-8 or 2,3,5.")
+@click.option("--orders", default="2-5", show_default=True,
+              help="Orders to compare, e.g. 2-8, 2,3,5 or 2-12,max ('max': every context back to its sentence "
+                   "start; Kneser-Ney there keeps every n-gram).")
 @click.option("--penalty", "penalties", multiple=True, type=click.Choice(LM_PENALTIES),
               help="Log-linear penalty (repeat for several). Default: linf-tree.")
 @click.option("--lam", "lam_text", default=None,
@@ -101,7 +109,8 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
     if signed is None:
         signed = base == "kn"
-    parse_min_counts(kn_min_count, max(order_list), "--kn-min-count")  # a bad value fails before any training
+    # a bad value fails before any training
+    parse_min_counts(kn_min_count, max([o for o in order_list if o is not None] or [1]), "--kn-min-count")
     check_output(plot, [train_file, test_file, valid_file, *arpa_files], binary=True)
     if plot:  # before any training, so a missing matplotlib costs nothing
         try:
@@ -135,10 +144,11 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
 
     def add(model_name, order, model, params, seconds):
         rep = score(model, test, test_file)
-        rows.append({"model": model_name, "order": order, "ppl": rep.ppl, "ppl1": rep.ppl1,
+        rows.append({"model": model_name, "order": order_text(order), "ppl": rep.ppl, "ppl1": rep.ppl1,
                      "parameters": int(params), "train_seconds": seconds})
         if not quiet:
-            click.echo(f"  {model_name:24s} order {order:2d}  ppl {rep.ppl:10.3f}  ({seconds:.1f} s)", err=True)
+            click.echo(f"  {model_name:24s} order {order_text(order):>3s}  ppl {rep.ppl:10.3f}  ({seconds:.1f} s)",
+                       err=True)
 
     for order in order_list:
         if with_kn:
@@ -147,11 +157,14 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                kn = KneserNeyLM(order=order, modified=True,
-                                 min_counts=parse_min_counts(kn_min_count, order, "--kn-min-count")).fit(train)
+                # at order max KN keeps every n-gram (the suffix tree's closed forms need them)
+                cuts = parse_min_counts(kn_min_count, order, "--kn-min-count") if order is not None else [1]
+                kn = KneserNeyLM(order=order, modified=True, min_counts=cuts).fit(train)
             for w in caught:
-                click.echo(f"warning: order {order}: {w.message}", err=True)
-            add("kn-modified", order, kn, kn.model_.n_parameters, time.perf_counter() - t0)
+                click.echo(f"warning: order {order_text(order)}: {w.message}", err=True)
+            # at order max: the n-grams its ARPA form would list, without building it
+            params = kn.model_.n_parameters if order is not None else kn.tree_model_.tree_.stats()["trie_params"]
+            add("kn-modified", order, kn, params, time.perf_counter() - t0)
         for pen in penalties:
             t0 = time.perf_counter()
             progress.line(describe_model(order, base, signed, pen, alpha, discount, lam,
@@ -167,7 +180,7 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
                                                                       (" signed" if signed else " positive"))
             add(name, order, lm, lm.n_nonzero_, time.perf_counter() - t0)
     for path, rep, m in arpa_reports:
-        rows.append({"model": f"arpa:{path}", "order": m.order, "ppl": rep.ppl, "ppl1": rep.ppl1,
+        rows.append({"model": f"arpa:{path}", "order": str(m.order), "ppl": rep.ppl, "ppl1": rep.ppl1,
                      "parameters": int(m.n_parameters), "train_seconds": None})
 
     if as_json:
@@ -176,14 +189,19 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
         click.echo(f"{'model':40s} {'order':>5s} {'ppl':>10s} {'ppl1':>10s} {'parameters':>11s} {'train s':>8s}")
         for r in rows:
             secs = "" if r["train_seconds"] is None else f"{r['train_seconds']:.1f}"
-            click.echo(f"{r['model'][:40]:40s} {r['order']:5d} {r['ppl']:10.3f} {r['ppl1']:10.3f} "
+            click.echo(f"{r['model'][:40]:40s} {r['order']:>5s} {r['ppl']:10.3f} {r['ppl1']:10.3f} "
                        f"{r['parameters']:11d} {secs:>8s}")
     if plot:
         fig, ax = plt.subplots(figsize=(6, 4))
+        # orders on the x axis in their order, 'max' at the right with a tick of its own
+        ticks = sorted({r["order"] for r in rows}, key=lambda o: (o == "max", int(o) if o != "max" else 0))
+        x = {o: (int(o) if o != "max" else max([int(t) for t in ticks if t != "max"] or [0]) + 1) for o in ticks}
         for name in dict.fromkeys(r["model"] for r in rows):
-            pts = sorted((r["order"], r["ppl"]) for r in rows if r["model"] == name)
+            pts = sorted((x[r["order"]], r["ppl"]) for r in rows if r["model"] == name)
             style = "o" if len(pts) == 1 else "-o"
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+        ax.set_xticks([x[o] for o in ticks])
+        ax.set_xticklabels(ticks)
         ax.set_xlabel("order")
         ax.set_ylabel("test perplexity")
         ax.legend()

@@ -10,7 +10,7 @@ import warnings
 import click
 
 from ..distributed import client_from_options, distributed_options
-from ..options import INT32_MAX, MAX_ORDER, FiniteFloat
+from ..options import INT32_MAX, ORDER, FiniteFloat, order_text
 from ..threads import threads_option
 
 
@@ -55,7 +55,9 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
               help="ARPA file to write (.gz compresses); '-' writes it to stdout (the report then goes to stderr).")
-@click.option("--order", default=3, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order N.")
+@click.option("--order", default="3", show_default=True, type=ORDER,
+              help="n-gram order N, or 'max': every context back to its sentence start, estimated on the "
+                   "suffix tree without cut-offs (docs/unbounded.md).")
 @click.option("--modified/--original", default=True, show_default=True,
               help="Modified KN (3 discounts per order, SRILM -kndiscount) or original KN (1 discount, -ukndiscount).")
 @click.option("--min-count", "min_count", default="srilm", show_default=True,
@@ -87,7 +89,13 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
 
     echo = functools.partial(click.echo, err=report_stream(output))
     progress = Progress(quiet)
-    min_counts = parse_min_counts(min_count, order)
+    if order is None:  # the tree's closed forms need every n-gram: SRILM's default cut-offs do not apply
+        given = parse_min_counts(min_count, 1)
+        if given is not None and any(v != 1 for v in given):
+            raise click.UsageError("--order max keeps every n-gram: give --min-count none (or leave it out)")
+        min_counts = [1]
+    else:
+        min_counts = parse_min_counts(min_count, order)
     check_text_input(train_file, "the training text")
     if prune is not None:
         from .prune import parse_threshold
@@ -105,7 +113,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DiscountWarning)
             try:
-                if client is not None and prune is None:
+                if client is not None and prune is None and order is not None:
                     # the n-grams stay on the workers; the file is written one partition at a time
                     from ..kn_dask import estimate_text_kn
 
@@ -113,7 +121,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                                                        modified=modified, min_counts=min_counts,
                                                        progress=None if quiet else progress.line)
                 else:
-                    with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
+                    with progress.stage(f"counting and estimating order-{order_text(order)} Kneser-Ney on "
+                                        f"{train_file}"):
                         lm.fit_text(train_file, vocab_path, unk=unk, client=client)
             except CorpusError as e:
                 raise click.ClickException(str(e)) from None
@@ -152,7 +161,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         info, counts, n_parameters, vocab_size = lm.info_, lm.model_.counts, lm.model_.n_parameters, len(lm.vocab_)
         n_sentences, n_words = lm.n_sentences_, lm.n_words_
     summary = {
-        "train": str(train_file), "output": str(output), "order": order,
+        "train": str(train_file), "output": str(output), "order": order if order is not None else "max",
+        "arpa_order": len(counts),
         "method": "modified" if modified else "original",
         "min_counts": min_counts if min_counts is not None else "srilm",
         "sentences": n_sentences, "words": n_words, "vocabulary": vocab_size,
@@ -167,6 +177,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         echo(json.dumps(summary, indent=2))
         return
     echo(f"{train_file}: {n_sentences} sentences, {n_words} words, vocabulary {vocab_size}")
+    if order is None:
+        echo(f"order max: contexts of up to {len(counts) - 1} words (an order-{len(counts)} ARPA file)")
     for n, (c, d) in enumerate(zip(counts, info["discounts"]), start=1):
         ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
         echo(f"  {n}-grams: {c:>10}  {ds}")

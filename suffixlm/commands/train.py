@@ -17,7 +17,7 @@ from ..options import (
     LM_INITS,
     LM_PENALTIES,
     LM_SOLVERS,
-    MAX_ORDER,
+    ORDER,
     SEED_MAX,
     FiniteFloat,
     checkpoint_options,
@@ -45,7 +45,9 @@ def _lam(value: str):
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
               help="Model file to write (exactly this path; '-': stdout, never a terminal).")
-@click.option("--order", default=5, show_default=True, type=click.IntRange(1, MAX_ORDER), help="n-gram order (contexts of order-1 words).")
+@click.option("--order", default="5", show_default=True, type=ORDER,
+              help="n-gram order N (contexts of N-1 words), or 'max': every context back to its sentence start, "
+                   "the model on the collapsed suffix tree (docs/unbounded.md).")
 @click.option("--penalty", default="linf-tree", show_default=True, type=click.Choice(LM_PENALTIES))
 @click.option("--lam", "lam_text", default=None,
               help="Regularisation strength (per-token mean loss + lam * Omega). Default: 'auto' with --valid, "
@@ -132,8 +134,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, output, inputs)
     try:
         if distributed:
-            corpus = _count_on_dask(train_file, order, vocab_file, min_count, unk, base == "kn", workers, scheduler,
-                                    memory_limit, quiet)
+            corpus = _count_on_dask(train_file, order, vocab_file, min_count, unk, base == "kn" and order is not None,
+                                    workers, scheduler, memory_limit, quiet)
         else:
             corpus = load_training_corpus(train_file, vocab_path=vocab_file, min_count=min_count, unk=unk)
         valid = Corpus.from_text(valid_file, corpus.vocab) if valid_file else None
@@ -173,7 +175,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         ck.remove()  # the model it led to is written
     summary = {
         "model": output,
-        "order": order,
+        "order": order if order is not None else "max",
+        "fitted_order": model.order_,
         "penalty": penalty,
         "lam": model.lam_,
         "alpha": alpha,
@@ -285,7 +288,8 @@ def describe_model(order, base, signed, penalty, alpha, discount, lam, n_tokens,
             ("" if valid_file else " (give --valid VALID.txt to choose it on held-out text)")
     else:
         how = f"lambda {lam:g}"
-    return f"model: order {order}, {what}, {sign}, {pen} penalty, {how}"
+    shown = "max (every context back to its sentence start)" if order is None else order
+    return f"model: order {shown}, {what}, {sign}, {pen} penalty, {how}"
 
 
 def _count_on_dask(train_file, order, vocab_file, min_count, unk, keep_ngram_counts, workers, scheduler, memory_limit,
@@ -294,6 +298,10 @@ def _count_on_dask(train_file, order, vocab_file, min_count, unk, keep_ngram_cou
     closed before training, which runs in this process."""
     from ..lm_dask import count_text_events
 
+    if order is None:
+        from ..model import longest_sentence_order
+
+        order = longest_sentence_order(train_file)
     with client_from_options(workers, scheduler, memory_limit) as client:
         if not quiet:
             click.echo(f"counting on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
