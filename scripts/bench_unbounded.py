@@ -6,6 +6,7 @@ max, with the tree's size, the model's size, build and fit time and peak memory.
     python scripts/bench_unbounded.py                  # PTB 100k/20k and full PTB (about 40 min on 2 cores)
     python scripts/bench_unbounded.py --corpus 100k    # PTB 100k/20k only (about 3 min)
     python scripts/bench_unbounded.py --table          # benchmarks/unbounded.md again from unbounded.json
+    python scripts/bench_unbounded.py --variants       # variants at order max (about 12 min), into the same files
 
 Each model is trained in a subprocess of its own (its peak RSS is the process's
 ``ru_maxrss``), one after the other:
@@ -20,6 +21,12 @@ Each model is trained in a subprocess of its own (its peak RSS is the process's
 - ``kn``: interpolated modified KN without cut-offs, SRILM's n-gram estimator at fixed
   orders (``KneserNeyLM(order, min_counts=[1])``), the tree's KN at max (the model is
   the log-linear one with every weight 0: its base).
+
+``--variants``: what the tree makes cheap, at order max on both corpora, each at lambda =
+1 / tokens with its test and validation perplexity: depth weights alpha**d of the
+penalty groups, leave-one-out novel-context events, count-class discounts, and a
+stricter reliability threshold for the Kneser-Ney discounts (``kn_tree.depth_discounts``
+``min_coc``), for KN alone and under the log-linear model.
 
 Writes benchmarks/unbounded.json, benchmarks/unbounded.md and benchmarks/unbounded.png.
 """
@@ -95,6 +102,63 @@ def one(train: str, test: str, valid: str, order: str, model: str) -> dict:
     return out
 
 
+VARIANTS = {
+    "default": {},
+    "alpha=0.97": {"alpha": 0.97},
+    "alpha=0.98": {"alpha": 0.98},
+    "alpha=1.05": {"alpha": 1.05},
+    "loo=0.2": {"loo": 0.2},
+    "discount=0.1": {"discount": 0.1},
+    "KN discounts min_coc=100": {"min_coc": 100},
+    "KN discounts min_coc=1000": {"min_coc": 1000},
+}
+
+
+def one_variant(train: str, test: str, valid: str, name: str) -> dict:
+    """The default log-linear model at order max with one variant, and its KN base alone."""
+    import warnings
+
+    sys.path.insert(0, str(ROOT))
+    import suffixlm.base as B
+    from suffixlm.corpus import Corpus, load_training_corpus
+    from suffixlm.model import LogLinearLM
+
+    warnings.simplefilter("ignore")
+    kw = dict(VARIANTS[name])
+    min_coc = kw.pop("min_coc", 0)
+    if min_coc:
+        plain = B.kneser_ney_tree_base
+        B.kneser_ney_tree_base = lambda tree, vocab, n_unseen, **k: plain(tree, vocab, n_unseen, min_coc=min_coc)
+    corpus = load_training_corpus(train, unk=True)
+    t, v = Corpus.from_text(test, corpus.vocab), Corpus.from_text(valid, corpus.vocab)
+    t0 = time.perf_counter()
+    lm = LogLinearLM(order=None, base="kn", positive=False, **kw).fit(corpus)
+    out = {"variant": name, "fit_seconds": time.perf_counter() - t0, "ppl": lm.corpus_perplexity(t),
+           "valid_ppl": lm.corpus_perplexity(v), "n_iter": int(lm.n_iter_)}
+    kn = LogLinearLM(order=None, base="kn", lam=1e6, max_iter=2, **kw).fit(corpus)
+    out["kn_ppl"], out["kn_valid_ppl"] = kn.corpus_perplexity(t), kn.corpus_perplexity(v)
+    return out
+
+
+def run_variants(corpora: list[str]) -> list[dict]:
+    rows = []
+    valid = str(shared("corpora", "ptb", "ptb.valid.txt"))
+    for name in corpora:
+        train, test = (str(shared("corpora", "ptb", f)) for f in CORPORA[name])
+        for variant in VARIANTS:
+            r = subprocess.run([sys.executable, __file__, "--one-variant", train, test, valid, variant],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(r.stderr[-2000:], file=sys.stderr)
+                raise SystemExit(f"{name} variant {variant} failed")
+            row = json.loads(r.stdout.strip().splitlines()[-1])
+            row["corpus"] = name
+            rows.append(row)
+            print(f"{name:5s} {variant:28s} ppl {row['ppl']:8.3f} valid {row['valid_ppl']:8.3f}  "
+                  f"KN {row['kn_ppl']:8.3f}", file=sys.stderr, flush=True)
+    return rows
+
+
 def run_all(corpora: list[str], auto_orders: list[str]) -> dict:
     rows = []
     valid = str(shared("corpora", "ptb", "ptb.valid.txt"))
@@ -121,7 +185,8 @@ def run_all(corpora: list[str], auto_orders: list[str]) -> dict:
 def table(payload: dict) -> str:
     rows = payload["rows"]
     lines = ["# Unbounded context (`--order max`) against fixed orders on PTB", "",
-             "```", payload["command"].strip(), "```", "",
+             "```", *[c.strip() for c in payload.get("commands", [payload["command"]])],
+             *([payload["variants_command"]] if payload.get("variants_command") else []), "```", "",
              "Written by `scripts/bench_unbounded.py` (its docstring says what each model is). "
              f"Machine: {payload['machine'].get('cpu_count', '?')} CPUs; 1-minute load average before the run "
              f"{payload['load_before']:.2f}; nothing else of ours ran beside it. Each model in a process of "
@@ -152,6 +217,16 @@ def table(payload: dict) -> str:
         lines += ["", f"At order max the deepest context has {mx['deepest_context']} words; the model lives on "
                   f"the collapsed tree ({mx['tree_nodes']:,} nodes for {mx['trie_contexts']:,} trie contexts).", ""]
     lines += ["![test perplexity against order](unbounded.png)", ""]
+    variants = payload.get("variants")
+    if variants:
+        lines += ["## Variants at order max (`--variants`)", "",
+                  "Each at lambda = 1 / training tokens; the validation text is `ptb.valid.txt`.", "",
+                  "| corpus | variant | log-linear test ppl | valid ppl | its KN base alone: test / valid ppl |",
+                  "|---|---|---|---|---|"]
+        for r in variants:
+            lines.append(f"| {r['corpus']} | {r['variant']} | {r['ppl']:.3f} | {r['valid_ppl']:.3f} | "
+                         f"{r['kn_ppl']:.3f} / {r['kn_valid_ppl']:.3f} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -187,6 +262,8 @@ def plot(payload: dict, path: Path) -> None:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--one", nargs=5, metavar=("TRAIN", "TEST", "VALID", "ORDER", "MODEL"), help=argparse.SUPPRESS)
+    ap.add_argument("--one-variant", nargs=4, metavar=("TRAIN", "TEST", "VALID", "VARIANT"), help=argparse.SUPPRESS)
+    ap.add_argument("--variants", action="store_true", help="the variants at order max (added to unbounded.json)")
     ap.add_argument("--corpus", choices=["100k", "full", "both"], default="both")
     ap.add_argument("--auto-orders", default="4,5,6,7,max")
     ap.add_argument("--table", action="store_true", help="rewrite the page from benchmarks/unbounded.json")
@@ -194,11 +271,29 @@ def main():
     if args.one:
         print(json.dumps(one(*args.one)))
         return
-    if args.table:
+    if args.one_variant:
+        print(json.dumps(one_variant(*args.one_variant)))
+        return
+    if args.variants:
+        payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
+        corpora = ["100k", "full"] if args.corpus == "both" else [args.corpus]
+        payload["variants"] = run_variants(corpora)
+        payload["variants_command"] = "python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])
+        write_json("unbounded.json", payload)
+    elif args.table:
         payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
     else:
         corpora = ["100k", "full"] if args.corpus == "both" else [args.corpus]
         payload = run_all(corpora, [o for o in args.auto_orders.split(",") if o])
+        old = BENCH_DIR / "unbounded.json"
+        if old.exists():  # the other corpus's rows (and the variants) stay
+            prev = json.loads(old.read_text())
+            payload["rows"] = [r for r in prev.get("rows", []) if r["corpus"] not in corpora] + payload["rows"]
+            payload["commands"] = [c for c in prev.get("commands", [prev.get("command", "")]) if c] + \
+                [payload["command"]]
+            for key in ("variants", "variants_command"):
+                if key in prev:
+                    payload[key] = prev[key]
         write_json("unbounded.json", payload)
     (BENCH_DIR / "unbounded.md").write_text(table(payload))
     plot(payload, BENCH_DIR / "unbounded.png")
