@@ -8,15 +8,26 @@ import time
 import click
 import numpy as np
 
-from ..options import ORDER, TREE_METHODS, min_word_count, min_word_count_option, order_text
+from ..options import ORDER, TREE_METHODS, min_word_count, min_word_count_option
 from ..threads import threads_option
+
+
+def _order_given(ctx, param, value):
+    """``--order`` must be given. Not click's ``required``: ``max`` converts to None, which
+    click 8.1 and 8.2 (``click>=8.1`` is supported) take for a missing value, refusing
+    ``--order max`` with "Missing option"."""
+    from click.core import ParameterSource
+
+    if ctx.get_parameter_source(param.name) in (None, ParameterSource.DEFAULT):
+        raise click.MissingParameter(ctx=ctx, param=param)
+    return value
 
 
 @click.command("tree")
 @click.argument("train", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--order", "-n", type=ORDER, required=True,
+@click.option("--order", "-n", type=ORDER, callback=_order_given,
               help="Model order N (contexts have at most N-1 words), or 'max': every context back to its "
-                   "sentence start.")
+                   "sentence start. Required.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines (the sizes are still printed).")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None, help="Vocabulary file, one word per line.")
@@ -70,7 +81,7 @@ def command(train, order, as_json, quiet, vocab_path, min_count, unk, method):
     t3 = time.perf_counter()
     st = tree.stats()
     out = {
-        "order": order_text(order),
+        "order": order if order is not None else "max",  # an integer as before, or "max"
         "max_depth": max_depth,
         "method": method,
         "tokens": corpus.n_words,
@@ -111,6 +122,8 @@ def command(train, order, as_json, quiet, vocab_path, min_count, unk, method):
         "extract_seconds": "extraction seconds",
     }
     width = max(len(v) for v in labels.values())
+    if order is None:
+        out["order"] = f"max ({max_depth + 1})"  # the finite order it equals
     for key, label in labels.items():
         v = out[key]
         if isinstance(v, str):
