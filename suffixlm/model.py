@@ -1025,7 +1025,8 @@ def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float, 
             base = from_arrays(h["base"], tree, lnB, gamma, u0, ln_unseen, data["base.ln_d1_cum"] if edges else None,
                                event_counts(tree, vocab) if edges else None)
     except ValueError as e:
-        raise ModelFormatError(f"{path}: base: {e}") from None
+        field = "base.ln_d1_cum" if "ln_d1_cum" in str(e) else "base.gamma"
+        raise ModelFormatError(f"{path}: {field}: {e}") from None
     if not np.all(np.isfinite(base.gcum)):
         raise ModelFormatError(f"{path}: base.gamma: the product along a path from the root overflows")
     return base
