@@ -49,7 +49,7 @@ def parse_orders(text: str) -> list[int | None]:
 @click.argument("test_file", metavar="TEST.txt")
 @click.option("--orders", default="2-5", show_default=True,
               help="Orders to compare, e.g. 2-8, 2,3,5 or 2-12,max ('max': every context back to its sentence "
-                   "start; Kneser-Ney there keeps every n-gram).")
+                   "start; Kneser-Ney there keeps every n-gram, whatever --kn-min-count says).")
 @click.option("--penalty", "penalties", multiple=True, type=click.Choice(LM_PENALTIES),
               help="Log-linear penalty (repeat for several). Default: linf-tree.")
 @click.option("--lam", "lam_text", default=None,
@@ -144,7 +144,8 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
 
     def add(model_name, order, model, params, seconds):
         rep = score(model, test, test_file)
-        rows.append({"model": model_name, "order": order_text(order), "ppl": rep.ppl, "ppl1": rep.ppl1,
+        rows.append({"model": model_name, "order": order if order is not None else "max", "ppl": rep.ppl,
+                     "ppl1": rep.ppl1,
                      "parameters": int(params), "train_seconds": seconds})
         if not quiet:
             click.echo(f"  {model_name:24s} order {order_text(order):>3s}  ppl {rep.ppl:10.3f}  ({seconds:.1f} s)",
@@ -180,7 +181,7 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
                                                                       (" signed" if signed else " positive"))
             add(name, order, lm, lm.n_nonzero_, time.perf_counter() - t0)
     for path, rep, m in arpa_reports:
-        rows.append({"model": f"arpa:{path}", "order": str(m.order), "ppl": rep.ppl, "ppl1": rep.ppl1,
+        rows.append({"model": f"arpa:{path}", "order": m.order, "ppl": rep.ppl, "ppl1": rep.ppl1,
                      "parameters": int(m.n_parameters), "train_seconds": None})
 
     if as_json:
@@ -189,19 +190,19 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
         click.echo(f"{'model':40s} {'order':>5s} {'ppl':>10s} {'ppl1':>10s} {'parameters':>11s} {'train s':>8s}")
         for r in rows:
             secs = "" if r["train_seconds"] is None else f"{r['train_seconds']:.1f}"
-            click.echo(f"{r['model'][:40]:40s} {r['order']:>5s} {r['ppl']:10.3f} {r['ppl1']:10.3f} "
+            click.echo(f"{r['model'][:40]:40s} {str(r['order']):>5s} {r['ppl']:10.3f} {r['ppl1']:10.3f} "
                        f"{r['parameters']:11d} {secs:>8s}")
     if plot:
         fig, ax = plt.subplots(figsize=(6, 4))
         # orders on the x axis in their order, 'max' at the right with a tick of its own
-        ticks = sorted({r["order"] for r in rows}, key=lambda o: (o == "max", int(o) if o != "max" else 0))
-        x = {o: (int(o) if o != "max" else max([int(t) for t in ticks if t != "max"] or [0]) + 1) for o in ticks}
+        ticks = sorted({r["order"] for r in rows}, key=lambda o: (o == "max", o if o != "max" else 0))
+        x = {o: (o if o != "max" else max([t for t in ticks if t != "max"] or [0]) + 1) for o in ticks}
         for name in dict.fromkeys(r["model"] for r in rows):
             pts = sorted((x[r["order"]], r["ppl"]) for r in rows if r["model"] == name)
             style = "o" if len(pts) == 1 else "-o"
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
         ax.set_xticks([x[o] for o in ticks])
-        ax.set_xticklabels(ticks)
+        ax.set_xticklabels([str(o) for o in ticks])
         ax.set_xlabel("order")
         ax.set_ylabel("test perplexity")
         ax.legend()

@@ -178,7 +178,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         return
     echo(f"{train_file}: {n_sentences} sentences, {n_words} words, vocabulary {vocab_size}")
     if order is None:
-        echo(f"order max: contexts of up to {len(counts) - 1} words (an order-{len(counts)} ARPA file)")
+        echo(f"order max: contexts of up to {len(counts) - 1} symbols, <s> included (an order-{len(counts)} "
+             "ARPA file, every n-gram kept)")
     for n, (c, d) in enumerate(zip(counts, info["discounts"]), start=1):
         ds = f"D={d[0]:.6g}" if not modified else f"D1={d[0]:.6g} D2={d[1]:.6g} D3+={d[2]:.6g}"
         echo(f"  {n}-grams: {c:>10}  {ds}")

@@ -128,7 +128,7 @@ def test_cli_compare_with_max(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.output[r.output.index("["):])
     assert [(x["model"].split()[0], x["order"]) for x in rows] == [
-        ("kn-modified", "2"), ("loglinear-kn", "2"), ("kn-modified", "max"), ("loglinear-kn", "max")]
+        ("kn-modified", 2), ("loglinear-kn", 2), ("kn-modified", "max"), ("loglinear-kn", "max")]
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
 
