@@ -143,12 +143,12 @@ def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
     also be the text's counted events (``suffixlm.events.ContextEvents`` with its
     ``ngram_counts``): KN is estimated from those counts, the same model."""
     from . import _base_kernels as K
-    from .kn import KneserNeyLM, estimate_kneser_ney
+    from .kn_estimate import estimate_kneser_ney
+    from .ngrams import count_ngrams
 
-    if getattr(corpus, "ngram_counts", None) is not None:
-        model, _ = estimate_kneser_ney(corpus.ngram_counts, corpus.vocab, True, [1], True)
-    else:
-        model = KneserNeyLM(order=order, modified=True, min_counts=[1]).fit(corpus).model_
+    # KneserNeyLM(order, min_counts=[1]).fit(corpus).model_, without importing suffixlm.kn
+    counts = corpus.ngram_counts if getattr(corpus, "ngram_counts", None) is not None else count_ngrams(corpus, order)
+    model, _ = estimate_kneser_ney(counts, corpus.vocab, True, [1], True)
     nodes, node_bow, probs, prob_lp = model._index or model._build_index()
     lnB = np.empty(tree.n_params)
     ln_gamma = np.empty(tree.n_nodes)

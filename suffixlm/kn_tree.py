@@ -170,25 +170,3 @@ def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True, min_coc: in
                             np.ascontiguousarray(d1), np.ascontiguousarray(disc[:, 1]),
                             np.ascontiguousarray(disc[:, 2]), ln_d1_cum, vocab_size, p, gamma, chain, n_events)
     return TreeKN(p, gamma, chain, n_events, disc, ln_d1_cum, coc, shared_from, vocab_size)
-
-
-def tree_kneser_ney_model(data, modified: bool = True):
-    """Kneser-Ney at unbounded order on ``data`` (a Corpus or counted events) as a scoring
-    model: a fitted :class:`suffixlm.model.LogLinearLM` whose weights are all 0, so its
-    probabilities are its base, the tree's KN (``kn_``: the :class:`TreeKN`). Its
-    ``to_backoff()`` is the ARPA form (one n-gram per trie context and word)."""
-    from .base import kneser_ney_tree_base
-    from .events import ContextEvents
-    from .model import LogLinearLM
-
-    lm = LogLinearLM(order=None, base="kn", lam=0.0)
-    lm.vocab_ = data.vocab
-    tree = lm._build_events(data)[0] if isinstance(data, ContextEvents) else lm._build(data)[0]
-    lm.tree_ = tree
-    lm.n_unseen_ = lm._n_unseen(tree, data.vocab)
-    lm.kn_ = estimate_tree_kn(tree, data.vocab, modified)
-    lm.base_ = kneser_ney_tree_base(tree, data.vocab, lm.n_unseen_, kn=lm.kn_)
-    lm.weights_ = np.zeros(tree.n_params)
-    lm.lam_ = 0.0
-    lm._prepare_scoring()
-    return lm

@@ -1051,3 +1051,24 @@ def _check_distributions(path, m: "LogLinearLM") -> None:
         q = int(np.flatnonzero(bad)[0])
         raise ModelFormatError(f"{path}: weights / base: parameter {q} gives the probability {p[q]!r}, "
                                "not one in (0, 1]")
+
+
+def tree_kneser_ney_model(data, modified: bool = True):
+    """Kneser-Ney at unbounded order on ``data`` (a Corpus or counted events) as a scoring
+    model: a fitted :class:`suffixlm.model.LogLinearLM` whose weights are all 0, so its
+    probabilities are its base, the tree's KN (``kn_``: the ``kn_tree.TreeKN``). Its
+    ``to_backoff()`` is the ARPA form (one n-gram per trie context and word)."""
+    from .base import kneser_ney_tree_base
+    from .kn_tree import estimate_tree_kn
+
+    lm = LogLinearLM(order=None, base="kn", lam=0.0)
+    lm.vocab_ = data.vocab
+    tree = lm._build_events(data)[0] if isinstance(data, ContextEvents) else lm._build(data)[0]
+    lm.tree_ = tree
+    lm.n_unseen_ = lm._n_unseen(tree, data.vocab)
+    lm.kn_ = estimate_tree_kn(tree, data.vocab, modified)
+    lm.base_ = kneser_ney_tree_base(tree, data.vocab, lm.n_unseen_, kn=lm.kn_)
+    lm.weights_ = np.zeros(tree.n_params)
+    lm.lam_ = 0.0
+    lm._prepare_scoring()
+    return lm

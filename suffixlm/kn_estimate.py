@@ -1,0 +1,165 @@
+"""The single-process Kneser-Ney estimator (``estimate_kneser_ney``: SRILM's, from n-gram
+counts), apart from the ``KneserNeyLM`` estimator class so that the base measure of the
+log-linear model (``suffixlm.base``) can use it without importing ``suffixlm.kn``, which
+imports the log-linear model for unbounded order. ``suffixlm.kn`` re-exports it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arpa import BackoffLM
+from .corpus import BOS_ID, UNK_ID, Vocabulary
+from .kn_steps import (
+    _ranges,
+    count_of_counts,
+    estimate_discounts,
+    estimate_unigrams,
+    fixup_order,
+    listed_unigrams,
+    quantize_g7,
+    srilm_min_counts,
+    walk_step,
+)
+from .ngrams import NgramCounts
+
+
+def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndarray]:
+    """Counts as SRILM's ``KneserNey::prepareCounts`` leaves them: for n < N the number
+    of distinct (n+1)-grams ending in the n-gram, except n-grams starting with a
+    non-event (``<s>``; ``<unk>`` in a closed vocabulary), which keep their counts."""
+    out = []
+    N = counts.order
+    for n in range(1, N + 1):
+        raw = counts.count[n - 1]
+        if n == N:
+            out.append(raw.copy())
+            continue
+        cc = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int32)
+        keep = nonevent[counts.first[n - 1]]
+        out.append(np.where(keep, raw, cc))
+    return out
+
+
+@dataclass
+class _Order:
+    lp: np.ndarray        # float32[m] log10 probability (valid where explicit)
+    explicit: np.ndarray  # bool[m]
+    found: np.ndarray     # float32[m] probability found by the back-off walk
+    acc: np.ndarray       # float32[m] back-off weights summed on the way
+    bow: np.ndarray | None = None  # float32[m] back-off weight of the n-gram as a context
+
+
+def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
+    """Back-off (found, acc) of every n-gram of an order, SRILM's summation order."""
+    return walk_step(order_prev.found[suffix], order_prev.acc[suffix], bow_prev[prefix], lp, explicit)
+
+
+def estimate_kneser_ney(
+    counts: NgramCounts,
+    vocab: Vocabulary,
+    modified: bool = True,
+    min_counts: list[int] | None = None,
+    interpolate: bool = True,
+) -> tuple[BackoffLM, dict]:
+    """Estimate an interpolated (modified) KN model from ``counts`` as SRILM does.
+
+    Returns the model and a dict of diagnostics: ``discounts`` (list of (D1, D2, D3+)
+    per order), ``count_of_counts`` (n1..n4 per order), ``retries`` and ``bad_bows``
+    per order, ``fixups`` (context n-grams added per order).
+    """
+    from . import _kn_kernels as K
+
+    N = counts.order
+    V = counts.vocab_size
+    if min_counts is None:
+        min_counts = srilm_min_counts(N)
+    min_counts = list(min_counts) + [min_counts[-1]] * (N - len(min_counts))
+    nonevent = np.zeros(V, dtype=bool)
+    nonevent[BOS_ID] = True
+    if not vocab.has_unk:
+        nonevent[UNK_ID] = True
+    vocab_size = int(V - nonevent.sum())
+    kn = kneser_ney_counts(counts, nonevent)
+    counts.first = []  # raw counts and first words are only needed for the KN counts
+    counts.count = []
+    info: dict = {"discounts": [], "count_of_counts": [], "retries": [], "bad_bows": [], "fixups": []}
+    orders: list[_Order] = []
+    # contexts holding a closed-vocabulary <unk> get no probabilities
+    has_unk = [counts.word[0] == UNK_ID] if not vocab.has_unk else None
+    for n in range(1, N + 1):
+        coc = count_of_counts(kn[n - 1], counts.word[n - 1], nonevent)
+        # an order above the longest sentence has no n-gram: its discounts are never used
+        d = estimate_discounts(coc, modified, n) if len(kn[n - 1]) else (0.5, 1.0, 1.5)
+        info["count_of_counts"].append([int(x) for x in coc[1:]])
+        info["discounts"].append(d)
+        word = counts.word[n - 1]
+        if n == 1:
+            lp, explicit, n_retry = estimate_unigrams(kn[0], nonevent, int(min_counts[0]), d, vocab_size,
+                                                      bool(interpolate))
+            info["retries"].append(n_retry)
+            info["bad_bows"].append(0)
+            orders.append(_Order(lp, explicit, lp.copy(), np.zeros(V, dtype=np.float32)))
+            kn[0] = None
+            continue
+        prev = orders[-1]
+        n_ctx = len(counts.word[n - 2])
+        start, end = _ranges(counts.prefix[n - 1], n_ctx)
+        skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
+        lower = (prev.found + prev.acc)[counts.suffix[n - 1]].astype(np.float32)
+        if has_unk is not None:
+            has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
+        lp, explicit, n_retry = K.estimate_order(
+            start, end, skip, kn[n - 1], word, lower, nonevent,
+            int(min_counts[n - 1]), float(d[0]), float(d[1]), float(d[2]), vocab_size, bool(interpolate), False)
+        info["retries"].append(int(n_retry))
+        bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
+        info["bad_bows"].append(int(n_bad))
+        orders[-1].bow = bow
+        found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow)
+        orders.append(_Order(lp, explicit, found, acc))
+        if n >= 3:
+            orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
+        kn[n - 1] = None
+    orders[-1].bow = np.zeros(len(orders[-1].lp), dtype=np.float32)
+
+    # nodes: contexts of explicit n-grams and their suffixes
+    def context_nodes():
+        node = [np.zeros(len(o.lp), dtype=bool) for o in orders]
+        for n in range(N - 1, 0, -1):
+            node[n - 1][counts.prefix[n][orders[n].explicit]] = True
+            if n < N - 1:
+                node[n - 1][counts.suffix[n][node[n]]] = True
+        return node
+
+    node = context_nodes()
+    # fixups: every node and every prefix of a node needs an explicit probability
+    mark = [x.copy() for x in node]
+    for n in range(N - 1, 1, -1):
+        mark[n - 2][counts.prefix[n - 1][mark[n - 1]]] = True
+    info["fixups"].append(0)
+    orders[0].found, orders[0].acc = orders[0].lp.copy(), np.zeros(V, dtype=np.float32)
+    for n in range(2, N + 1):
+        o = orders[n - 1]
+        o.found, o.acc = _walk(orders[n - 2], o.lp, o.explicit, counts.suffix[n - 1], counts.prefix[n - 1],
+                               orders[n - 2].bow)
+        orders[n - 2].found = orders[n - 2].acc = None
+        if n == N:
+            info["fixups"].append(0)
+            break
+        fix = mark[n - 1] & ~o.explicit
+        info["fixups"].append(int(fix.sum()))
+        if fix.any():
+            fixup_order(o.lp, o.explicit, o.found, o.acc, fix)
+    node = context_nodes()
+
+    ngrams = []
+    for n in range(1, N + 1):
+        o = orders[n - 1]
+        idx = listed_unigrams(o.explicit, nonevent) if n == 1 else np.flatnonzero(o.explicit)
+        rows = counts.rows(n, idx)
+        has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
+        # the model holds exactly what its ARPA file says (SRILM scores its files, too)
+        ngrams.append((rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), has_bow))
+    return BackoffLM(vocab, ngrams), info
