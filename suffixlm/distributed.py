@@ -174,8 +174,13 @@ def client_from_options(workers: int | None = None, scheduler: str | None = None
 
     for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    # the worker processes read their log levels from the environment when they start
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    # the worker processes read their log levels from the environment when they start:
+    # only critical lines. A task's error reaches this process with its result; what a
+    # worker logs besides is its broken connections while the cluster closes (Ctrl-C on a
+    # loaded machine: "Failed to communicate with scheduler during heartbeat" with a
+    # traceback), noise on a local cluster that this process closes itself
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    os.environ.setdefault("DASK_LOGGING__TORNADO", "critical")
     cluster = _start_ignoring_sigint(lambda: distributed.LocalCluster(
         n_workers=workers, threads_per_worker=1, processes=True, memory_limit=limit, dashboard_address=":0"))
     with cluster, distributed.Client(cluster) as client, _interrupt_quietly():
