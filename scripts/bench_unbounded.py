@@ -191,7 +191,10 @@ def table(payload: dict) -> str:
              f"{payload['load_before']:.2f}; nothing else of ours ran beside it. Each model in a process of "
              "its own; `peak MB` is that process's peak resident memory (corpus loading and scoring "
              "included); `fit s` the training wall time (tree build, statistics and solver), `build s` "
-             "the suffix tree and its statistics alone.", ""]
+             "the suffix tree, the context paths and the training statistics (`seconds_build_`). At fixed "
+             "orders the log-linear model lives on the suffix trie (its Kneser-Ney base read on the trie), "
+             "at max on the collapsed tree; under linf-tree the two are the same model (the penalty keeps "
+             "the weights of a collapsed chain equal), so the rows differ only by the contexts' depth.", ""]
     for name in ("100k", "full"):
         sub = [r for r in rows if r["corpus"] == name]
         if not sub:
