@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._kn_tree_kernels import edge_base
+
 LN10 = np.log(10.0)
 
 
@@ -71,7 +73,7 @@ def expand(node_parent, depth, collapsed, succ_offsets, succ_words, param_parent
                 for q in range(a, b):
                     pq = param_parent[q]
                     sp = S[pq]
-                    bq = _edge_base(lnB[pq], inner, inv_s, edges and not nonevent[succ_words[q]])
+                    bq = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[succ_words[q]])
                     z += bq * np.exp(sp + kk * w[q]) - inner * np.exp(sp + lnB[pq])
             lz = np.log(z)
             for q in range(a, b):
@@ -79,7 +81,7 @@ def expand(node_parent, depth, collapsed, succ_offsets, succ_words, param_parent
                     s = S[q] + lnB[q]
                 else:
                     pq = param_parent[q]
-                    bq = _edge_base(lnB[pq], inner, inv_s, edges and not nonevent[succ_words[q]])
+                    bq = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[succ_words[q]])
                     s = np.log(bq) + S[pq] + kk * w[q]
                 i = fill[n]
                 fill[n] += 1
@@ -100,12 +102,3 @@ def expand(node_parent, depth, collapsed, succ_offsets, succ_words, param_parent
                 ctx_rows[base + t] = tokens[cp - d + t]
             ctx_bow[ctx_idx_off[d] + i] = np.log(g * zprev / z) / LN10
             zprev = z
-
-
-@njit(cache=True)
-def _edge_base(ln_b_parent, inner, inv_s, closed_form):
-    """The base inside an edge of a word at the parent's base exp(ln_b_parent)."""
-    b = np.exp(ln_b_parent)
-    if closed_form:
-        return inv_s + inner * (b - inv_s)
-    return inner * b

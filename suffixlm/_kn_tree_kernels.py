@@ -116,7 +116,7 @@ def probabilities(parent, depth, collapsed, succ_offsets, succ_words, param_pare
             if p >= 0:
                 lower = p_out[param_parent[q]]
                 if collapsed[j] > 1:
-                    lower = inv_s + inner * (lower - inv_s)
+                    lower = edge_base(lower, inner, inv_s, True)
             else:
                 lower = 1.0 / vocab_size
             if nonevent[succ_words[q]]:
@@ -134,9 +134,11 @@ def probabilities(parent, depth, collapsed, succ_offsets, succ_words, param_pare
 
 
 @njit(cache=True)
-def partial_edge_probability(p_parent_word, n_events, inner):
-    """P(v | a context inside an edge) for a word v the edge's node predicts, from its
-    probability at the parent's deepest context and the product ``inner`` of the d1 of
-    the depths covered (the closed form of ``probabilities``)."""
-    inv_s = 1.0 / n_events
-    return inv_s + inner * (p_parent_word - inv_s)
+def edge_base(b_parent, inner, inv_s, closed_form):
+    """P(v | a context inside an edge) from v's probability ``b_parent`` at the parent's
+    deepest context and the product ``inner`` of the d1 of the depths covered: for a word
+    the edge's node predicts (``closed_form``; inv_s = 1 / its events), the closed form of
+    ``probabilities``; for any other word, ``inner`` times the parent's."""
+    if closed_form:
+        return inv_s + inner * (b_parent - inv_s)
+    return inner * b_parent

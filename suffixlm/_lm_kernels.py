@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._kn_tree_kernels import edge_base
 from ._tree_kernels import find_sorted
 
 #: Fixed blocks of the parallel sums: the result does not depend on the thread count.
@@ -283,9 +284,7 @@ def score_positions(
             z = inner * Z[pj]
             for q in range(succ_offsets[j], succ_offsets[j + 1]):
                 pq = param_parent[q]
-                b = inner * np.exp(lnB[pq])
-                if edges and not nonevent[succ_words[q]]:
-                    b = inv_s + inner * (np.exp(lnB[pq]) - inv_s)
+                b = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[succ_words[q]])
                 z += b * np.exp(S[pq] + k * w[q]) - inner * expS[pq]
         y = targets[p]
         s = ln_unseen + np.log(g_end)
@@ -294,9 +293,7 @@ def score_positions(
             if q >= 0:
                 if t == last and partial:
                     pq = param_parent[q]
-                    b = inner * np.exp(lnB[pq])
-                    if edges and not nonevent[y]:
-                        b = inv_s + inner * (np.exp(lnB[pq]) - inv_s)
+                    b = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[y])
                     s = np.log(b) + S[pq] + k * w[q]
                 else:
                     s = S[q] + lnB[q] + np.log(g_end / gcum[param_node[q]])

@@ -38,18 +38,13 @@ import numpy as np
 from . import threads as _threads
 from .corpus import Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
-from .kn_steps import (  # noqa: F401  (re-exported: the steps shared with kn_dask_estimate)
+from .kn_steps import (  # noqa: F401  (re-exported: suffixlm.kn's names before the steps moved)
     SRILM_DEFAULT_MIN_COUNTS,
     DiscountWarning,
-    _ranges,
     count_of_counts,
     estimate_discounts,
-    estimate_unigrams,
-    fixup_order,
-    listed_unigrams,
     quantize_g7,
     srilm_min_counts,
-    walk_step,
 )
 from .kn_estimate import estimate_kneser_ney, kneser_ney_counts  # noqa: F401  (re-exported)
 from .ngrams import count_ngrams

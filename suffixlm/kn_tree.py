@@ -46,7 +46,6 @@ such contexts no probabilities of their own).
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
@@ -126,14 +125,6 @@ class TreeKN:
     shared_from: int | None
     vocab_size: int
 
-    @property
-    def unseen_probability(self) -> float:
-        """P(w) of a word no context predicts (the root's weight over |V|)."""
-        return float(self.gamma[0]) / self.vocab_size
-
-    def inner_weight(self, parent_depth: int, covered: int) -> float:
-        """Product of D1 over the ``covered`` contexts below depth ``parent_depth``."""
-        return math.exp(self.ln_d1_cum[parent_depth + covered] - self.ln_d1_cum[parent_depth])
 
 
 def nonevents(vocab: Vocabulary) -> np.ndarray:
