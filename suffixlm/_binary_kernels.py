@@ -1,0 +1,349 @@
+"""Numba kernels of the binary back-off model (``suffixlm.binary``): the probing table
+of every part of every explicit n-gram, its construction, and the queries.
+
+The table is one int64 array ``D`` of 16-byte records (two int64 each), read through
+``F = D.view(float32)`` as well:
+
+* ``D[2 r]``: the record's key, with flag bits 61 (``EXTENDS``: some explicit n-gram
+  continues the part to the right, or it has a non-zero back-off weight) and 62
+  (``EXPLICIT``: the model lists the part itself; else it is one of KenLM's "blanks");
+* ``F[4 r + 2]``: log10 p of the part's last word after the rest (a blank's: the
+  backed-off probability, summed as KenLM does); ``F[4 r + 3]``: its back-off weight.
+
+Records ``0 .. V - 1`` are the unigrams (record ``w`` is word ``w``, key ``w``). Records
+``V .. V + S - 1`` are a linear-probing hash table of the parts of two words and more:
+the key of part ``x_1 .. x_m`` is ``record(x_2 .. x_m) * V + x_1`` (the record of the part
+without its first word, then that word), so a record's key gives both its first word and
+the rest, and every lookup extends a part found one step before by one word to the left.
+An empty slot is -1. A language-model state is the record of the context it keeps (-1:
+the empty context).
+
+Every loop is bounded by the table's size or the model's order, and every record number
+read from the table is checked before use, so a damaged table gives wrong numbers, never
+a crash or a hang.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+KEY_BITS = 61
+KEY_MASK = (1 << KEY_BITS) - 1
+EXTENDS = 1 << 61
+EXPLICIT = 1 << 62
+EMPTY = -1
+
+
+@njit(cache=True)
+def home(key, size):
+    """Home slot of ``key`` in a table of ``size`` < 2**32 slots (Fibonacci hashing,
+    then multiply-shift onto any size)."""
+    h = np.uint64(key) * GOLDEN
+    return np.int64(((h >> np.uint64(32)) * np.uint64(size)) >> np.uint64(32))
+
+
+@njit(cache=True)
+def find(D, V, S, key):
+    """Record of ``key`` (flags off), or -1."""
+    if S <= 0:
+        return -1
+    h = home(key, S)
+    for _ in range(S):
+        t = D[2 * (V + h)]
+        if t == EMPTY:
+            return -1
+        if (t & KEY_MASK) == key:
+            return V + h
+        h += 1
+        if h == S:
+            h = 0
+    return -1
+
+
+@njit(cache=True)
+def insert(D, V, S, key):
+    """Slot record for a new ``key`` (the caller fills it). The caller keeps the table
+    below full."""
+    h = home(key, S)
+    while D[2 * (V + h)] != EMPTY:
+        h += 1
+        if h == S:
+            h = 0
+    return V + h
+
+
+@njit(cache=True)
+def fill_table(D, V, S, t_key, t_flags, t_prob, t_bow):
+    """Write the parts of two words and more into the hash table. Temporary ids ``t``
+    (0 .. V - 1: the unigrams, then the longer parts in an order where a part comes
+    after the part without its first word): ``t_key[t] = t(rest) * V + first word``.
+    Returns int64[n_temporary]: the record of every temporary id."""
+    T = t_key.shape[0]
+    F = D.view(np.float32)
+    rec = np.empty(T, dtype=np.int64)
+    for t in range(V):
+        rec[t] = t
+    for t in range(V, T):
+        rest = t_key[t] // V
+        key = rec[rest] * V + t_key[t] % V
+        r = insert(D, V, S, key)
+        D[2 * r] = key | t_flags[t]
+        F[4 * r + 2] = t_prob[t]
+        F[4 * r + 3] = t_bow[t]
+        rec[t] = r
+    return rec
+
+
+@njit(cache=True)
+def _words_of(D, V, S, r, order, out):
+    """Words of the part at record ``r``, first to last, into ``out``; their number
+    (0 if the chain is broken or longer than ``order``)."""
+    m = 0
+    while r >= V:
+        if r >= V + S or m >= order:
+            return 0
+        k = D[2 * r] & KEY_MASK
+        out[m] = k % V
+        m += 1
+        r = k // V
+    if r < 0 or m >= order:
+        return 0
+    out[m] = r
+    return m + 1
+
+
+@njit(cache=True)
+def fill_blanks(D, V, S, order):
+    """The probability of every blank (a part the model does not list): the longest
+    explicit part ending with its last word, plus the back-off weights of its contexts
+    from that length on, added one by one in float32, shortest first (KenLM's order,
+    so that a query ending on the blank sums exactly as one that backs off past it)."""
+    F = D.view(np.float32)
+    words = np.empty(order, dtype=np.int64)
+    for r in range(V, V + S):
+        t = D[2 * r]
+        if t == EMPTY or (t & EXPLICIT) != 0:
+            continue
+        m = _words_of(D, V, S, r, order, words)
+        if m < 2:
+            continue
+        w = words[m - 1]
+        lp = F[4 * w + 2] if (D[2 * w] & EXPLICIT) != 0 else np.float32(-np.inf)
+        hit = 1
+        g = w
+        for j in range(1, m):  # the parts (words[m-1-j .. m-1])
+            g = find(D, V, S, g * V + words[m - 1 - j])
+            if g < 0:
+                break
+            if (D[2 * g] & EXPLICIT) != 0:
+                lp = F[4 * g + 2]
+                hit = j + 1
+        c = words[m - 2]  # contexts (words[m-1-d .. m-2]), d = 1 .. m-1
+        for d in range(1, m):
+            if d > 1:
+                c = find(D, V, S, c * V + words[m - 1 - d])
+                if c < 0:
+                    break
+            if d >= hit:
+                lp = lp + F[4 * c + 3]
+        F[4 * r + 2] = lp
+
+
+@njit(cache=True)
+def walk(D, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec):
+    """Score word ``w`` after a context of ``k`` words: ``ctxw[d - 1]`` is its d-th most
+    recent word and ``crec[d - 1]`` the record of its last d words. Writes the context
+    kept after ``w`` into ``nxtw``/``nrec`` (same layout) and returns (log10 p as
+    float32, n-gram length, length of the context kept). The back-off weights of the
+    contexts past the longest part found are added one by one, shortest first, in
+    float32 (KenLM's sums)."""
+    F = D.view(np.float32)
+    if w < 0 or w >= V:
+        return np.float32(missing_lp), 1, 0
+    f = D[2 * w]
+    lp = F[4 * w + 2]
+    nxtw[0] = w
+    nrec[0] = w
+    if (f & EXPLICIT) == 0 or lp == -np.inf:
+        return np.float32(missing_lp), 1, (1 if order > 1 else 0)
+    m = 1 if ((f & EXTENDS) != 0 and order > 1) else 0
+    g = w
+    n = 1
+    for j in range(1, k + 1):
+        x = ctxw[j - 1]
+        g2 = find(D, V, S, g * V + x)
+        if g2 < 0:
+            break
+        g = g2
+        n = j + 1
+        lp = F[4 * g + 2]
+        if n <= order - 1:
+            nxtw[j] = x
+            nrec[j] = g
+            if (D[2 * g] & EXTENDS) != 0:
+                m = n
+    for d in range(n, k + 1):
+        lp = lp + F[4 * crec[d - 1] + 3]
+    return lp, n, m
+
+
+@njit(cache=True)
+def decode_state(D, V, S, order, state, ctxw, crec):
+    """Fill ``ctxw``/``crec`` (``walk``'s layout) from a state record; the context's
+    length (0 for -1 or a record that is not a state of this model)."""
+    k = 0
+    r = state
+    while r >= V and r < V + S and k < order:
+        k += 1
+        r = (D[2 * r] & KEY_MASK) // V
+    if r < 0 or r >= V + S or k >= order:
+        return 0
+    k += 1
+    r = state
+    for i in range(k):  # the context's word i, oldest first, is its (k - i)-th most recent
+        crec[k - 1 - i] = r
+        if r >= V:
+            key = D[2 * r] & KEY_MASK
+            ctxw[k - 1 - i] = key % V
+            r = key // V
+        else:
+            ctxw[k - 1 - i] = r
+    return k
+
+
+@njit(cache=True)
+def step(D, V, S, order, state, w, missing_lp):
+    """KenLM's ``BaseFullScore`` on a state record: (log10 p(w | state) as float64,
+    n-gram length, the state after w)."""
+    ctxw = np.empty(order, dtype=np.int64)
+    crec = np.empty(order, dtype=np.int64)
+    nxtw = np.empty(order, dtype=np.int64)
+    nrec = np.empty(order, dtype=np.int64)
+    k = decode_state(D, V, S, order, state, ctxw, crec)
+    lp, n, m = walk(D, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec)
+    return np.float64(lp), n, (nrec[m - 1] if m > 0 else -1)
+
+
+@njit(cache=True)
+def state_of(D, V, S, order, words):
+    """The state after the history ``words`` (int64, oldest first): the record of its
+    longest suffix that is a part and extends (at most order - 1 words), or -1."""
+    n = words.shape[0]
+    best = -1
+    if n == 0 or order < 2:
+        return best
+    w = words[n - 1]
+    if w < 0 or w >= V:
+        return best
+    g = w
+    if (D[2 * w] & EXTENDS) != 0:
+        best = w
+    for j in range(1, min(n, order - 1)):
+        g = find(D, V, S, g * V + words[n - 1 - j])
+        if g < 0:
+            break
+        if (D[2 * g] & EXTENDS) != 0:
+            best = g
+    return best
+
+
+@njit(cache=True)
+def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len):
+    """KenLM's ``full_scores`` of many sentences at once: ``tokens`` are word ids of the
+    sentences one after the other (``</s>`` included when scored), sentence i at
+    ``offsets[i] .. offsets[i + 1]``; each starts from ``<s>`` when ``bos``. Fills log10
+    p and n-gram length per token (when the output arrays are not empty); returns the
+    float32 sum of every sentence (KenLM's ``score``)."""
+    n_sent = offsets.shape[0] - 1
+    sums = np.zeros(n_sent, dtype=np.float32)
+    a_w = np.empty(order + 1, dtype=np.int64)
+    a_r = np.empty(order + 1, dtype=np.int64)
+    b_w = np.empty(order + 1, dtype=np.int64)
+    b_r = np.empty(order + 1, dtype=np.int64)
+    fill = out_lp.shape[0] > 0
+    for s in range(n_sent):
+        k = 0
+        if bos and order > 1:
+            a_w[0] = 0
+            a_r[0] = 0
+            k = 1
+        total = np.float32(0.0)
+        for i in range(offsets[s], offsets[s + 1]):
+            lp, n, k = walk(D, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
+            a_w, b_w = b_w, a_w
+            a_r, b_r = b_r, a_r
+            if fill:
+                out_lp[i] = lp
+                out_len[i] = n
+            total = total + lp
+        sums[s] = total
+    return sums
+
+
+@njit(cache=True)
+def srilm_query(D, V, S, order, tokens, starts, positions):
+    """SRILM's ``wordProbBO`` at every position (as ``_backoff_kernels.backoff_query``):
+    the longest explicit n-gram, plus the back-off weights of the longer contexts
+    summed first, in float32. Returns (log10 p float64[n], n-gram length int64[n])."""
+    F = D.view(np.float32)
+    n_pos = positions.shape[0]
+    out = np.empty(n_pos, dtype=np.float64)
+    hit = np.zeros(n_pos, dtype=np.int64)
+    for i in range(n_pos):
+        p = positions[i]
+        w = tokens[p]
+        logp = np.float32(-np.inf)
+        if w >= 0 and w < V and (D[2 * w] & EXPLICIT) != 0:
+            logp = F[4 * w + 2]
+            hit[i] = 1
+        bow = np.float32(0.0)
+        g = w if (w >= 0 and w < V) else -1
+        c = -1
+        depth = min(order - 1, p - starts[p])
+        for d in range(1, depth + 1):
+            x = tokens[p - d]
+            if x < 0 or x >= V:
+                break
+            c = x if d == 1 else find(D, V, S, c * V + x)
+            if c < 0:
+                break
+            bow = bow + F[4 * c + 3]
+            if g >= 0:
+                g = find(D, V, S, g * V + x)
+                if g >= 0 and (D[2 * g] & EXPLICIT) != 0:
+                    logp = F[4 * g + 2]
+                    bow = np.float32(0.0)
+                    hit[i] = d + 1
+        out[i] = np.float64(logp + bow)
+    return out, hit
+
+
+@njit(cache=True)
+def distributions(D, V, S, order, states, missing_lp, out):
+    """log10 p(w | state) of every word id w (float32 sums as ``walk``), for every state
+    record in ``states``, into ``out`` (float32[n_states, V])."""
+    ctxw = np.empty(order, dtype=np.int64)
+    crec = np.empty(order, dtype=np.int64)
+    nxtw = np.empty(order, dtype=np.int64)
+    nrec = np.empty(order, dtype=np.int64)
+    for i in range(states.shape[0]):
+        k = decode_state(D, V, S, order, states[i], ctxw, crec)
+        for w in range(V):
+            out[i, w] = walk(D, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec)[0]
+
+
+@njit(cache=True)
+def max_probe(D, V, S):
+    """The longest run of occupied slots (a measure of the table's health)."""
+    best = 0
+    run = 0
+    for h in range(S):
+        if D[2 * (V + h)] != EMPTY:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
+    return best
