@@ -13,7 +13,7 @@ from . import threads as _threads  # noqa: E402, F401
 
 def __getattr__(name):
     # lazy: importing suffixlm stays cheap (the CLI starts without numba)
-    if name == "Model":
+    if name in ("Model", "LanguageModel"):
         from .load import Model
 
         return Model
@@ -25,6 +25,10 @@ def __getattr__(name):
         from .model import LogLinearLM
 
         return LogLinearLM
+    if name == "install_as_kenlm":
+        from .query import install_as_kenlm
+
+        return install_as_kenlm
     if name in ("State", "FullScoreReturn"):
         from . import query
 

@@ -166,8 +166,11 @@ def walk(D, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec):
     lp = F[4 * w + 2]
     nxtw[0] = w
     nrec[0] = w
-    if (f & EXPLICIT) == 0 or lp == -np.inf:
-        return np.float32(missing_lp), 1, (1 if order > 1 else 0)
+    if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
+        lp = np.float32(missing_lp)
+        for d in range(1, k + 1):
+            lp = lp + F[4 * crec[d - 1] + 3]
+        return lp, 1, (1 if order > 1 else 0)
     m = 1 if ((f & EXTENDS) != 0 and order > 1) else 0
     g = w
     n = 1

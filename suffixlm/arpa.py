@@ -80,6 +80,7 @@ class BackoffLM(KenLMInterface):
         self.ngrams = [_checked_order(n, entry, len(vocab)) for n, entry in enumerate(ngrams, start=1)]
         self._index = None
         self._kenlm_index = None
+        self._table = None
         self.restricted = False
         #: the last unigram rows are specials the file did not list (log 0): not written
         self.implicit_unigrams = 0
@@ -205,6 +206,26 @@ class BackoffLM(KenLMInterface):
                                        UNKNOWN_MISSING_LOG10)
         history = context + (word,)
         return float(lp), int(hit), history[len(history) - keep:]
+
+    def distributions(self, states) -> np.ndarray:
+        """log10 p(w | state) of every word id w, for every state (KenLM's sums, as
+        ``BaseScore``): float32[len(states), V], from the binary model's table
+        (:mod:`suffixlm.binary`) built in memory on the first call."""
+        from . import _binary_kernels as K
+        from .binary import build_table
+        from .query import State
+
+        if isinstance(states, State):
+            states = [states]
+        if self._table is None:
+            self._table = build_table(self)
+        D, S = self._table
+        V = len(self.vocab)
+        recs = np.array([K.state_of(D, V, S, self.order, np.array(st.words, dtype=np.int64)) for st in states],
+                        dtype=np.int64)
+        out = np.empty((len(recs), V), dtype=np.float32)
+        K.distributions(D, V, S, self.order, recs, UNKNOWN_MISSING_LOG10, out)
+        return out
 
     # ------------------------------------------------------------ output
     def write_arpa(self, path: str | Path) -> None:

@@ -46,8 +46,8 @@ from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State
 MAGIC = b"suffixlm binary\n"
 VERSION = 1
 FORMAT = "suffixlm-backoff-binary"
-#: the hash table's largest load (records / slots); 16-byte records give about 21 bytes an n-gram
-LOAD = 0.75
+#: the hash table's largest load (records / slots); 16-byte records give about 20 bytes an n-gram
+LOAD = 0.8
 ALIGN = 64
 MAX_HEADER = 1 << 20
 MAX_ORDER = 255
@@ -353,7 +353,7 @@ class BinaryLM(KenLMInterface):
 
     # ------------------------------------------------------------ KenLM
     def BeginSentenceWrite(self, state: State) -> None:
-        state.words = BOS_ID if self.order > 1 else -1
+        state.words = BOS_ID
 
     def NullContextWrite(self, state: State) -> None:
         state.words = -1
@@ -457,40 +457,12 @@ class BinaryLM(KenLMInterface):
             states = [states]
         return np.array([self._record(s.words if isinstance(s, State) else s) for s in states], dtype=np.int64)
 
-    def distribution(self, state: State) -> np.ndarray:
-        """log10 p(w | state) of every word of the vocabulary, float32[V] in
-        ``vocab.words`` order (what ``BaseScore`` gives each; ``<s>`` as the model lists
-        it, -100 for ``<unk>`` when the model has none)."""
-        return self.distributions([state])[0]
-
     def distributions(self, states) -> np.ndarray:
         """``distribution`` of many states at once: float32[len(states), V]."""
         recs = self._states(states)
         out = np.empty((len(recs), self._V), dtype=np.float32)
         K.distributions(self._D, self._V, self._S, self.order, recs, self._missing, out)
         return out
-
-    def top_k(self, state: State, k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` most probable next words after ``state`` (``<s>`` and ``<unk>``
-        left out), most probable first: (word, log10 p)."""
-        return top_k_of(self.distribution(state), self.vocab, k)
-
-
-def top_k_of(dist: np.ndarray, vocab: Vocabulary, k: int) -> list[tuple[str, float]]:
-    """The ``k`` largest entries of a distribution over ``vocab`` (``<s>`` and ``<unk>``
-    left out), largest first, ties by word id."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
-    d = np.asarray(dist, dtype=np.float64).copy()
-    d[BOS_ID] = -np.inf
-    d[UNK_ID] = -np.inf
-    cand = np.flatnonzero(np.isfinite(d))
-    k = min(int(k), len(cand))
-    if k == 0:
-        return []
-    part = cand[np.argpartition(-d[cand], k - 1)[:k]] if k < len(cand) else cand
-    part = part[np.lexsort((part, -d[part]))]
-    return [(vocab.words[i], float(d[i])) for i in part]
 
 
 def open_binary(path) -> BinaryLM:

@@ -28,7 +28,7 @@ import numpy as np
 from . import _lm_kernels as K
 from . import threads as _threads
 from ._tree_kernels import bfs_levels
-from .corpus import UNK_ID, Corpus, Vocabulary, as_corpus
+from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
 from .events import ContextEvents
 from .io import load_container, save_container
@@ -713,6 +713,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         n = _walk(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
                   t.tokens, nodes, cover, 0, True)
         lp = self._path_log10(nodes[:n], cover[:n], word)
+        if word == BOS_ID:
+            # <s> is never predicted: as in the exported ARPA file (SRILM's -99 for its
+            # unigram), -99 plus the back-off weights of the context
+            lp = -99.0 + lp - self._path_log10(nodes[:1], cover[:1], word)
         if word == UNK_ID and not self.vocab_.has_unk:
             # KenLM's p(<unk>) = 10^-100 for a model without it, times the back-off
             # weights of the context (those of an exported ARPA file); KenLM keeps that

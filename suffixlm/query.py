@@ -193,6 +193,30 @@ class KenLMInterface:
         words = len(split_words(_as_str(sentence))) + 1
         return 10.0 ** (-self.score(sentence) / words)
 
+    # -- the next-word distribution ----------------------------------------------
+    def distributions(self, states) -> np.ndarray:
+        """log10 p(w | state) of every word id w of ``vocab`` (what ``BaseScore`` gives
+        each), for every state of ``states``: float32[len(states), V]. (Back-off and
+        binary models compute it in compiled code; here, word by word.)"""
+        if isinstance(states, State):
+            states = [states]
+        out = np.empty((len(states), len(self.vocab)), dtype=np.float32)
+        for i, st in enumerate(states):
+            ctx = tuple(st.words)
+            for w in range(len(self.vocab)):
+                out[i, w] = self._step(ctx, w)[0]
+        return out
+
+    def distribution(self, state: State) -> np.ndarray:
+        """log10 p(w | state) of every word of the vocabulary, float32[V] in
+        ``vocab.words`` order (what ``BaseScore`` gives each word)."""
+        return self.distributions([state])[0]
+
+    def top_k(self, state: State, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` most probable next words after ``state``, most probable first, as
+        (word, log10 p); ``<s>`` and ``<unk>`` are left out."""
+        return top_k_of(self.distribution(state), self.vocab, k)
+
     # -- files and corpora (SRILM's statistics) -----------------------------------
     def _as_corpus(self, data) -> Corpus:
         vocab = self.vocab
@@ -213,3 +237,33 @@ class KenLMInterface:
     def corpus_perplexity(self, data) -> float:
         """SRILM's ``ppl`` of a text file, a :class:`Corpus` or a list of sentence strings."""
         return self.score_file(data).ppl
+
+
+def top_k_of(dist: np.ndarray, vocab, k: int) -> list[tuple[str, float]]:
+    """The ``k`` largest entries of a distribution over ``vocab`` (``<s>`` and ``<unk>``
+    left out), largest first, ties by word id."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    d = np.asarray(dist, dtype=np.float64).copy()
+    d[BOS_ID] = -np.inf
+    d[UNK_ID] = -np.inf
+    cand = np.flatnonzero(d > -np.inf)
+    k = min(int(k), len(cand))
+    if k == 0:
+        return []
+    part = cand[np.argpartition(-d[cand], k - 1)[:k]] if k < len(cand) else cand
+    part = part[np.lexsort((part, -d[part]))]
+    return [(vocab.words[i], float(d[i])) for i in part]
+
+
+def install_as_kenlm():
+    """Make ``import kenlm`` give suffixlm from now on in this process (for code written
+    for the kenlm module, such as pyctcdecode, which builds its states with
+    ``kenlm.State()``): ``kenlm.Model``, ``kenlm.LanguageModel``, ``kenlm.State`` are then
+    suffixlm's. Call it before importing that code. Returns the module."""
+    import sys
+
+    import suffixlm
+
+    sys.modules["kenlm"] = suffixlm
+    return suffixlm

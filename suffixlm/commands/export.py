@@ -14,9 +14,12 @@ from ..threads import threads_option
 @click.argument("model_path", metavar="MODEL")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
               help="ARPA file to write (exactly this path; a name ending in .gz is compressed; '-': stdout).")
+@click.option("--binary", is_flag=True,
+              help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) "
+                   "instead of ARPA.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress.")
 @threads_option
-def command(model_path, output, quiet):
+def command(model_path, output, binary, quiet):
     """Write the log-linear model MODEL (from `suffixlm train`) as an ARPA back-off
     model, for decoders that read ARPA or KenLM (KenLM, Kaldi, Moses, pyctcdecode...).
     The file gives the model's own probabilities (to the printed precision): every
@@ -41,7 +44,12 @@ def command(model_path, output, quiet):
     backoff.sources = (os.fspath(model_path),)
     try:
         with progress.stage(f"writing {output}"):
-            backoff.write_arpa(output)
+            if binary:
+                from ..binary import write_binary
+
+                write_binary(backoff, output)
+            else:
+                backoff.write_arpa(output)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
     except ValueError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 import warnings
 
@@ -70,11 +71,14 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
 @click.option("--prune", "prune", type=FiniteFloat(0.0), default=None,
               help="Prune the model by relative entropy at this threshold before writing it "
                    "(SRILM -prune; see `suffixlm prune`).")
+@click.option("--binary", is_flag=True,
+              help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) "
+                   "instead of ARPA.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @distributed_options
 @threads_option
-def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, as_json, quiet,
+def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, binary, as_json, quiet,
             workers, scheduler, memory_limit):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
@@ -141,7 +145,15 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         try:
             with progress.stage(f"writing {output}"):
                 if streamed is not None:
+                    if binary:
+                        raise click.ClickException("--binary: the model estimated on the cluster is streamed "
+                                                   "to ARPA; write it as ARPA, then run suffixlm build-binary")
                     streamed.write_arpa(output, sources=(train_file,))
+                elif binary:
+                    from ..binary import write_binary
+
+                    lm.model_.sources = (os.fspath(train_file),)
+                    write_binary(lm.model_, output)
                 else:
                     lm.write_arpa(output)
         except OSError as e:

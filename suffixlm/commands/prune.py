@@ -31,10 +31,13 @@ def parse_threshold(value, option: str = "--threshold") -> float:
               help="Relative perplexity change below which an n-gram is removed (SRILM -prune), e.g. 1e-8.")
 @click.option("--min-order", default=2, show_default=True, type=click.IntRange(1, INT32_MAX),
               help="Prune only n-grams of at least this order (SRILM -minprune; unigrams are never pruned).")
+@click.option("--binary", is_flag=True,
+              help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) "
+                   "instead of ARPA.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @threads_option
-def command(model_path, output, threshold, min_order, as_json, quiet):
+def command(model_path, output, threshold, min_order, binary, as_json, quiet):
     """Prune MODEL.arpa (plain or gzip) by relative entropy exactly as SRILM 1.7.3's
     `ngram -unk -lm MODEL.arpa -prune T -write-lm OUT.arpa`: the same n-grams kept,
     the same back-off weights. An n-gram that is the context of a kept longer one is
@@ -65,7 +68,12 @@ def command(model_path, output, threshold, min_order, as_json, quiet):
     pruned.sources = (os.fspath(model_path),)
     try:
         with progress.stage(f"writing {output}"):
-            pruned.write_arpa(output)
+            if binary:
+                from ..binary import write_binary
+
+                write_binary(pruned, output)
+            else:
+                pruned.write_arpa(output)
     except OSError as e:
         raise click.ClickException(write_error_message(output, e)) from None
     except ValueError as e:

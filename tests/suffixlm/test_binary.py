@@ -1,0 +1,316 @@
+"""The binary back-off model (suffixlm.binary): the same numbers as the ARPA model it
+was built from (which equals the kenlm module bit for bit, tests/suffixlm/test_kenlm_api.py),
+through KenLM's API, SRILM's statistics, the batched calls and the distribution; its
+loader's checks; the command line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import suffixlm
+from suffixlm.arpa import BackoffLM
+from suffixlm.binary import BinaryFormatError, BinaryLM, write_binary
+from suffixlm.cli import main
+from suffixlm.corpus import Corpus
+from suffixlm.kn import KneserNeyLM
+from suffixlm.model import LogLinearLM
+from suffixlm.prune import prune_entropy
+from suffixlm.query import UNKNOWN_MISSING_LOG10, State
+
+from .test_kenlm_api import ODD, TINY_ARPA, TRAIN
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def _random_corpus(seed, n=80, vocab=12):
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    return [" ".join(rng.choice(words[:rng.randrange(2, vocab)]) for _ in range(rng.randrange(0, 9)))
+            for _ in range(n)]
+
+
+def _sentences(model, n=120, seed=3, bos=True):
+    rng = random.Random(seed)
+    words = [w for w in model.vocab.words if bos or w != "<s>"] + ["zebra"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 10))) for _ in range(n)] + ODD
+
+
+def _walks(model, words, n=300, seed=1):
+    rng = random.Random(seed)
+    states, rets = [], []
+    for _ in range(n):
+        s = State()
+        (model.BeginSentenceWrite if rng.random() < 0.5 else model.NullContextWrite)(s)
+        for _ in range(rng.randrange(0, 7)):
+            out = State()
+            rets.append(tuple(model.BaseFullScore(s, rng.choice(words), out)))
+            s = out
+        states.append(s)
+    return states, rets
+
+
+def _assert_same(arpa: BackoffLM, binary: BinaryLM):
+    """Every query of ``binary`` gives exactly what ``arpa`` gives."""
+    assert binary.order == arpa.order and binary.counts == arpa.counts
+    assert binary.vocab == arpa.vocab
+    sentences = _sentences(arpa)
+    for s in sentences:
+        for bos, eos in itertools.product((True, False), repeat=2):
+            assert list(binary.full_scores(s, bos=bos, eos=eos)) == list(arpa.full_scores(s, bos=bos, eos=eos))
+            assert binary.score(s, bos=bos, eos=eos) == arpa.score(s, bos=bos, eos=eos)
+        assert binary.perplexity(s) == arpa.perplexity(s)
+    sums = binary.score_batch(sentences)
+    assert sums.tolist() == [arpa.score(s) for s in sentences]
+    assert binary.score_batch(sentences, bos=False, eos=False).tolist() == \
+        [arpa.score(s, bos=False, eos=False) for s in sentences]
+    # the same walks, and equal states exactly where the ARPA model's are equal
+    words = list(arpa.vocab.words) + ["zebra", b"w1"]
+    ours, our_rets = _walks(binary, words)
+    theirs, their_rets = _walks(arpa, words)
+    assert our_rets == their_rets
+    for i, j in itertools.combinations(range(0, len(ours), 2), 2):
+        assert (ours[i] == ours[j]) == (theirs[i] == theirs[j])
+        if ours[i] == ours[j]:
+            assert hash(ours[i]) == hash(ours[j])
+    for a, b in zip(ours[:60], theirs[:60]):
+        assert binary.state_words(a) == [arpa.vocab.words[i] for i in b.words]
+    # SRILM's statistics
+    corpus = Corpus.from_strings([s for s in sentences if "<s>" not in s.split()], vocab=arpa.vocab)
+    qa, qb = arpa.query(corpus), binary.query(corpus)
+    assert np.array_equal(qa[0], qb[0]) and np.array_equal(qa[1], qb[1])
+    assert binary.score_file(corpus).as_dict() == arpa.score_file(corpus).as_dict()
+    # the distribution: what BaseScore gives every word
+    for st in ours[:25]:
+        dist = binary.distribution(st)
+        want = [binary.BaseScore(st, w, State()) for w in arpa.vocab.words]
+        assert dist.tolist() == np.array(want, dtype=np.float32).tolist()
+        assert np.array_equal(arpa.distribution(theirs[ours.index(st)]), dist)
+    top = binary.top_k(ours[0], 3)
+    d = binary.distribution(ours[0]).astype(np.float64)
+    d[[0, 2]] = -np.inf
+    assert [w for w, _ in top] == [arpa.vocab.words[i] for i in np.argsort(-d, kind="stable")[:3]]
+
+
+def test_tiny_arpa_with_a_blank(tmp_path):
+    path = tmp_path / "tiny.arpa"
+    path.write_text(TINY_ARPA.lstrip())
+    arpa = BackoffLM.read_arpa(path)
+    write_binary(arpa, tmp_path / "tiny.bin")
+    b = suffixlm.Model(tmp_path / "tiny.bin")
+    assert isinstance(b, BinaryLM) and b.path == str(tmp_path / "tiny.bin")
+    _assert_same(arpa, b)
+    # the blank "b d" (a part of "a b d" the file does not list) counts in the n-gram length
+    assert list(b.full_scores("a b d", eos=False))[-1][1] == 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_random_kneser_ney_models_pruned_or_not(tmp_path, seed, order):
+    corpus = Corpus.from_strings(_random_corpus(seed))
+    arpa = KneserNeyLM(order=order, min_counts=[1, 1, 2] if seed % 2 else [1]).fit(corpus).model_
+    if seed >= 2 and order > 1:
+        arpa = prune_entropy(arpa, 0.02)  # leaves n-grams whose shorter parts are gone: blanks
+    write_binary(arpa, tmp_path / "m.bin")
+    _assert_same(arpa, BinaryLM(tmp_path / "m.bin"))
+
+
+def test_log_linear_model_through_its_export(tmp_path):
+    corpus = Corpus.from_strings(TRAIN)
+    ll = LogLinearLM(order=3, lam=0.02, max_iter=60, base="kn", positive=False).fit(corpus)
+    ll.save(tmp_path / "m.slm")
+    r = run("build-binary", tmp_path / "m.slm", tmp_path / "m.bin")
+    assert r.exit_code == 0, r.output
+    arpa = ll.to_backoff()
+    _assert_same(arpa, BinaryLM(tmp_path / "m.bin"))
+    # the model file itself scores <s> as its export does (-99 and the back-off weights)
+    model = suffixlm.Model(tmp_path / "m.slm")
+    for ctx in ([], ["the"], ["the", "cat"]):
+        s = State()
+        model.NullContextWrite(s)
+        e = State()
+        arpa.NullContextWrite(e)
+        for w in ctx:
+            o, eo = State(), State()
+            model.BaseScore(s, w, o)
+            arpa.BaseScore(e, w, eo)
+            s, e = o, eo
+        assert model.BaseScore(s, "<s>", State()) == pytest.approx(arpa.BaseScore(e, "<s>", State()), abs=1e-5)
+    assert model.distribution(s)[0] < -98
+
+
+def test_kenlm_parity_names(tmp_path):
+    with pytest.raises(OSError):
+        suffixlm.Model(tmp_path / "missing.arpa")
+    with pytest.raises(OSError):
+        suffixlm.Model(tmp_path)
+    assert suffixlm.LanguageModel is suffixlm.Model
+    path = tmp_path / "tiny.arpa"
+    path.write_text(TINY_ARPA.lstrip())
+    assert suffixlm.Model(path).path == str(path)
+    saved = sys.modules.get("kenlm")
+    try:
+        mod = suffixlm.install_as_kenlm()
+        import kenlm
+
+        assert kenlm is mod is suffixlm
+        m = kenlm.Model(str(path))
+        s = kenlm.State()
+        m.BeginSentenceWrite(s)
+        assert m.BaseScore(s, "a", kenlm.State()) == pytest.approx(-0.3)
+    finally:
+        if saved is None:
+            sys.modules.pop("kenlm", None)
+        else:
+            sys.modules["kenlm"] = saved
+
+
+# ---------------------------------------------------------------------------- the loader
+@pytest.fixture
+def good(tmp_path):
+    corpus = Corpus.from_strings(_random_corpus(7))
+    arpa = KneserNeyLM(order=3, min_counts=[1]).fit(corpus).model_
+    p = tmp_path / "m.bin"
+    write_binary(arpa, p)
+    return arpa, p
+
+
+def _header_len(data: bytes) -> int:
+    return int.from_bytes(data[16:20], "little")
+
+
+def test_damaged_files_are_clear_errors(good, tmp_path):
+    arpa, p = good
+    data = p.read_bytes()
+    bad = tmp_path / "bad.bin"
+    cases = {
+        "truncated": data[:-1],
+        "truncated header": data[:30],
+        "empty": b"",
+        "magic": b"X" + data[1:],
+        "header byte": data[:30] + bytes([data[30] ^ 1]) + data[31:],
+        "header length": data[:16] + (10 ** 7).to_bytes(4, "little") + data[20:],
+        "longer": data + b"\0" * 64,
+    }
+    n = _header_len(data)
+    head = json.loads(data[24:24 + n])
+    v_off = head["sections"]["vocab"][0]
+    cases["vocabulary"] = data[:v_off] + b"W" + data[v_off + 1:]
+    for name, content in cases.items():
+        bad.write_bytes(content)
+        if name == "magic" or name == "empty":
+            with pytest.raises(ValueError):  # not a binary model: the log-linear loader refuses it
+                suffixlm.Model(bad)
+        with pytest.raises(BinaryFormatError):
+            BinaryLM(bad)
+    # a header that is valid JSON with a valid checksum but lies
+    import zlib
+
+    for field, value in (("order", 0), ("vocab_size", 2), ("table_slots", 0), ("file_size", 5),
+                         ("version", 2), ("counts", [1]), ("missing_log10", "x")):
+        h = dict(head)
+        h[field] = value
+        text = json.dumps(h, sort_keys=True).encode("ascii")
+        body = data[24 + n:]
+        new = data[:16] + len(text).to_bytes(4, "little") + zlib.crc32(text).to_bytes(4, "little") + text
+        bad.write_bytes(new + body[len(new) - (24 + n):] if len(new) <= 24 + n else new + body)
+        with pytest.raises(BinaryFormatError):
+            BinaryLM(bad)
+
+
+def test_a_damaged_table_never_crashes_and_verify_sees_it(good, tmp_path):
+    arpa, p = good
+    data = bytearray(p.read_bytes())
+    n = _header_len(bytes(data))
+    head = json.loads(bytes(data[24:24 + n]))
+    t_off, t_n, _ = head["sections"]["table"]
+    rng = np.random.default_rng(0)
+    for trial in range(6):
+        d = bytearray(data)
+        if trial < 3:  # random bytes anywhere in the table
+            d[t_off:t_off + t_n] = rng.integers(0, 256, t_n, dtype=np.uint8).tobytes()
+        else:  # every slot full: probing must still stop
+            tab = np.frombuffer(bytes(d[t_off:t_off + t_n]), dtype=np.int64).copy()
+            tab[::2] = rng.integers(0, 2 ** 62, len(tab) // 2)
+            d[t_off:t_off + t_n] = tab.tobytes()
+        bad = tmp_path / f"bad{trial}.bin"
+        bad.write_bytes(bytes(d))
+        m = BinaryLM(bad)
+        with pytest.raises(BinaryFormatError, match="table checksum"):
+            m.verify()
+        for s in _sentences(arpa, n=20):
+            m.score(s)
+            list(m.full_scores(s))
+        st = State()
+        m.BeginSentenceWrite(st)
+        for w in ["w1", "w2", "w3", "w1"]:
+            m.BaseScore(st, w, st)
+        m.distribution(st)
+        try:  # garbage probabilities: a clear error at most
+            m.score_file(Corpus.from_strings(_sentences(arpa, n=10, bos=False), vocab=m.vocab))
+        except ValueError as e:
+            assert "log10 probabilities" in str(e)
+    BinaryLM(p).verify()
+
+
+def test_foreign_states_are_the_empty_context(good):
+    arpa, p = good
+    m = BinaryLM(p)
+    s = State()
+    m.NullContextWrite(s)
+    want = m.BaseScore(s, "w1", State())
+    for bogus in (10 ** 12, -5, 2 ** 40):
+        s.words = bogus
+        assert m.BaseScore(s, "w1", State()) == want
+    s.words = (0, 3)  # a word-tuple state (another model's) is read as a history
+    assert m.BaseScore(s, "w1", State()) == arpa.BaseScore(s, "w1", State())
+
+
+# ---------------------------------------------------------------------------- command line
+def test_command_line(tmp_path):
+    train = tmp_path / "train.txt"
+    test = tmp_path / "test.txt"
+    train.write_text("\n".join(_random_corpus(11, n=200)) + "\n")
+    test.write_text("\n".join(_random_corpus(12, n=40)) + "\n")
+    arpa, binary = tmp_path / "m.arpa", tmp_path / "m.bin"
+    assert run("kn", train, "-o", arpa, "--order", 4, "-q").exit_code == 0
+    assert run("kn", train, "-o", tmp_path / "k.bin", "--order", 4, "--binary", "-q").exit_code == 0
+    r = run("build-binary", arpa, binary)
+    assert r.exit_code == 0 and "bytes an n-gram" in r.output
+    # kn --binary writes the estimate unrounded (the ARPA file prints 7 digits)
+    k, m = BinaryLM(tmp_path / "k.bin"), BinaryLM(binary)
+    assert k.counts == m.counts
+    assert k.corpus_perplexity(test) == pytest.approx(m.corpus_perplexity(test), rel=1e-6)
+    assert run("build-binary", "--verify", binary).exit_code == 0
+    a = run("ppl", "--json", "--arpa", arpa, test)
+    b = run("ppl", "--json", binary, test)
+    ja, jb = json.loads(a.output), json.loads(b.output)
+    ja.pop("model"), jb.pop("model")
+    assert ja == jb
+    d1, d2 = run("ppl", "--debug", 2, "--arpa", arpa, test), run("ppl", "--debug", 2, binary, test)
+    assert d1.output == d2.output
+    assert run("prune", arpa, "-o", tmp_path / "p.bin", "-t", "1e-3", "--binary", "-q").exit_code == 0
+    assert run("prune", arpa, "-o", tmp_path / "p.arpa", "-t", "1e-3", "-q").exit_code == 0
+    _assert_same(BackoffLM.read_arpa(tmp_path / "p.arpa"), BinaryLM(tmp_path / "p.bin"))
+    # never over the input, never a broken file where a good one was
+    before = binary.read_bytes()
+    r = CliRunner().invoke(main, ["build-binary", str(binary), str(binary)])
+    assert r.exit_code != 0 and binary.read_bytes() == before
+    r = CliRunner().invoke(main, ["build-binary", str(binary), str(tmp_path / "x.bin")])
+    assert r.exit_code != 0 and "binary model already" in r.output and not (tmp_path / "x.bin").exists()
+    r = CliRunner().invoke(main, ["build-binary", str(test), str(binary)])
+    assert r.exit_code != 0 and binary.read_bytes() == before
+    r = CliRunner().invoke(main, ["build-binary", str(tmp_path / "none.arpa"), str(tmp_path / "y.bin")])
+    assert r.exit_code != 0 and not (tmp_path / "y.bin").exists()
+    r = CliRunner().invoke(main, ["ppl", "--arpa", str(binary), str(test)])
+    assert r.exit_code != 0 and "binary model" in r.output
+    os.chmod(binary, 0o644)
