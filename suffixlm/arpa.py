@@ -35,6 +35,7 @@ from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
 from .io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
 from .ngrams import count_ngrams
 from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
+from .table import Int64Map as _Int64Map
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
 COMPUTED_LOG10_TOLERANCE = 1e-6  # a model built in memory may round log10 1 up by this (evaluate's tolerance)
@@ -212,7 +213,7 @@ class BackoffLM(KenLMInterface):
         ``BaseScore``): float32[len(states), V], from the binary model's table
         (:mod:`suffixlm.binary`) built in memory on the first call."""
         from . import _binary_kernels as K
-        from .binary import build_table
+        from .table import build_table
         from .query import State
 
         if isinstance(states, State):
@@ -564,41 +565,6 @@ def _occurring_in(sentences, vocab: Vocabulary, order: int):
         return ok
 
     return keep
-
-
-class _Int64Map:
-    """Open-addressing hash map int64 key (>= 0) -> int32 value (see ``_hash_kernels.hash_insert``),
-    grown so that it stays at most 5/8 full."""
-
-    def __init__(self, capacity: int):
-        size, self.shift = self._size(capacity)
-        self.keys = np.full(size, -1, dtype=np.int64)
-        self.vals = np.zeros(size, dtype=np.int32)
-        self.n = 0
-
-    @staticmethod
-    def _size(capacity: int) -> tuple[int, int]:
-        size = 16
-        while size * 5 < capacity * 8 + 8:
-            size *= 2
-        return size, 64 - (size.bit_length() - 1)
-
-    def insert(self, keys: np.ndarray, next_id: int, chunk: int = 1 << 18) -> tuple[np.ndarray, int]:
-        """Values of ``keys``; new keys get ``next_id``, ``next_id + 1``, ... Returns (values, next id)."""
-        from . import _hash_kernels as K
-
-        keys = np.ascontiguousarray(keys, dtype=np.int64)
-        out = np.empty(len(keys), dtype=np.int64)
-        for a in range(0, len(keys), chunk):
-            part = keys[a:a + chunk]
-            if (self.n + len(part)) * 8 > len(self.keys) * 5:
-                size, shift = self._size(self.n + len(part))
-                self.keys, self.vals = K.hash_rehash(self.keys, self.vals, size, shift)
-                self.shift = shift
-            out[a:a + chunk], new_next = K.hash_insert(self.keys, self.vals, self.shift, part, int(next_id))
-            self.n += new_next - next_id
-            next_id = new_next
-        return out, int(next_id)
 
 
 def row_index(table: np.ndarray, rows: np.ndarray, missing: int | None = None) -> np.ndarray:

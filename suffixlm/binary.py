@@ -42,12 +42,11 @@ from . import _binary_kernels as K
 from .corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, Vocabulary
 from .io import split_words
 from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, _as_str
+from .table import build_table
 
 MAGIC = b"suffixlm binary\n"
 VERSION = 1
 FORMAT = "suffixlm-backoff-binary"
-#: the hash table's largest load (records / slots); 16-byte records give about 20 bytes an n-gram
-LOAD = 0.8
 ALIGN = 64
 MAX_HEADER = 1 << 20
 MAX_ORDER = 255
@@ -68,62 +67,6 @@ def is_binary_file(path) -> bool:
 
 
 # ---------------------------------------------------------------------------- writing
-def build_table(lm) -> tuple[np.ndarray, int]:
-    """(the table int64[2 (V + S)], S) of a :class:`suffixlm.arpa.BackoffLM`: every
-    contiguous part of every explicit n-gram (KenLM stores them all; a part the model
-    does not list is a "blank" carrying the backed-off probability)."""
-    from .arpa import _Int64Map
-
-    V = len(lm.vocab)
-    N = lm.order
-    windows = sum(len(rows) * (n - 1) * n // 2 for n, (rows, _, _, _) in enumerate(lm.ngrams, start=1))
-    tmp = _Int64Map(max(windows, 1))
-    next_id = V
-    extends, explicit = [], []
-    for n, (rows, _, bow, _) in enumerate(lm.ngrams, start=1):
-        rows = rows.astype(np.int64)
-        for end in range(1, n + 1):
-            ids = rows[:, end - 1]
-            for start in range(end - 2, -1, -1):
-                ids, next_id = tmp.insert(ids * V + rows[:, start], next_id)
-                if end < n:
-                    extends.append(ids)
-            if end < n:
-                extends.append(rows[:, end - 1])
-        explicit.append(ids)
-        if n < N:
-            extends.append(ids[bow != 0])
-    T = next_id
-    H = T - V
-    if T >= 2 ** 31 - 1:
-        raise ValueError(f"too many n-grams for the binary format ({H} parts)")
-    t_key = np.zeros(T, dtype=np.int64)
-    t_key[:V] = np.arange(V)
-    used = tmp.keys != -1
-    t_key[tmp.vals[used].astype(np.int64)] = tmp.keys[used]
-    del tmp
-    flags = np.zeros(T, dtype=np.int64)
-    prob = np.full(T, -np.inf, dtype=np.float32)
-    bw = np.zeros(T, dtype=np.float32)
-    for ids in extends:
-        flags[ids] |= K.EXTENDS
-    for ids, (_, lp, bow, hb) in zip(explicit, lm.ngrams):
-        flags[ids] |= K.EXPLICIT
-        prob[ids] = lp
-        bw[ids] = np.where(hb, bow, np.float32(0.0))
-    S = max(int(math.ceil(H / LOAD)), H + 1, 1)
-    if S >= 2 ** 32 or (V + S) * V >= 2 ** K.KEY_BITS:
-        raise ValueError(f"too many n-grams for the binary format ({H} parts, {V} words)")
-    D = np.full(2 * (V + S), -1, dtype=np.int64)
-    D[0:2 * V:2] = np.arange(V, dtype=np.int64) | flags[:V]
-    F = D.view(np.float32)
-    F[2:4 * V:4] = prob[:V]
-    F[3:4 * V:4] = bw[:V]
-    K.fill_table(D, V, S, t_key, flags, prob, bw)
-    K.fill_blanks(D, V, S, N)
-    return D, S
-
-
 def _pad(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 

@@ -15,9 +15,13 @@ def load_model(path: str, arpa: bool, only_for=None):
     """``suffixlm.load.load_model`` with its errors as one-line CLI errors."""
     from ..load import load_model as load
 
+    from ..io import open_error_message
+
     try:
         return load(path, arpa, only_for)
-    except (ValueError, OSError) as e:
+    except OSError as e:
+        raise click.ClickException(open_error_message(path, e) if e.filename is not None else str(e)) from None
+    except ValueError as e:
         raise click.ClickException(str(e)) from None
 
 
