@@ -11,8 +11,10 @@ The table is one int64 array ``D`` of 16-byte records (two int64 each), read thr
   backed-off probability, summed as KenLM does); ``F[4 r + 3]``: its back-off weight.
 
 Records ``0 .. V - 1`` are the unigrams (record ``w`` is word ``w``, key ``w``). Records
-``V .. V + S - 1`` are a linear-probing hash table of the parts of two words and more:
-the key of part ``x_1 .. x_m`` is ``record(x_2 .. x_m) * V + x_1`` (the record of the part
+``V .. V + S - 1`` hold the parts of two words and more, the parts of L words in a
+region of their own, a Robin Hood linear-probing hash table (the directory after the
+records, ``D[2 (V + S) + 2 L]`` and ``+ 1``, gives its first slot and size). The key of
+part ``x_1 .. x_m`` is ``record(x_2 .. x_m) * V + x_1`` (the record of the part
 without its first word, then that word), so a record's key gives both its first word and
 the rest, and every lookup extends a part found one step before by one word to the left.
 An empty slot is -1. A language-model state is the record of the context it keeps (-1:
@@ -34,6 +36,7 @@ KEY_MASK = (1 << KEY_BITS) - 1
 EXTENDS = 1 << 61
 EXPLICIT = 1 << 62
 EMPTY = -1
+MAX_SLOTS = (1 << 32) - 1
 
 
 @njit(cache=True)
@@ -45,55 +48,90 @@ def home(key, size):
 
 
 @njit(cache=True)
-def find(D, V, S, key):
-    """Record of ``key`` (flags off), or -1."""
-    if S <= 0:
+def region(D, V, S, L):
+    """(first slot, number of slots) of the parts of L words: the directory after the
+    records, checked against the table ((0, 0) where it does not fit)."""
+    i = 2 * (V + S) + 2 * L
+    if L < 2 or i + 1 >= D.shape[0]:
+        return 0, 0
+    B = D[i]
+    n = D[i + 1]
+    if B < 0 or n <= 0 or n > MAX_SLOTS or B + n > S:
+        return 0, 0
+    return B, n
+
+
+@njit(cache=True)
+def find(D, V, S, L, key):
+    """Record of the part of L words with ``key`` (flags off), or -1. Robin Hood probing:
+    a missing key stops as soon as it would have been placed."""
+    B, n = region(D, V, S, L)
+    if n == 0:
         return -1
-    h = home(key, S)
-    for _ in range(S):
-        t = D[2 * (V + h)]
+    h = home(key, n)
+    base = V + B
+    for d in range(n):
+        t = D[2 * (base + h)]
         if t == EMPTY:
             return -1
-        if (t & KEY_MASK) == key:
-            return V + h
+        k = t & KEY_MASK
+        if k == key:
+            return base + h
+        hk = home(k, n)
+        dk = h - hk if h >= hk else h + n - hk
+        if dk < d:
+            return -1
         h += 1
-        if h == S:
+        if h == n:
             h = 0
     return -1
 
 
 @njit(cache=True)
-def insert(D, V, S, key):
-    """Slot record for a new ``key`` (the caller fills it). The caller keeps the table
-    below full."""
-    h = home(key, S)
-    while D[2 * (V + h)] != EMPTY:
-        h += 1
-        if h == S:
-            h = 0
-    return V + h
+def fill_region(D, V, B, n, keys, flags, prob, bow):
+    """Insert the parts ``keys`` (with their flag bits, probabilities and back-off
+    weights) by Robin Hood hashing into the empty region of ``n`` slots from slot ``B``
+    (room for them all)."""
+    F = D.view(np.float32)
+    base = V + B
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        f = flags[i]
+        p = prob[i]
+        w = bow[i]
+        h = home(k, n)
+        d = 0
+        while True:
+            r = base + h
+            t = D[2 * r]
+            if t == EMPTY:
+                D[2 * r] = k | f
+                F[4 * r + 2] = p
+                F[4 * r + 3] = w
+                break
+            tk = t & KEY_MASK
+            ht = home(tk, n)
+            dt = h - ht if h >= ht else h + n - ht
+            if dt < d:  # the entry nearer its home gives way
+                tp = F[4 * r + 2]
+                tw = F[4 * r + 3]
+                D[2 * r] = k | f
+                F[4 * r + 2] = p
+                F[4 * r + 3] = w
+                k, f, p, w, d = tk, t ^ tk, tp, tw, dt
+            h += 1
+            d += 1
+            if h == n:
+                h = 0
 
 
 @njit(cache=True)
-def fill_table(D, V, S, t_key, t_flags, t_prob, t_bow):
-    """Write the parts of two words and more into the hash table. Temporary ids ``t``
-    (0 .. V - 1: the unigrams, then the longer parts in an order where a part comes
-    after the part without its first word): ``t_key[t] = t(rest) * V + first word``.
-    Returns int64[n_temporary]: the record of every temporary id."""
-    T = t_key.shape[0]
-    F = D.view(np.float32)
-    rec = np.empty(T, dtype=np.int64)
-    for t in range(V):
-        rec[t] = t
-    for t in range(V, T):
-        rest = t_key[t] // V
-        key = rec[rest] * V + t_key[t] % V
-        r = insert(D, V, S, key)
-        D[2 * r] = key | t_flags[t]
-        F[4 * r + 2] = t_prob[t]
-        F[4 * r + 3] = t_bow[t]
-        rec[t] = r
-    return rec
+def records_of(D, V, S, L, keys):
+    """int64: the record of every key of an L-word part (-1 where absent)."""
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        out[i] = find(D, V, S, L, keys[i])
+    return out
 
 
 @njit(cache=True)
@@ -134,7 +172,7 @@ def fill_blanks(D, V, S, order):
         hit = 1
         g = w
         for j in range(1, m):  # the parts (words[m-1-j .. m-1])
-            g = find(D, V, S, g * V + words[m - 1 - j])
+            g = find(D, V, S, j + 1, g * V + words[m - 1 - j])
             if g < 0:
                 break
             if (D[2 * g] & EXPLICIT) != 0:
@@ -143,7 +181,7 @@ def fill_blanks(D, V, S, order):
         c = words[m - 2]  # contexts (words[m-1-d .. m-2]), d = 1 .. m-1
         for d in range(1, m):
             if d > 1:
-                c = find(D, V, S, c * V + words[m - 1 - d])
+                c = find(D, V, S, d, c * V + words[m - 1 - d])
                 if c < 0:
                     break
             if d >= hit:
@@ -176,7 +214,7 @@ def walk(D, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec):
     n = 1
     for j in range(1, k + 1):
         x = ctxw[j - 1]
-        g2 = find(D, V, S, g * V + x)
+        g2 = find(D, V, S, j + 1, g * V + x)
         if g2 < 0:
             break
         g = g2
@@ -244,7 +282,7 @@ def state_of(D, V, S, order, words):
     if (D[2 * w] & EXTENDS) != 0:
         best = w
     for j in range(1, min(n, order - 1)):
-        g = find(D, V, S, g * V + words[n - 1 - j])
+        g = find(D, V, S, j + 1, g * V + words[n - 1 - j])
         if g < 0:
             break
         if (D[2 * g] & EXTENDS) != 0:
@@ -309,12 +347,12 @@ def srilm_query(D, V, S, order, tokens, starts, positions):
             x = tokens[p - d]
             if x < 0 or x >= V:
                 break
-            c = x if d == 1 else find(D, V, S, c * V + x)
+            c = x if d == 1 else find(D, V, S, d, c * V + x)
             if c < 0:
                 break
             bow = bow + F[4 * c + 3]
             if g >= 0:
-                g = find(D, V, S, g * V + x)
+                g = find(D, V, S, d + 1, g * V + x)
                 if g >= 0 and (D[2 * g] & EXPLICIT) != 0:
                     logp = F[4 * g + 2]
                     bow = np.float32(0.0)
@@ -338,15 +376,22 @@ def distributions(D, V, S, order, states, missing_lp, out):
 
 
 @njit(cache=True)
-def max_probe(D, V, S):
-    """The longest run of occupied slots (a measure of the table's health)."""
-    best = 0
-    run = 0
-    for h in range(S):
-        if D[2 * (V + h)] != EMPTY:
-            run += 1
-            if run > best:
-                best = run
-        else:
-            run = 0
-    return best
+def score_one(D, V, S, order, tokens, bos, missing_lp):
+    """KenLM's ``score`` of one sentence (``score_sentences`` without the outputs): the
+    float32 sum, as float64."""
+    a_w = np.empty(order + 1, dtype=np.int64)
+    a_r = np.empty(order + 1, dtype=np.int64)
+    b_w = np.empty(order + 1, dtype=np.int64)
+    b_r = np.empty(order + 1, dtype=np.int64)
+    k = 0
+    if bos and order > 1:
+        a_w[0] = 0
+        a_r[0] = 0
+        k = 1
+    total = np.float32(0.0)
+    for i in range(tokens.shape[0]):
+        lp, n, k = walk(D, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
+        a_w, b_w = b_w, a_w
+        a_r, b_r = b_r, a_r
+        total = total + lp
+    return np.float64(total)

@@ -17,7 +17,7 @@ The file (little-endian)::
     24-          the header: JSON (order, vocabulary size, table size, counts, the
                  sections' offsets, sizes and CRC-32s, the file's size)
     then, each at a multiple of 64 bytes: the vocabulary (UTF-8 words, one per line,
-    ids in order) and the table (int64[2 (V + S)], ``_binary_kernels``).
+    ids in order) and the table (int64[2 (V + S + order + 1)], ``_binary_kernels``).
 
 Opening checks everything the query kernels rely on that is cheap to check: the magic,
 the header's CRC and every field, the file's size, the sections' bounds and alignment,
@@ -39,7 +39,7 @@ import zlib
 import numpy as np
 
 from . import _binary_kernels as K
-from .corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, Vocabulary
+from .corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, Vocabulary, _UnknownIsUnk
 from .io import split_words
 from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, _as_str
 from .table import build_table
@@ -160,7 +160,7 @@ def read_header(path) -> tuple[dict, int]:
 
     order = integer("order", 1, MAX_ORDER)
     V = integer("vocab_size", 3, 2 ** 31 - 1)
-    S = integer("table_slots", 1, 2 ** 32 - 1)
+    S = integer("table_slots", 0, 2 ** 32 - 1)
     integer("file_size", 0, 2 ** 62)
     if h["file_size"] != size:
         _fail(path, f"truncated or damaged binary model ({size} bytes, the header says {h['file_size']})")
@@ -179,7 +179,7 @@ def read_header(path) -> tuple[dict, int]:
     if not isinstance(secs, dict):
         _fail(path, "damaged binary model (no sections)")
     ends = []
-    for name, nbytes in (("vocab", None), ("table", 16 * (V + S))):
+    for name, nbytes in (("vocab", None), ("table", 16 * (V + S + order + 1))):
         s = secs.get(name)
         if not (isinstance(s, list) and len(s) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
                                                              and x >= 0 for x in s)):
@@ -231,9 +231,20 @@ class BinaryLM(KenLMInterface):
         self._counts = list(h["counts"])
         self._missing = float(h["missing_log10"])
         self._V, self._S = V, S
-        self._D = np.memmap(self.path, dtype=np.int64, mode="r", offset=t_off, shape=(2 * (V + S),)) \
-            if t_n else np.zeros(0, dtype=np.int64)
+        # a plain ndarray view of the mapping: numba types an exact ndarray fast (a memmap
+        # subclass goes through its slow generic path on every call)
+        self._D = np.asarray(np.memmap(self.path, dtype=np.int64, mode="r", offset=t_off,
+                                       shape=(2 * (V + S + self.order + 1),)))
+        directory = self._D[2 * (V + S):].reshape(-1, 2)[2:]
+        end = 0
+        for B, n in directory.tolist():  # the regions, in order, inside the table (the kernels check them too)
+            if B != end or n < 0 or B + n > S:
+                _fail(self.path, "damaged binary model (table directory)")
+            end = B + n
+        if end != S:
+            _fail(self.path, "damaged binary model (table directory)")
         self._index = self.vocab.index
+        self._to_id = _UnknownIsUnk(self._index).__getitem__
         self.sources = (self.path,)
 
     # ------------------------------------------------------------ summary
@@ -266,8 +277,7 @@ class BinaryLM(KenLMInterface):
 
     # ------------------------------------------------------------ ids and states
     def _ids(self, sentence: str, eos: bool) -> np.ndarray:
-        get = self._index.get
-        ids = [get(w, UNK_ID) for w in split_words(_as_str(sentence))]
+        ids = list(map(self._to_id, split_words(_as_str(sentence))))
         if eos:
             ids.append(EOS_ID)
         return np.array(ids, dtype=np.int64)
@@ -330,10 +340,11 @@ class BinaryLM(KenLMInterface):
         of one sentence: scikit-learn's ``score`` (see :mod:`suffixlm.query`)."""
         if sentence.__class__ is not str and not isinstance(sentence, (str, bytes)):
             return super().score(sentence, bos, eos)
-        ids = self._ids(sentence, eos is None or eos)
-        sums = K.score_sentences(self._D, self._V, self._S, self.order, ids, np.array([0, len(ids)]),
-                                 bos is None or bos, self._missing, self._EMPTY_F, self._EMPTY_I)
-        return float(sums[0])
+        ids = list(map(self._to_id, split_words(sentence if sentence.__class__ is str else _as_str(sentence))))
+        if eos is None or eos:
+            ids.append(EOS_ID)
+        return K.score_one(self._D, self._V, self._S, self.order, np.array(ids, dtype=np.int64), bos is None or bos,
+                           self._missing)
 
     def full_scores(self, sentence, bos=True, eos=True):
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then ``</s>``
@@ -363,10 +374,10 @@ class BinaryLM(KenLMInterface):
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
-        get = self._index.get
+        to_id = self._to_id
         ids, offsets = [], [0]
         for s in sentences:
-            ids.extend([get(w, UNK_ID) for w in split_words(_as_str(s))])
+            ids.extend(map(to_id, split_words(_as_str(s))))
             if eos:
                 ids.append(EOS_ID)
             offsets.append(len(ids))

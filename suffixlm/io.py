@@ -98,7 +98,10 @@ _SPACE = re.compile("[ \t\n\r\x0b\x0c]")
 def split_words(line: str) -> list[str]:
     """The words (or columns) of a line, split on ``WHITESPACE`` only (``str.split()``
     would also split at a no-break space, U+2028, U+001C, ...)."""
-    if _OTHER_SPACE.search(line) is None:
+    if line.isascii():  # str.split()'s only other ASCII white space: U+001C..U+001F
+        if "\x1c" not in line and "\x1d" not in line and "\x1e" not in line and "\x1f" not in line:
+            return line.split()
+    elif _OTHER_SPACE.search(line) is None:
         return line.split()
     return [w for w in _SPACE_RUN.split(line) if w]
 

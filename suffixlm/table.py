@@ -50,21 +50,23 @@ class Int64Map:
 
 
 def build_table(lm) -> tuple[np.ndarray, int]:
-    """(the table int64[2 (V + S)], S) of a :class:`suffixlm.arpa.BackoffLM`: every
-    contiguous part of every explicit n-gram (KenLM stores them all; a part the model
-    does not list is a "blank" carrying the backed-off probability)."""
+    """(the table int64[2 (V + S + N + 1)], S) of a :class:`suffixlm.arpa.BackoffLM` of
+    order N: every contiguous part of every explicit n-gram (KenLM stores them all; a part
+    the model does not list is a "blank" carrying the backed-off probability), the parts
+    of each length in a region of their own, then the regions' directory."""
     V = len(lm.vocab)
     N = lm.order
     windows = sum(len(rows) * (n - 1) * n // 2 for n, (rows, _, _, _) in enumerate(lm.ngrams, start=1))
     tmp = Int64Map(max(windows, 1))
     next_id = V
-    extends, explicit = [], []
+    extends, explicit, lengths = [], [], []
     for n, (rows, _, bow, _) in enumerate(lm.ngrams, start=1):
         rows = rows.astype(np.int64)
         for end in range(1, n + 1):
             ids = rows[:, end - 1]
             for start in range(end - 2, -1, -1):
                 ids, next_id = tmp.insert(ids * V + rows[:, start], next_id)
+                lengths.append((ids, end - start))
                 if end < n:
                     extends.append(ids)
             if end < n:
@@ -81,6 +83,10 @@ def build_table(lm) -> tuple[np.ndarray, int]:
     used = tmp.keys != -1
     t_key[tmp.vals[used].astype(np.int64)] = tmp.keys[used]
     del tmp
+    t_len = np.ones(T, dtype=np.int64)
+    for ids, L in lengths:
+        t_len[ids] = L
+    del lengths
     flags = np.zeros(T, dtype=np.int64)
     prob = np.full(T, -np.inf, dtype=np.float32)
     bw = np.zeros(T, dtype=np.float32)
@@ -90,14 +96,27 @@ def build_table(lm) -> tuple[np.ndarray, int]:
         flags[ids] |= K.EXPLICIT
         prob[ids] = lp
         bw[ids] = np.where(hb, bow, np.float32(0.0))
-    S = max(int(math.ceil(H / LOAD)), H + 1, 1)
+    per_len = np.bincount(t_len[V:], minlength=N + 1)
+    sizes = [0, 0] + [int(math.ceil(per_len[L] / LOAD)) + (1 if per_len[L] else 0) for L in range(2, N + 1)]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    S = int(starts[-1])
     if S >= 2 ** 32 or (V + S) * V >= 2 ** K.KEY_BITS:
         raise ValueError(f"too many n-grams for the binary format ({H} parts, {V} words)")
-    D = np.full(2 * (V + S), -1, dtype=np.int64)
+    D = np.full(2 * (V + S + N + 1), -1, dtype=np.int64)
     D[0:2 * V:2] = np.arange(V, dtype=np.int64) | flags[:V]
     F = D.view(np.float32)
     F[2:4 * V:4] = prob[:V]
     F[3:4 * V:4] = bw[:V]
-    K.fill_table(D, V, S, t_key, flags, prob, bw)
+    directory = D[2 * (V + S):]
+    directory[:] = 0
+    rec = np.arange(T, dtype=np.int64)  # record of every temporary id (unigrams: themselves)
+    for L in range(2, N + 1):
+        directory[2 * L], directory[2 * L + 1] = starts[L], sizes[L]
+        ts = np.flatnonzero(t_len == L)
+        if not len(ts):
+            continue
+        keys = rec[t_key[ts] // V] * V + t_key[ts] % V
+        K.fill_region(D, V, int(starts[L]), int(sizes[L]), keys, flags[ts], prob[ts], bw[ts])
+        rec[ts] = K.records_of(D, V, S, L, keys)
     K.fill_blanks(D, V, S, N)
     return D, S

@@ -233,6 +233,13 @@ def test_a_damaged_table_never_crashes_and_verify_sees_it(good, tmp_path):
     n = _header_len(bytes(data))
     head = json.loads(bytes(data[24:24 + n]))
     t_off, t_n, _ = head["sections"]["table"]
+    # a damaged directory of the regions is found at open
+    d = bytearray(data)
+    d[t_off + t_n - 8] ^= 0x10
+    (tmp_path / "dir.bin").write_bytes(bytes(d))
+    with pytest.raises(BinaryFormatError, match="directory"):
+        BinaryLM(tmp_path / "dir.bin")
+    t_n -= 16 * (head["order"] + 1)  # the records (the directory after them stays)
     rng = np.random.default_rng(0)
     for trial in range(6):
         d = bytearray(data)
