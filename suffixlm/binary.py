@@ -246,6 +246,7 @@ class BinaryLM(KenLMInterface):
         self._index = self.vocab.index
         self._to_id = _UnknownIsUnk(self._index).__getitem__
         self.sources = (self.path,)
+        self._bind_queries()
 
     # ------------------------------------------------------------ summary
     @property
@@ -311,16 +312,30 @@ class BinaryLM(KenLMInterface):
     def NullContextWrite(self, state: State) -> None:
         state.words = -1
 
-    def BaseScore(self, in_state: State, word, out_state: State) -> float:
+    def _bind_queries(self):
+        """``BaseScore`` as a closure over the model's arrays and sizes (the decoder's
+        per-call path: no attribute look-up beyond the states')."""
+        step, D, V, S, order, missing, get, record, word_id = (
+            K.step, self._D, self._V, self._S, self.order, self._missing, self._index.get, self._record,
+            self._word_id)
+
+        def BaseScore(in_state: State, word, out_state: State) -> float:
+            """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
+            s = in_state.words
+            if s.__class__ is not int:
+                s = record(s)
+            i = get(word)
+            if i is None:
+                i = word_id(word)
+            lp, _, out_state.words = step(D, V, S, order, s, i, missing)
+            return lp
+
+        self.BaseScore = BaseScore
+
+    def BaseScore(self, in_state: State, word, out_state: State) -> float:  # replaced per model (_bind_queries)
         """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
-        s = in_state.words
-        if s.__class__ is not int:
-            s = self._record(s)
-        i = self._index.get(word)
-        if i is None:
-            i = self._word_id(word)
-        lp, _, out_state.words = K.step(self._D, self._V, self._S, self.order, s, i, self._missing)
-        return lp
+        self._bind_queries()
+        return self.BaseScore(in_state, word, out_state)
 
     def BaseFullScore(self, in_state: State, word, out_state: State) -> FullScoreReturn:
         s = in_state.words

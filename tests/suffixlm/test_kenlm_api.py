@@ -74,10 +74,18 @@ def _walks(model, words, n=400, seed=1):
     return states, rets
 
 
-def _compare_with_kenlm(path, sentences, words):
+def _compare_with_kenlm(path, sentences, words, tmp_path=None):
     kenlm = pytest.importorskip("kenlm")
     km = kenlm.Model(str(path))
-    sm = suffixlm.Model(path)
+    _compare_model_with_kenlm(kenlm, km, suffixlm.Model(path), sentences, words)
+    if tmp_path is not None:  # and the binary model built from the file
+        from suffixlm.binary import write_binary
+
+        write_binary(BackoffLM.read_arpa(path), tmp_path / "model.bin")
+        _compare_model_with_kenlm(kenlm, km, suffixlm.Model(tmp_path / "model.bin"), sentences, words)
+
+
+def _compare_model_with_kenlm(kenlm, km, sm, sentences, words):
     assert sm.order == km.order
     for s in sentences:
         for bos, eos in itertools.product((True, False), repeat=2):
@@ -113,18 +121,18 @@ def test_tiny_arpa_equals_kenlm(tmp_path):
     path.write_text(TINY_ARPA.lstrip())
     sentences = ["a b d", "a b c a", "b c", "x a b", "a", "", "d d d", "<s> a b", "a b </s> c"]
     sentences += _sentences(["a", "b", "c", "d", "</s>"], n=150)
-    _compare_with_kenlm(path, sentences, ["a", "b", "c", "d", "</s>", "<s>", "x"])
+    _compare_with_kenlm(path, sentences, ["a", "b", "c", "d", "</s>", "<s>", "x"], tmp_path)
 
 
 @pytest.mark.parametrize("name", ["ptb100k.kn3.srilm-nocut.arpa.gz", "ptb.kn5.srilm-default.arpa.gz",
                                   "ptb.kn5.default.prune1e-7.srilm.arpa.gz"])
-def test_srilm_arpa_files_equal_kenlm(shared, name):
+def test_srilm_arpa_files_equal_kenlm(shared, name, tmp_path):
     path = shared("anchors", "srilm", name)
     test = shared("corpora", "ptb", "ptb.test.txt")
     with open(test) as f:
         sentences = [next(f).strip() for _ in range(150)]
     words = sorted({w for s in sentences for w in s.split()})[:300]
-    _compare_with_kenlm(path, sentences + ODD, words)
+    _compare_with_kenlm(path, sentences + ODD, words, tmp_path)
 
 
 # ---------------------------------------------------------------- without kenlm
