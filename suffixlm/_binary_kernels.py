@@ -398,3 +398,123 @@ def score_one(D, V, S, order, tokens, bos, missing_lp):
         a_r, b_r = b_r, a_r
         total = total + lp
     return np.float64(total)
+
+
+# ---------------------------------------------------------------------------- words
+# The vocabulary as a hash table over the words' UTF-8 bytes, so that a sentence goes
+# into one compiled call as bytes: W = [shift, V, offsets of the words in the blob
+# (V + 1), slots (2 ** (64 - shift)): word id or -1].
+
+@njit(cache=True, inline="always")
+def _fnv(blob, a, b):
+    h = np.uint64(0xCBF29CE484222325)
+    for i in range(a, b):
+        h = (h ^ np.uint64(blob[i])) * np.uint64(0x100000001B3)
+    return h
+
+
+@njit(cache=True)
+def word_table(blob, offsets, shift):
+    """W (above) for the words ``blob[offsets[i]:offsets[i + 1]]``."""
+    V = offsets.shape[0] - 1
+    T = 1 << (64 - shift)
+    W = np.full(2 + V + 1 + T, -1, dtype=np.int64)
+    W[0] = shift
+    W[1] = V
+    W[2:3 + V] = offsets
+    for i in range(V):
+        h = (_fnv(blob, offsets[i], offsets[i + 1]) * GOLDEN) >> np.uint64(shift)
+        j = np.int64(h)
+        while W[3 + V + j] != -1:
+            j = (j + 1) & (T - 1)
+        W[3 + V + j] = i
+    return W
+
+
+@njit(cache=True, inline="always")
+def word_id(W, blob, text, a, b, unk):
+    """Id of the word ``text[a:b]`` (bytes), ``unk`` if it is not in the vocabulary."""
+    shift = W[0]
+    V = W[1]
+    T = np.int64(1) << (64 - shift)
+    j = np.int64((_fnv(text, a, b) * GOLDEN) >> np.uint64(shift))
+    n = b - a
+    for _ in range(T):
+        i = W[3 + V + j]
+        if i < 0:
+            return unk
+        s = W[2 + i]
+        if W[3 + i] - s == n:
+            same = True
+            for k in range(n):
+                if blob[s + k] != text[a + k]:
+                    same = False
+                    break
+            if same:
+                return i
+        j = (j + 1) & (T - 1)
+    return unk
+
+
+@njit(cache=True, inline="always")
+def _space(c):
+    return c == 32 or c == 9 or c == 10 or c == 13 or c == 11 or c == 12
+
+
+@njit(cache=True)
+def _score_span(D, F, V, S, order, W, blob, text, pos, end, bos, eos, missing_lp, unk, eos_id, a_w, a_r, b_w, b_r):
+    """KenLM's ``score`` of the sentence ``text[pos:end]`` (UTF-8 bytes, words split on
+    ASCII white space as ``io.split_words``): the float32 sum."""
+    k = 0
+    if bos and order > 1:
+        a_w[0] = 0
+        a_r[0] = 0
+        k = 1
+    total = np.float32(0.0)
+    i = pos
+    while i < end:
+        while i < end and _space(text[i]):
+            i += 1
+        if i == end:
+            break
+        j = i
+        while j < end and not _space(text[j]):
+            j += 1
+        w = word_id(W, blob, text, i, j, unk)
+        lp, _, k = walk(D, F, V, S, order, a_w, a_r, k, w, missing_lp, b_w, b_r)
+        a_w, b_w = b_w, a_w
+        a_r, b_r = b_r, a_r
+        total = total + lp
+        i = j
+    if eos:
+        lp, _, k = walk(D, F, V, S, order, a_w, a_r, k, eos_id, missing_lp, b_w, b_r)
+        total = total + lp
+    return total
+
+
+@njit(cache=True)
+def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
+    """KenLM's ``score`` of one sentence given as UTF-8 bytes without a line end."""
+    F = D.view(np.float32)
+    buf = np.empty(4 * (order + 1), dtype=np.int64)
+    m = order + 1
+    return np.float64(_score_span(D, F, V, S, order, W, blob, text, 0, len(text), bos, eos, missing_lp, 2, 1,
+                                  buf[:m], buf[m:2 * m], buf[2 * m:3 * m], buf[3 * m:]))
+
+
+@njit(cache=True)
+def score_lines(D, V, S, order, W, blob, text, bos, eos, missing_lp, sums):
+    """``score_line`` of every line of ``text`` (UTF-8 bytes, lines ended by a line feed,
+    the last one optionally), into ``sums`` (one per line)."""
+    F = D.view(np.float32)
+    buf = np.empty(4 * (order + 1), dtype=np.int64)
+    m = order + 1
+    n = len(text)
+    pos = 0
+    for s in range(sums.shape[0]):
+        end = pos
+        while end < n and text[end] != 10:
+            end += 1
+        sums[s] = np.float64(_score_span(D, F, V, S, order, W, blob, text, pos, end, bos, eos, missing_lp, 2, 1,
+                                         buf[:m], buf[m:2 * m], buf[2 * m:3 * m], buf[3 * m:]))
+        pos = end + 1

@@ -245,6 +245,14 @@ class BinaryLM(KenLMInterface):
             _fail(self.path, "damaged binary model (table directory)")
         self._index = self.vocab.index
         self._to_id = _UnknownIsUnk(self._index).__getitem__
+        # the vocabulary as a hash table over UTF-8 bytes, for sentences scored in one call
+        raw = np.frombuffer(blob, dtype=np.uint8)
+        ends = np.flatnonzero(raw == 10)
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        self._blob = raw[raw != 10].copy()
+        offsets = np.concatenate([starts - np.arange(V), [len(self._blob)]]).astype(np.int64)
+        shift = 64 - max(int(2 * V - 1).bit_length(), 1)
+        self._W = K.word_table(self._blob, offsets, shift)
         self.sources = (self.path,)
         self._bind_queries()
 
@@ -331,6 +339,18 @@ class BinaryLM(KenLMInterface):
             return lp
 
         self.BaseScore = BaseScore
+        score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score
+
+        def score(sentence, bos=None, eos=None) -> float:
+            if sentence.__class__ is str and bos is not False and eos is not False:
+                try:  # words split and looked up in the same compiled call
+                    return score_line(D, V, S, order, W, blob, sentence.encode(), True, True, missing)
+                except UnicodeEncodeError:
+                    pass
+            return generic(sentence, bos, eos)
+
+        score.__doc__ = self._score.__doc__
+        self.score = score
 
     def BaseScore(self, in_state: State, word, out_state: State) -> float:  # replaced per model (_bind_queries)
         """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
@@ -350,16 +370,24 @@ class BinaryLM(KenLMInterface):
     _EMPTY_F = np.zeros(0, dtype=np.float64)
     _EMPTY_I = np.zeros(0, dtype=np.int64)
 
-    def score(self, sentence, bos=None, eos=None) -> float:
+    def _score(self, sentence, bos=None, eos=None) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``) (KenLM's ``score``); a corpus instead
         of one sentence: scikit-learn's ``score`` (see :mod:`suffixlm.query`)."""
-        if sentence.__class__ is not str and not isinstance(sentence, (str, bytes)):
+        if sentence.__class__ is str:
+            try:  # words split and looked up in the same compiled call
+                return K.score_line(self._D, self._V, self._S, self.order, self._W, self._blob, sentence.encode(),
+                                    bos is None or bos, eos is None or eos, self._missing)
+            except UnicodeEncodeError:  # a lone surrogate: no word of the vocabulary holds one
+                pass
+        elif not isinstance(sentence, (str, bytes)):
             return super().score(sentence, bos, eos)
-        ids = list(map(self._to_id, split_words(sentence if sentence.__class__ is str else _as_str(sentence))))
+        ids = list(map(self._to_id, split_words(_as_str(sentence))))
         if eos is None or eos:
             ids.append(EOS_ID)
         return K.score_one(self._D, self._V, self._S, self.order, np.array(ids, dtype=np.int64), bos is None or bos,
                            self._missing)
+
+    score = _score  # replaced per model by _bind_queries' closure (same results)
 
     def full_scores(self, sentence, bos=True, eos=True):
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then ``</s>``
@@ -389,6 +417,16 @@ class BinaryLM(KenLMInterface):
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
+        sentences = [s if s.__class__ is str else _as_str(s) for s in sentences]
+        text = "\n".join(sentences)
+        if text.count("\n") == max(len(sentences) - 1, 0):  # no line end inside a sentence
+            try:
+                sums = np.empty(len(sentences))
+                K.score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(), bool(bos),
+                              bool(eos), self._missing, sums)
+                return sums
+            except UnicodeEncodeError:
+                pass
         to_id = self._to_id
         ids, offsets = [], [0]
         for s in sentences:
