@@ -34,8 +34,8 @@ import numpy as np
 from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
 from .io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
 from .ngrams import count_ngrams
-from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
 from .table import Int64Map as _Int64Map
+from .table import TableQueries, build_table
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
 COMPUTED_LOG10_TOLERANCE = 1e-6  # a model built in memory may round log10 1 up by this (evaluate's tolerance)
@@ -57,7 +57,7 @@ def _sentence_starts(corpus: Corpus) -> np.ndarray:
     return np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets)).astype(np.int64)
 
 
-class BackoffLM(KenLMInterface):
+class BackoffLM(TableQueries):
     """A back-off n-gram model (the content of an ARPA file), ready to score text, with
     KenLM's query API (:mod:`suffixlm.query`).
 
@@ -80,8 +80,6 @@ class BackoffLM(KenLMInterface):
         self.order = len(ngrams)
         self.ngrams = [_checked_order(n, entry, len(vocab)) for n, entry in enumerate(ngrams, start=1)]
         self._index = None
-        self._kenlm_index = None
-        self._table = None
         self.restricted = False
         #: the last unigram rows are specials the file did not list (log 0): not written
         self.implicit_unigrams = 0
@@ -135,34 +133,6 @@ class BackoffLM(KenLMInterface):
         self._index = (nodes, node_bow, probs, lp_all)
         return self._index
 
-    def _build_kenlm_index(self) -> tuple["_Int64Map", np.ndarray]:
-        """What KenLM's queries need beyond SRILM's, built on the first one. KenLM stores
-        every contiguous part of an explicit n-gram (missing ones as "blanks" carrying
-        the back-off probability), its n-gram lengths count them, and its states keep
-        the longest part of the history that can be extended. Returns a hash map (key
-        ``parent * V + word`` -> id, the parent being the part one word shorter on the
-        left, root 0) of those parts, and bool[n_ids]: the part is followed by a word in
-        some explicit n-gram, or has a non-zero back-off weight."""
-        V = len(self.vocab)
-        parts = _Int64Map(sum(len(p) for _, p, _, _ in self.ngrams))
-        next_id = 1
-        extends = []
-        for n, (rows, _, bow, _) in enumerate(self.ngrams, start=1):
-            rows = rows.astype(np.int64)
-            for end in range(1, n + 1):
-                ids = np.zeros(len(rows), dtype=np.int64)
-                for start in range(end - 1, -1, -1):
-                    ids, next_id = parts.insert(ids * V + rows[:, start], next_id)
-                    if end < n:
-                        extends.append(ids)
-            if n < self.order:
-                extends.append(ids[bow != 0])
-        ext = np.zeros(next_id, dtype=bool)
-        for ids in extends:
-            ext[ids] = True
-        self._kenlm_index = (parts, ext)
-        return self._kenlm_index
-
     def _model_tokens(self, corpus: Corpus) -> np.ndarray:
         if not isinstance(corpus, Corpus):
             raise TypeError(f"expected a Corpus, got {type(corpus).__name__}")
@@ -191,42 +161,10 @@ class BackoffLM(KenLMInterface):
         """float64[n_pos]: log10 p(w | context) at every predicted position (the scoring protocol)."""
         return self.query(corpus)[0]
 
-    _sum_dtype = np.float32  # KenLM sums a sentence in single precision
-
-    def _step(self, context, word):
-        """(log10 p(word | context), n-gram length used, the context after ``word``
-        shortened to a context node); see :mod:`suffixlm.query`."""
-        from . import _backoff_kernels as K
-
-        nodes, node_bow, probs, prob_lp = self._index or self._build_index()
-        parts, extends = self._kenlm_index if self._kenlm_index is not None else self._build_kenlm_index()
-        context = context[len(context) - min(len(context), self.order - 1):]
-        lp, hit, keep = K.backoff_step(np.array(context, dtype=np.int64), word, self.order, len(self.vocab),
-                                       nodes.keys, nodes.vals, nodes.shift, node_bow, probs.keys, probs.vals,
-                                       probs.shift, prob_lp, parts.keys, parts.vals, parts.shift, extends,
-                                       UNKNOWN_MISSING_LOG10)
-        history = context + (word,)
-        return float(lp), int(hit), history[len(history) - keep:]
-
-    def distributions(self, states) -> np.ndarray:
-        """log10 p(w | state) of every word id w, for every state (KenLM's sums, as
-        ``BaseScore``): float32[len(states), V], from the binary model's table
-        (:mod:`suffixlm.binary`) built in memory on the first call."""
-        from . import _binary_kernels as K
-        from .table import build_table
-        from .query import State
-
-        if isinstance(states, State):
-            states = [states]
-        if self._table is None:
-            self._table = build_table(self)
-        D, S = self._table
-        V = len(self.vocab)
-        recs = np.array([K.state_of(D, V, S, self.order, np.array(st.words, dtype=np.int64)) for st in states],
-                        dtype=np.int64)
-        out = np.empty((len(recs), V), dtype=np.float32)
-        K.distributions(D, V, S, self.order, recs, UNKNOWN_MISSING_LOG10, out)
-        return out
+    def _make_table(self):
+        """The probing table KenLM's queries run on (:mod:`suffixlm.table`), built on the
+        first query."""
+        return build_table(self)
 
     # ------------------------------------------------------------ output
     def write_arpa(self, path: str | Path) -> None:

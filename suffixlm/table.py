@@ -1,6 +1,7 @@
 """The probing table of a back-off model (``_binary_kernels``), built from its n-grams:
-what the binary model file stores and what ``BackoffLM`` queries its next-word
-distributions on; and the growable int64 hash map the ARPA models' indexes use."""
+what the binary model file stores and what every back-off model answers KenLM's queries
+from (:class:`TableQueries`); and the growable int64 hash map the ARPA models' indexes
+use."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import math
 import numpy as np
 
 from . import _binary_kernels as K
+from .corpus import BOS_ID, EOS_ID, UNK_ID, _UnknownIsUnk
+from .io import split_words
+from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, _as_str
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
@@ -120,3 +124,204 @@ def build_table(lm) -> tuple[np.ndarray, int]:
         rec[ts] = K.records_of(D, V, S, L, keys)
     K.fill_blanks(D, V, S, N)
     return D, S
+
+
+class TableQueries(KenLMInterface):
+    """KenLM's queries, batched scoring and the next-word distribution on a probing table
+    (``_binary_kernels``): the attributes ``_D`` (the table), ``_V``, ``_S``, ``_missing``
+    (KenLM's log10 p of a word the model does not list) and the word tables come from
+    :meth:`_attach_table`; a class whose table is made on demand (``BackoffLM``) returns
+    ``(D, S)`` from ``_make_table``. A state holds the number of the record of the
+    context it keeps (KenLM keeps the same words); states compare equal exactly when
+    they predict alike."""
+
+    _sum_dtype = np.float32  # KenLM sums a sentence in single precision
+    _EMPTY_F = np.zeros(0, dtype=np.float64)
+    _EMPTY_I = np.zeros(0, dtype=np.int64)
+    _TABLE_ATTRS = frozenset(("_D", "_V", "_S", "_missing", "_windex", "_to_id", "_W", "_blob"))
+
+    def _make_table(self):
+        raise NotImplementedError
+
+    def __getattr__(self, name):
+        if name in TableQueries._TABLE_ATTRS:  # the table, built on the first query
+            D, S = self._make_table()
+            self._attach_table(D, S, UNKNOWN_MISSING_LOG10)
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _attach_table(self, D: np.ndarray, S: int, missing: float) -> None:
+        V = len(self.vocab)
+        self._D, self._V, self._S, self._missing = D, V, int(S), float(missing)
+        self._windex = self.vocab.index
+        self._to_id = _UnknownIsUnk(self._windex).__getitem__
+        # the vocabulary as a hash table over UTF-8 bytes, for sentences scored in one call
+        encoded = [w.encode("utf-8") for w in self.vocab.words]
+        self._blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+        offsets = np.zeros(V + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        shift = 64 - max(int(2 * V - 1).bit_length(), 1)
+        self._W = K.word_table(self._blob, offsets, shift)
+        self._bind_queries()
+
+    # ------------------------------------------------------------ ids and states
+    def _ids(self, sentence: str, eos: bool) -> np.ndarray:
+        ids = list(map(self._to_id, split_words(_as_str(sentence))))
+        if eos:
+            ids.append(EOS_ID)
+        return np.array(ids, dtype=np.int64)
+
+    def _record(self, words) -> int:
+        """The state record of a history given as word ids (oldest first)."""
+        if isinstance(words, (int, np.integer)):
+            r = int(words)
+            return r if -1 <= r < self._V + self._S else -1
+        return int(K.state_of(self._D, self._V, self._S, self.order, np.asarray(words, dtype=np.int64)))
+
+    def _words_of_record(self, r: int) -> tuple[int, ...]:
+        ctx = np.empty(self.order, dtype=np.int64)
+        rec = np.empty(self.order, dtype=np.int64)
+        k = K.decode_state(self._D, self._V, self._S, self.order, r, ctx, rec)
+        return tuple(int(x) for x in ctx[:k][::-1])
+
+    def state_words(self, state: State) -> list[str]:
+        """The words a state keeps, oldest first."""
+        return [self.vocab.words[i] for i in self._words_of_record(self._record(state.words))]
+
+    def _step(self, context, word):
+        r = self._record(context)
+        lp, n, nxt = K.step(self._D, self._V, self._S, self.order, r, int(word), self._missing)
+        return float(lp), int(n), self._words_of_record(int(nxt))
+
+    # ------------------------------------------------------------ KenLM
+    def BeginSentenceWrite(self, state: State) -> None:
+        state.words = BOS_ID
+
+    def NullContextWrite(self, state: State) -> None:
+        state.words = -1
+
+    def _bind_queries(self):
+        """``BaseScore`` as a closure over the model's arrays and sizes (the decoder's
+        per-call path: no attribute look-up beyond the states')."""
+        step, D, V, S, order, missing, get, record, word_id = (
+            K.step, self._D, self._V, self._S, self.order, self._missing, self._windex.get, self._record,
+            self._word_id)
+
+        def BaseScore(in_state: State, word, out_state: State) -> float:
+            """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
+            s = in_state.words
+            if s.__class__ is not int:
+                s = record(s)
+            i = get(word)
+            if i is None:
+                i = word_id(word)
+            lp, _, out_state.words = step(D, V, S, order, s, i, missing)
+            return lp
+
+        self.BaseScore = BaseScore
+        score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score
+
+        def score(sentence, bos=None, eos=None) -> float:
+            if sentence.__class__ is str and bos is not False and eos is not False:
+                try:  # words split and looked up in the same compiled call
+                    return score_line(D, V, S, order, W, blob, sentence.encode(), True, True, missing)
+                except UnicodeEncodeError:
+                    pass
+            return generic(sentence, bos, eos)
+
+        score.__doc__ = self._score.__doc__
+        self.score = score
+
+    def BaseScore(self, in_state: State, word, out_state: State) -> float:  # replaced per model (_bind_queries)
+        """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
+        self._bind_queries()
+        return self.BaseScore(in_state, word, out_state)
+
+    def BaseFullScore(self, in_state: State, word, out_state: State) -> FullScoreReturn:
+        s = in_state.words
+        if s.__class__ is not int:
+            s = self._record(s)
+        i = self._windex.get(word)
+        if i is None:
+            i = self._word_id(word)
+        lp, n, out_state.words = K.step(self._D, self._V, self._S, self.order, s, i, self._missing)
+        return FullScoreReturn(lp, n, i == UNK_ID)
+
+    def _score(self, sentence, bos=None, eos=None) -> float:
+        """log10 p(sentence ``</s>`` | ``<s>``) (KenLM's ``score``); a corpus instead
+        of one sentence: scikit-learn's ``score`` (see :mod:`suffixlm.query`)."""
+        if sentence.__class__ is str:
+            try:  # words split and looked up in the same compiled call
+                return K.score_line(self._D, self._V, self._S, self.order, self._W, self._blob, sentence.encode(),
+                                    bos is None or bos, eos is None or eos, self._missing)
+            except UnicodeEncodeError:  # a lone surrogate: no word of the vocabulary holds one
+                pass
+        elif not isinstance(sentence, (str, bytes)):
+            return super().score(sentence, bos, eos)
+        ids = list(map(self._to_id, split_words(_as_str(sentence))))
+        if eos is None or eos:
+            ids.append(EOS_ID)
+        return K.score_one(self._D, self._V, self._S, self.order, np.array(ids, dtype=np.int64), bos is None or bos,
+                           self._missing)
+
+    score = _score  # replaced per model by _bind_queries' closure (same results)
+
+    def full_scores(self, sentence, bos=True, eos=True):
+        """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then ``</s>``
+        when ``eos`` (KenLM's ``full_scores``)."""
+        ids = self._ids(sentence, eos)
+        lp = np.empty(len(ids))
+        n = np.empty(len(ids), dtype=np.int64)
+        K.score_sentences(self._D, self._V, self._S, self.order, ids, np.array([0, len(ids)]), bool(bos),
+                          self._missing, lp, n)
+        for a, b, w in zip(lp.tolist(), n.tolist(), ids.tolist()):
+            yield (a, b, w == UNK_ID)
+
+    # ------------------------------------------------------------ batches
+    def score_ids(self, ids, offsets=None, bos: bool = True) -> np.ndarray:
+        """KenLM's ``score`` of many sentences given as word ids (``vocab`` ids, ``</s>``
+        included where it is to be scored): ``ids`` int[n] with ``offsets`` int[k + 1]
+        (sentence i is ``ids[offsets[i]:offsets[i + 1]]``), or one sentence. Returns
+        float64[k] (float32 sums, as ``score``)."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        offsets = np.array([0, len(ids)]) if offsets is None else np.ascontiguousarray(offsets, dtype=np.int64)
+        if ids.ndim != 1 or offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(ids) \
+                or (np.diff(offsets) < 0).any():
+            raise ValueError("score_ids: ids must be 1-D and offsets run from 0 to len(ids), non-decreasing")
+        return K.score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing,
+                                 self._EMPTY_F, self._EMPTY_I).astype(np.float64)
+
+    def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
+        """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
+        in one call: float64[k]."""
+        sentences = [s if s.__class__ is str else _as_str(s) for s in sentences]
+        text = "\n".join(sentences)
+        if text.count("\n") == max(len(sentences) - 1, 0):  # no line end inside a sentence
+            try:
+                sums = np.empty(len(sentences))
+                K.score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(), bool(bos),
+                              bool(eos), self._missing, sums)
+                return sums
+            except UnicodeEncodeError:
+                pass
+        to_id = self._to_id
+        ids, offsets = [], [0]
+        for s in sentences:
+            ids.extend(map(to_id, split_words(_as_str(s))))
+            if eos:
+                ids.append(EOS_ID)
+            offsets.append(len(ids))
+        return self.score_ids(np.array(ids, dtype=np.int64), np.array(offsets, dtype=np.int64), bos)
+
+    # ------------------------------------------------------------ distributions
+    def _states(self, states) -> np.ndarray:
+        if isinstance(states, State):
+            states = [states]
+        return np.array([self._record(s.words if isinstance(s, State) else s) for s in states], dtype=np.int64)
+
+    def distributions(self, states) -> np.ndarray:
+        """``distribution`` of many states at once: float32[len(states), V]."""
+        recs = self._states(states)
+        out = np.empty((len(recs), self._V), dtype=np.float32)
+        K.distributions(self._D, self._V, self._S, self.order, recs, self._missing, out)
+        return out

@@ -83,7 +83,7 @@ def _assert_same(arpa: BackoffLM, binary: BinaryLM):
         if ours[i] == ours[j]:
             assert hash(ours[i]) == hash(ours[j])
     for a, b in zip(ours[:60], theirs[:60]):
-        assert binary.state_words(a) == [arpa.vocab.words[i] for i in b.words]
+        assert binary.state_words(a) == arpa.state_words(b)
     # SRILM's statistics
     corpus = Corpus.from_strings([s for s in sentences if "<s>" not in s.split()], vocab=arpa.vocab)
     qa, qb = arpa.query(corpus), binary.query(corpus)
@@ -321,3 +321,26 @@ def test_command_line(tmp_path):
     r = CliRunner().invoke(main, ["ppl", "--arpa", str(binary), str(test)])
     assert r.exit_code != 0 and "binary model" in r.output
     os.chmod(binary, 0o644)
+
+
+def test_sentences_are_split_as_every_reader_splits(tmp_path):
+    """score and score_batch split and look words up in compiled code: the same words as
+    io.split_words (ASCII white space only) and the same ids as the vocabulary."""
+    corpus = Corpus.from_strings(TRAIN + ["caf\u00e9 na\u00efve \u00fcber", "a\u00a0b cat"])
+    arpa = KneserNeyLM(order=3, min_counts=[1]).fit(corpus).model_
+    write_binary(arpa, tmp_path / "m.bin")
+    b = BinaryLM(tmp_path / "m.bin")
+    odd = ["the  cat\tsat", " the cat ", "the\ncat", "the\rcat\x0bsat\x0cmat", "a\u00a0b cat", "caf\u00e9 na\u00efve",
+           "the\u2028cat", "the\x1ccat", "\ud800 cat", "", "   ", "the cat \n", "zebra\u00e9 the"]
+    for s in odd + TRAIN:
+        for bos, eos in itertools.product((True, False), repeat=2):
+            assert b.score(s, bos=bos, eos=eos) == arpa.score(s, bos=bos, eos=eos), repr(s)
+        assert b.score(s) == arpa.score(s), repr(s)
+    assert b.score(b"the cat") == arpa.score("the cat")
+    lines = [s for s in odd if "\ud800" not in s] + TRAIN
+    assert b.score_batch(lines).tolist() == [arpa.score(s) for s in lines]
+    clean = [s for s in lines if "\n" not in s]
+    assert b.score_batch(clean).tolist() == [arpa.score(s) for s in clean]
+    assert b.score_batch(clean, bos=False, eos=False).tolist() == [arpa.score(s, bos=False, eos=False) for s in clean]
+    assert b.score_batch(["\ud800 cat", "the cat"]).tolist() == [arpa.score("\ud800 cat"), arpa.score("the cat")]
+    assert b.score_batch([]).tolist() == []
