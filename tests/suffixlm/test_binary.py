@@ -23,7 +23,7 @@ from suffixlm.corpus import Corpus
 from suffixlm.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
 from suffixlm.prune import prune_entropy
-from suffixlm.query import UNKNOWN_MISSING_LOG10, State
+from suffixlm.query import State
 
 from .test_kenlm_api import ODD, TINY_ARPA, TRAIN
 
