@@ -19,13 +19,15 @@ The file (little-endian)::
     then, each at a multiple of 64 bytes: the vocabulary (UTF-8 words, one per line,
     ids in order) and the table (int64[2 (V + S + order + 1)], ``_binary_kernels``).
 
-Opening checks everything the query kernels rely on that is cheap to check: the magic,
-the header's CRC and every field, the file's size, the sections' bounds and alignment,
-the vocabulary (CRC, words, size) and the table's size against the header. The table
-itself is only mapped (its pages are read when a query touches them); its CRC is
-checked by :meth:`BinaryLM.verify` (``suffixlm build-binary --verify FILE``). The
-kernels bound every loop and check every record number they read, so a table damaged
-in a way the CRC would catch gives wrong numbers, never a crash or a hang.
+A table up to 256 MB is read into memory at open (a few milliseconds; queries then run
+on memory the system can back with huge pages), a larger one is only mapped, its pages
+read as queries touch them (``load=``: "auto", "lazy", "read"). Opening checks everything
+the query kernels rely on that is cheap to check: the magic, the header's CRC and every
+field, the file's size, the sections' bounds and alignment, the vocabulary (CRC, words,
+size), the table's size against the header and the directory of its regions. The
+table's CRC is checked by :meth:`BinaryLM.verify` (``suffixlm build-binary --verify
+FILE``). The kernels bound every loop and check every record number they read, so a
+table damaged in a way the CRC would catch gives wrong numbers, never a crash or a hang.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ FORMAT = "suffixlm-backoff-binary"
 ALIGN = 64
 MAX_HEADER = 1 << 20
 MAX_ORDER = 255
+#: how ``BinaryLM`` loads the table: "lazy" maps the file (pages read as queries touch
+#: them), "read" copies it into memory, "auto" reads tables up to AUTO_READ_BYTES (KenLM
+#: also reads or populates its mapping by default): queries run faster on memory the
+#: system backs with huge pages, while a large model still opens in milliseconds
+LOAD_METHODS = ("auto", "lazy", "read")
+AUTO_READ_BYTES = 256 << 20
 _PREAMBLE = 24
 
 
@@ -202,7 +210,9 @@ class BinaryLM(TableQueries):
     they predict alike.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, load: str = "auto"):
+        if load not in LOAD_METHODS:
+            raise ValueError(f"load must be one of {', '.join(LOAD_METHODS)}, got {load!r}")
         self.path = os.fspath(path)
         h, _ = read_header(self.path)
         self.header = h
@@ -227,10 +237,19 @@ class BinaryLM(TableQueries):
         self.order = int(h["order"])
         self._counts = list(h["counts"])
         self._missing = float(h["missing_log10"])
-        # a plain ndarray view of the mapping: numba types an exact ndarray fast (a memmap
-        # subclass goes through its slow generic path on every call)
-        D = np.asarray(np.memmap(self.path, dtype=np.int64, mode="r", offset=t_off,
-                                 shape=(2 * (V + S + self.order + 1),)))
+        n_words = 2 * (V + S + self.order + 1)
+        self.load = "read" if load == "read" or (load == "auto" and t_n <= AUTO_READ_BYTES) else "lazy"
+        if self.load == "lazy":
+            # a plain ndarray view of the mapping: numba types an exact ndarray fast (a
+            # memmap subclass goes through its slow generic path on every call)
+            D = np.asarray(np.memmap(self.path, dtype=np.int64, mode="r", offset=t_off, shape=(n_words,)))
+        else:
+            D = np.empty(n_words, dtype=np.int64)
+            with open(self.path, "rb") as f:
+                f.seek(t_off)
+                if f.readinto(memoryview(D).cast("B")) != t_n:
+                    _fail(self.path, "truncated binary model (table)")
+            D.flags.writeable = False
         directory = D[2 * (V + S):].reshape(-1, 2)[2:]
         end = 0
         for B, n in directory.tolist():  # the regions, in order, inside the table (the kernels check them too)

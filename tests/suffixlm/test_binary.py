@@ -121,7 +121,9 @@ def test_random_kneser_ney_models_pruned_or_not(tmp_path, seed, order):
     if seed >= 2 and order > 1:
         arpa = prune_entropy(arpa, 0.02)  # leaves n-grams whose shorter parts are gone: blanks
     write_binary(arpa, tmp_path / "m.bin")
-    _assert_same(arpa, BinaryLM(tmp_path / "m.bin"))
+    m = BinaryLM(tmp_path / "m.bin", load=("auto", "lazy", "read", "lazy")[seed])
+    assert m.load == ("read", "lazy", "read", "lazy")[seed]
+    _assert_same(arpa, m)
 
 
 def test_log_linear_model_through_its_export(tmp_path):
@@ -267,6 +269,15 @@ def test_a_damaged_table_never_crashes_and_verify_sees_it(good, tmp_path):
         except ValueError as e:
             assert "log10 probabilities" in str(e)
     BinaryLM(p).verify()
+
+
+def test_load_methods(good):
+    arpa, p = good
+    with pytest.raises(ValueError, match="load must be"):
+        BinaryLM(p, load="eager")
+    lazy, read = BinaryLM(p, load="lazy"), BinaryLM(p, load="read")
+    assert not read._D.flags.writeable and not lazy._D.flags.writeable
+    assert np.array_equal(lazy._D, read._D)
 
 
 def test_foreign_states_are_the_empty_context(good):
