@@ -27,6 +27,13 @@ a binary model (``suffixlm build-binary``). Per model and peer, in a fresh proce
 - the file's bytes per n-gram.
 
 The ppl of PTB test is checked equal between the peers (a ``score`` sum).
+
+``--big MODEL.bin``: also the open times of a large binary model (fresh process, warm),
+ours alone, e.g. KN5 (default cut-offs) on 50M words sampled from PTB's KN5::
+
+    python scripts/sample_corpus.py ../shared/anchors/srilm/ptb.kn5.srilm-default.arpa.gz \
+        --tokens 50000000 --seed 0 -o /tmp/s50m.txt
+    suffixlm kn /tmp/s50m.txt --order 5 -o /tmp/s50m.kn5.bin --binary
 """
 
 from __future__ import annotations
@@ -206,8 +213,22 @@ def run_all(args) -> dict:
     finally:
         for p in busy:
             p.kill()
+    big = None
+    if args.big:
+        code = ("import time, sys; t = time.perf_counter(); import suffixlm; m = suffixlm.Model(sys.argv[1]); "
+                "m.score('the market fell'); f = time.perf_counter() - t; w = []\n"
+                "for _ in range(5):\n    t = time.perf_counter(); suffixlm.Model(sys.argv[1]); "
+                "w.append(time.perf_counter() - t)\n"
+                "print(f, sorted(w)[2], sum(m.counts), m.file_size, m.load)")
+        outs = [subprocess.run([sys.executable, "-c", code, args.big], check=True, capture_output=True,
+                               text=True).stdout.split() for _ in range(args.repeats)]
+        big = {"path": args.big, "fresh_s": statistics.median(float(o[0]) for o in outs),
+               "open_warm_s": statistics.median(float(o[1]) for o in outs), "ngrams": int(outs[0][2]),
+               "file_bytes": int(outs[0][3]), "load": outs[0][4]}
+        print(json.dumps(big), file=sys.stderr, flush=True)
     return {"machine": machine_info(), "load_before": load, "busy_loops": len(busy), "repeats": args.repeats,
-            "models": models, "rows": rows, "command": "python scripts/bench_query.py " + " ".join(sys.argv[1:])}
+            "models": models, "rows": rows, "big": big,
+            "command": "python scripts/bench_query.py " + " ".join(sys.argv[1:])}
 
 
 def table(payloads: list[dict]) -> str:
@@ -229,6 +250,11 @@ def table(payloads: list[dict]) -> str:
                          f"{r['basescore_us']:.2f} | {batch} | {r['distribution_ms']:.2f} ({r['distribution_words']}) | "
                          f"{r['log10_sum']:.4f} |")
         lines.append("")
+        b = p.get("big")
+        if b:
+            lines += [f"Large model `{b['path']}` ({b['ngrams']:,} n-grams, {b['file_bytes'] / b['ngrams']:.1f} bytes "
+                      f"an n-gram, load {b['load']}): opened in {b['open_warm_s'] * 1e3:.1f} ms in a warm process; "
+                      f"a fresh process (import, open, first score) {b['fresh_s']:.2f} s.", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -239,6 +265,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--busy", action="store_true", help="two busy loops beside the measurement")
     ap.add_argument("--table", action="store_true", help="only rewrite query.md from query.json")
+    ap.add_argument("--big", default=None, help="a large binary model: its open times too")
     args = ap.parse_args()
     from _bench_common import BENCH_DIR, write_json
 

@@ -19,9 +19,9 @@ The file (little-endian)::
     then, each at a multiple of 64 bytes: the vocabulary (UTF-8 words, one per line,
     ids in order) and the table (int64[2 (V + S + order + 1)], ``_binary_kernels``).
 
-A table up to 256 MB is read into memory at open (a few milliseconds; queries then run
-on memory the system can back with huge pages), a larger one is only mapped, its pages
-read as queries touch them (``load=``: "auto", "lazy", "read"). Opening checks everything
+A table up to 64 MB is read into memory at open (milliseconds; the first queries then
+pay no page faults), a larger one is only mapped, its pages read as queries touch them
+(``load=``: "auto", "lazy", "read"). Opening checks everything
 the query kernels rely on that is cheap to check: the magic, the header's CRC and every
 field, the file's size, the sections' bounds and alignment, the vocabulary (CRC, words,
 size), the table's size against the header and the directory of its regions. The
@@ -53,10 +53,11 @@ MAX_HEADER = 1 << 20
 MAX_ORDER = 255
 #: how ``BinaryLM`` loads the table: "lazy" maps the file (pages read as queries touch
 #: them), "read" copies it into memory, "auto" reads tables up to AUTO_READ_BYTES (KenLM
-#: also reads or populates its mapping by default): queries run faster on memory the
-#: system backs with huge pages, while a large model still opens in milliseconds
+#: also reads or populates its mapping by default): the first queries then pay no page
+#: faults, while a large model still opens in milliseconds (steady-state queries run at
+#: the same speed either way, benchmarks/query.md)
 LOAD_METHODS = ("auto", "lazy", "read")
-AUTO_READ_BYTES = 256 << 20
+AUTO_READ_BYTES = 64 << 20
 _PREAMBLE = 24
 
 
