@@ -9,8 +9,10 @@ needs (the kenlm worker never imports suffixlm or numpy), interleaved, medians.
 
 Models (built first into --work, default /tmp/suffixlm_bench_query): PTB KN5 with SRILM's
 default cut-offs (``../shared/anchors/srilm/ptb.kn5.srilm-default.arpa.gz``) and without
-cut-offs (``suffixlm kn ptb.train.txt --order 5 --min-count none``), each as ARPA and as
-a binary model (``suffixlm build-binary``). Per model and peer, in a fresh process:
+cut-offs (``suffixlm kn ptb.train.txt --order 5 --min-count none``), and the default
+log-linear model of order 5 (``suffixlm train ptb.train.txt --order 5``) exported to ARPA
+(``suffixlm export``), each as ARPA and as a binary model (``suffixlm build-binary``);
+the log-linear model file itself too. Per model and peer, in a fresh process:
 
 - ``fresh``: wall time of a whole process that imports the module, opens the model and
   scores one sentence (``python -c``), medians of --repeats;
@@ -107,12 +109,12 @@ if peer == "kenlm":
     out["distribution_words"] = len(vocab)
 else:
     m.distribution(states[0])
+    few = states if hasattr(m, "score_batch") else states[:5]  # a log-linear model file: word by word
     t0 = time.perf_counter()
-    for st in states:
+    for st in few:
         m.distribution(st)
-    out["distribution_ms"] = (time.perf_counter() - t0) / len(states) * 1e3
+    out["distribution_ms"] = (time.perf_counter() - t0) / len(few) * 1e3
     out["distribution_words"] = len(m.vocab)
-    t0 = time.perf_counter(); d = m.distributions(states); out["distributions_ms_per_state"] = (time.perf_counter() - t0) / len(states) * 1e3
     if hasattr(m, "score_batch"):
         m.score_batch(lines[:2])
         t0 = time.perf_counter(); sums = m.score_batch(lines); out["batch_s"] = time.perf_counter() - t0
@@ -145,10 +147,15 @@ def prepare(work: Path) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     train = shared("corpora", "ptb", "ptb.train.txt")
     models = {"kn5-default": shared("anchors", "srilm", "ptb.kn5.srilm-default.arpa.gz"),
-              "kn5-nocut": work / "kn5-nocut.arpa"}
+              "kn5-nocut": work / "kn5-nocut.arpa", "loglinear5": work / "loglinear5.arpa"}
+    cli = [sys.executable, "-m", "suffixlm.cli"]
     if not models["kn5-nocut"].exists():
-        subprocess.run([sys.executable, "-m", "suffixlm.cli", "kn", str(train), "--order", "5", "--min-count", "none",
-                        "-o", str(models["kn5-nocut"]), "-q"], check=True)
+        subprocess.run(cli + ["kn", str(train), "--order", "5", "--min-count", "none",
+                              "-o", str(models["kn5-nocut"]), "-q"], check=True)
+    if not models["loglinear5"].exists():  # the default model of `suffixlm train`, and its exact export
+        subprocess.run(cli + ["train", str(train), "--order", "5", "-o", str(work / "loglinear5.slm"), "-q"], check=True)
+        subprocess.run(cli + ["export", str(work / "loglinear5.slm"), "-o", str(models["loglinear5"]), "-q"],
+                       check=True)
     out = {}
     for name, arpa in models.items():
         b = work / f"{name}.bin"
@@ -189,6 +196,8 @@ def run_all(args) -> dict:
             info["ngrams"] = n_grams(info["arpa"])
             cases = [("kenlm", "arpa", info["arpa"]), ("suffixlm", "binary", info["binary"]),
                      ("suffixlm", "arpa", info["arpa"])]
+            if name == "loglinear5":
+                cases.append(("suffixlm", "model file", str(work / "loglinear5.slm")))
             results = {c[:2]: [] for c in cases}
             fresh = {c[:2]: [] for c in cases}
             for _ in range(args.repeats):  # interleaved
@@ -202,8 +211,9 @@ def run_all(args) -> dict:
                     fresh[(peer, kind)].append(time.perf_counter() - t0)
             for (peer, kind), rs in results.items():
                 row = {"model": name, "peer": peer, "file": kind, "ngrams": info["ngrams"],
-                       "bytes_per_ngram": (info["binary_bytes"] if kind == "binary" else
-                                           os.path.getsize(info["arpa"])) / info["ngrams"],
+                       "bytes_per_ngram": {"binary": info["binary_bytes"], "arpa": os.path.getsize(info["arpa"]),
+                                           "model file": os.path.getsize(work / "loglinear5.slm")
+                                           if name == "loglinear5" else 0}[kind] / info["ngrams"],
                        "fresh_s": statistics.median(fresh[(peer, kind)])}
                 for key in rs[0]:
                     vals = [r[key] for r in rs]
