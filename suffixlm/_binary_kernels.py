@@ -377,29 +377,6 @@ def distributions(D, V, S, order, states, missing_lp, out):
             out[i, w] = walk(D, F, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec)[0]
 
 
-@njit(cache=True)
-def score_one(D, V, S, order, tokens, bos, missing_lp):
-    """KenLM's ``score`` of one sentence (``score_sentences`` without the outputs): the
-    float32 sum, as float64."""
-    F = D.view(np.float32)
-    a_w = np.empty(order + 1, dtype=np.int64)
-    a_r = np.empty(order + 1, dtype=np.int64)
-    b_w = np.empty(order + 1, dtype=np.int64)
-    b_r = np.empty(order + 1, dtype=np.int64)
-    k = 0
-    if bos and order > 1:
-        a_w[0] = 0
-        a_r[0] = 0
-        k = 1
-    total = np.float32(0.0)
-    for i in range(tokens.shape[0]):
-        lp, n, k = walk(D, F, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
-        a_w, b_w = b_w, a_w
-        a_r, b_r = b_r, a_r
-        total = total + lp
-    return np.float64(total)
-
-
 # ---------------------------------------------------------------------------- words
 # The vocabulary as a hash table over the words' UTF-8 bytes, so that a sentence goes
 # into one compiled call as bytes: W = [shift, V, offsets of the words in the blob

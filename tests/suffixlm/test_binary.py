@@ -25,7 +25,7 @@ from suffixlm.model import LogLinearLM
 from suffixlm.prune import prune_entropy
 from suffixlm.query import State
 
-from .test_kenlm_api import ODD, TINY_ARPA, TRAIN
+from .test_kenlm_api import ODD, TINY_ARPA, TRAIN, _walks
 
 
 def run(*args):
@@ -43,20 +43,6 @@ def _sentences(model, n=120, seed=3, bos=True):
     rng = random.Random(seed)
     words = [w for w in model.vocab.words if bos or w != "<s>"] + ["zebra"]
     return [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 10))) for _ in range(n)] + ODD
-
-
-def _walks(model, words, n=300, seed=1):
-    rng = random.Random(seed)
-    states, rets = [], []
-    for _ in range(n):
-        s = State()
-        (model.BeginSentenceWrite if rng.random() < 0.5 else model.NullContextWrite)(s)
-        for _ in range(rng.randrange(0, 7)):
-            out = State()
-            rets.append(tuple(model.BaseFullScore(s, rng.choice(words), out)))
-            s = out
-        states.append(s)
-    return states, rets
 
 
 def _assert_same(arpa: BackoffLM, binary: BinaryLM):
