@@ -65,15 +65,6 @@ class BinaryFormatError(ValueError):
     """A file that is not a valid binary model (truncated, damaged, another format)."""
 
 
-def is_binary_file(path) -> bool:
-    """Whether ``path`` starts with the binary model's magic bytes."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
-
-
 # ---------------------------------------------------------------------------- writing
 def _pad(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
@@ -311,12 +302,6 @@ class BinaryLM(TableQueries):
         mapping = np.array([self.vocab.id(w) for w in corpus.vocab.words], dtype=np.int64)
         mapping[0], mapping[1], mapping[UNK_ID] = 0, 1, UNK_ID
         return mapping[corpus.tokens]
-
-def open_binary(path) -> BinaryLM:
-    """:class:`BinaryLM` of ``path``; ``OSError`` if it cannot be read,
-    ``BinaryFormatError`` if it is not a valid binary model."""
-    return BinaryLM(path)
-
 
 def to_binary(model, path, sources=()) -> dict:
     """Write any back-off or log-linear model (in memory) as a binary model."""

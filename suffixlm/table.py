@@ -258,12 +258,7 @@ class TableQueries(KenLMInterface):
                 pass
         elif not isinstance(sentence, (str, bytes)):
             return super().score(sentence, bos, eos)
-        ids = list(map(self._to_id, split_words(_as_str(sentence))))
-        if eos is None or eos:
-            ids.append(EOS_ID)
-        return float(K.score_sentences(self._D, self._V, self._S, self.order, np.array(ids, dtype=np.int64),
-                                       np.array([0, len(ids)]), bos is None or bos, self._missing, self._EMPTY_F,
-                                       self._EMPTY_I)[0])
+        return float(self.score_ids(self._ids(sentence, eos is None or eos), bos=bos is None or bos)[0])
 
     score = _score  # replaced per model by _bind_queries' closure (same results)
 
