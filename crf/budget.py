@@ -100,19 +100,21 @@ class FeatureBudget:
             memory = (int(total * DEFAULT_SHARE), f"half of {source}, {human_bytes(total)}")
         self.memory, self.memory_source = memory
 
-    def n_features(self, n_unigram_obs: int, n_bigram_obs: int) -> int:
-        return int(n_unigram_obs) * self.L + int(n_bigram_obs) * self.L * self.L
+    def n_features(self, n_unigram_obs: int, n_bigram_obs: int, n_trigram_obs: int = 0) -> int:
+        return int(n_unigram_obs) * self.L + int(n_bigram_obs) * self.L * self.L + int(n_trigram_obs) * self.L ** 3
 
     def bytes(self, n_features: int, n_obs: int) -> int:
         """The estimated memory of training a model of that many features and observations."""
         return n_features * self.per_feature + n_obs * OBSERVATION_BYTES + self.work + self.corpus
 
-    def check(self, n_unigram_obs: int, n_bigram_obs: int, n_obs: int, done: int | None = None) -> int:
-        """The feature count of ``n_unigram_obs`` unigram and ``n_bigram_obs`` bigram
-        observations (``n_obs`` distinct strings); ``TooManyFeatures`` when it passes the
-        limit. ``done``: the patterns expanded so far, during the observation pass (the
-        counts are then lower bounds); None: the pass is over, the counts exact."""
-        n = self.n_features(n_unigram_obs, n_bigram_obs)
+    def check(self, n_unigram_obs: int, n_bigram_obs: int, n_obs: int, done: int | None = None,
+              n_trigram_obs: int = 0) -> int:
+        """The feature count of ``n_unigram_obs`` unigram, ``n_bigram_obs`` bigram and
+        ``n_trigram_obs`` trigram observations (``n_obs`` distinct strings);
+        ``TooManyFeatures`` when it passes the limit. ``done``: the patterns expanded so far,
+        during the observation pass (the counts are then lower bounds); None: the pass is
+        over, the counts exact."""
+        n = self.n_features(n_unigram_obs, n_bigram_obs, n_trigram_obs)
         need = self.bytes(n, n_obs)
         if self.max_features is not None:
             if n <= self.max_features:
@@ -128,6 +130,8 @@ class FeatureBudget:
             parts.append(f"{n_unigram_obs:,} unigram observations x {L:,} labels")
         if n_bigram_obs:
             parts.append(f"{n_bigram_obs:,} bigram observations x {L:,}^2 label pairs")
+        if n_trigram_obs:
+            parts.append(f"{n_trigram_obs:,} trigram observations x {L:,}^3 label triples")
         what = " + ".join(parts) or "no observation"
         at_least = "" if done is None else "at least "
         so_far = "" if done is None else f", from the first {done:,} of {self.n_patterns:,} patterns"

@@ -4,15 +4,21 @@ Every distinct observation string x seen in training gets an id.  An observation
 produced by a unigram pattern owns the L unigram features (y, x); one produced by
 a bigram pattern owns the L*L bigram features (y', y, x); ``*`` patterns give both.
 The lone ``B`` pattern is the observation ``"B"`` present at every position: the
-pure transition block.
+pure transition block. An observation of a trigram pattern (``T``, second-order
+models) owns the L*L*L trigram features (y'', y', y, x).
 
 Parameters are one flat float64 vector::
 
     theta[ : n_unigram_obs * L]                 unigram block, index u_rank(x)*L + y
-    theta[n_unigram_obs * L : ]                 bigram block, index
-                                                  start + b_rank(x)*L*L + y'*L + y
+    theta[bigram_start : trigram_start]         bigram block, index
+                                                  bigram_start + b_rank(x)*L*L + y'*L + y
+    theta[trigram_start : ]                     trigram block, index
+                                                  trigram_start + t_rank(x)*L^3 + (y''*L + y')*L + y
 
-where ``u_rank`` / ``b_rank`` number the observations having each kind.  A corpus
+where ``u_rank`` / ``b_rank`` / ``t_rank`` number the observations having each kind.
+``allowed`` (bool (L*L,), or None: every pair) lists the label pairs a labelling may
+use (:mod:`crf.transitions`); a second-order model or one with forbidden pairs runs
+on the pair states of ``crf._order2_kernels``.  A corpus
 is encoded as two rectangular int64 arrays of *base offsets* into theta, one column
 per pattern of each kind (-1 where the observation is unknown), so the kernels read
 ``theta[base + y]`` / ``theta[base + y'*L + y]`` without any dictionary.
@@ -27,7 +33,7 @@ import numpy as np
 
 from suffixlm.memory import allocate
 
-from .patterns import BIGRAM, UNIGRAM, Pattern, expand_patterns
+from .patterns import BIGRAM, TRIGRAM, UNIGRAM, Pattern, expand_patterns
 
 __all__ = ["EncodedCorpus", "FeatureSpace"]
 
@@ -45,6 +51,8 @@ class EncodedCorpus:
     unigram_value: float64 (n_tokens, n_unigram_columns) value of each unigram feature
         (real-valued features, :mod:`crf.dicts`), or an empty (0, n_unigram_columns)
         array (the default): every value is 1, as for pattern observations.
+    trigram_base: int64 (n_tokens, n_trigram_patterns) likewise for trigram blocks (rows
+        0 and 1 of each sequence are ignored); None: no trigram pattern.
     """
 
     seq_offsets: np.ndarray
@@ -52,8 +60,11 @@ class EncodedCorpus:
     bigram_base: np.ndarray
     labels: np.ndarray
     unigram_value: np.ndarray | None = None
+    trigram_base: np.ndarray | None = None
 
     def __post_init__(self):
+        if self.trigram_base is None:
+            self.trigram_base = np.empty((self.unigram_base.shape[0], 0), dtype=np.int64)
         k = self.unigram_base.shape[1]
         if self.unigram_value is None:
             self.unigram_value = np.empty((0, k))
@@ -97,7 +108,7 @@ class FeatureSpace:
     """
 
     def __init__(self, patterns: list[Pattern], observations: list[str], kinds: np.ndarray,
-                 labels: list[str], n_columns: int):
+                 labels: list[str], n_columns: int, allowed: np.ndarray | None = None):
         self.patterns = patterns
         self.observations = observations
         self.kinds = np.asarray(kinds, dtype=np.int8)
@@ -105,7 +116,59 @@ class FeatureSpace:
         self.n_columns = n_columns
         self.label_index = {lab: i for i, lab in enumerate(self.labels)}
         self._obs_index = None
+        self._structure = None
+        self.allowed = None
         self._layout()
+        self.set_allowed(allowed)
+
+    def set_allowed(self, allowed: np.ndarray | None) -> None:
+        """The label pairs a labelling may use (bool (L*L,); None: all)."""
+        if allowed is not None:
+            allowed = np.ascontiguousarray(allowed, dtype=np.bool_)
+            if allowed.shape != (self.n_labels ** 2,):
+                raise ValueError(f"allowed: shape {allowed.shape}, expected ({self.n_labels ** 2},)")
+        self.allowed = allowed
+        self._structure = None
+
+    def allowed_of(self, data: EncodedCorpus) -> np.ndarray:
+        """bool (n_seq,): whether each sequence's labels use allowed pairs only (labels
+        -1, unknown, never count against it)."""
+        ok = np.ones(data.n_sequences, dtype=np.bool_)
+        lab = data.labels
+        if self.allowed is None or lab.shape[0] < 2:
+            return ok
+        L = self.n_labels
+        follow = np.ones(lab.shape[0] - 1, dtype=np.bool_)
+        starts = data.seq_offsets[1:-1]
+        follow[starts[(starts > 0) & (starts < lab.shape[0])] - 1] = False
+        a, b = lab[:-1], lab[1:]
+        known = follow & (a >= 0) & (b >= 0)
+        bad = np.zeros_like(known)
+        bad[known] = ~self.allowed[a[known] * L + b[known]]
+        pos = np.flatnonzero(bad) + 1
+        ok[np.searchsorted(data.seq_offsets, pos, side="right") - 1] = False
+        return ok
+
+    @property
+    def order(self) -> int:
+        """2 when the patterns have trigram features, else 1."""
+        return 2 if self.trigram_patterns else 1
+
+    @property
+    def pairwise(self) -> bool:
+        """Whether inference runs on label-pair states (second order, or forbidden pairs)."""
+        return self.order == 2 or self.allowed is not None
+
+    @property
+    def structure(self):
+        """The allowed pairs and transitions (:class:`crf.transitions.PairStructure`)."""
+        if self._structure is None:
+            from .transitions import PairStructure
+
+            L = self.n_labels
+            self._structure = PairStructure(L, np.ones(L * L, dtype=np.bool_) if self.allowed is None
+                                            else self.allowed)
+        return self._structure
 
     @property
     def obs_index(self) -> dict[str, int]:
@@ -118,16 +181,22 @@ class FeatureSpace:
         L = len(self.labels)
         is_u = (self.kinds & UNIGRAM) != 0
         is_b = (self.kinds & BIGRAM) != 0
+        is_t = (self.kinds & TRIGRAM) != 0
         self.n_unigram_obs = int(is_u.sum())
         self.n_bigram_obs = int(is_b.sum())
+        self.n_trigram_obs = int(is_t.sum())
         self.bigram_start = self.n_unigram_obs * L
-        self.n_params = self.bigram_start + self.n_bigram_obs * L * L
+        self.trigram_start = self.bigram_start + self.n_bigram_obs * L * L
+        self.n_params = self.trigram_start + self.n_trigram_obs * L ** 3
         self.unigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
         self.unigram_offset[is_u] = np.arange(self.n_unigram_obs, dtype=np.int64) * L
         self.bigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
         self.bigram_offset[is_b] = self.bigram_start + np.arange(self.n_bigram_obs, dtype=np.int64) * L * L
+        self.trigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
+        self.trigram_offset[is_t] = self.trigram_start + np.arange(self.n_trigram_obs, dtype=np.int64) * L ** 3
         self.unigram_patterns = [i for i, p in enumerate(self.patterns) if p.kind & UNIGRAM]
         self.bigram_patterns = [i for i, p in enumerate(self.patterns) if p.kind & BIGRAM]
+        self.trigram_patterns = [i for i, p in enumerate(self.patterns) if p.kind & TRIGRAM]
 
     @property
     def n_labels(self) -> int:
@@ -151,7 +220,7 @@ class FeatureSpace:
                            dtype=np.int64, count=sum(lengths))
         index: dict[str, int] = {}
         obs_ids = []
-        n_u = n_b = 0  # observations first met with a unigram / bigram pattern (lower bounds)
+        n_u = n_b = n_t = 0  # observations first met with a unigram / bigram / trigram pattern (lower bounds)
         for strs, p in zip(expand_patterns(patterns, cols, lengths, name), patterns):
             # ids for the distinct strings only, then one C-level map over all tokens
             before = len(index)
@@ -162,7 +231,8 @@ class FeatureSpace:
                 new = len(index) - before
                 n_u += new if p.kind & UNIGRAM else 0
                 n_b += new if p.kind & BIGRAM else 0
-                check(n_u, n_b, len(index), len(obs_ids))
+                n_t += new if p.kind & TRIGRAM else 0
+                check(n_u, n_b, len(index), len(obs_ids), n_t)
         # number observations by decreasing frequency: the weights read at every
         # position then crowd into few cache lines (gradient ~5 % faster on CoNLL-2000)
         counts = np.zeros(len(index), dtype=np.int64)
@@ -176,7 +246,8 @@ class FeatureSpace:
         for p, ids in zip(patterns, obs_ids):
             kinds[ids] |= p.kind
         if check is not None:
-            check(int(np.count_nonzero(kinds & UNIGRAM)), int(np.count_nonzero(kinds & BIGRAM)), len(index), None)
+            check(int(np.count_nonzero(kinds & UNIGRAM)), int(np.count_nonzero(kinds & BIGRAM)), len(index), None,
+                  int(np.count_nonzero(kinds & TRIGRAM)))
         # the distinct strings were made among millions of short-lived ones: copy them
         # out (one joined string, then slices) so that the allocator's pages holding the
         # short-lived ones empty and go back to the system (~55 MB on CoNLL-2000)
@@ -220,7 +291,8 @@ class FeatureSpace:
         seq_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=seq_offsets[1:])
         return EncodedCorpus(seq_offsets, base(self.unigram_patterns, self.unigram_offset),
-                             base(self.bigram_patterns, self.bigram_offset), gold)
+                             base(self.bigram_patterns, self.bigram_offset), gold,
+                             trigram_base=base(self.trigram_patterns, self.trigram_offset))
 
     # ------------------------------------------------------------------ pruning
     def compact(self, theta: np.ndarray) -> tuple["FeatureSpace", np.ndarray]:
@@ -233,12 +305,16 @@ class FeatureSpace:
             keep[u] |= (ublock != 0).any(axis=1)
         b = self.bigram_offset >= 0
         if self.n_bigram_obs:
-            bblock = theta[self.bigram_start:].reshape(self.n_bigram_obs, L * L)
+            bblock = theta[self.bigram_start: self.trigram_start].reshape(self.n_bigram_obs, L * L)
             keep[b] |= (bblock != 0).any(axis=1)
+        tr = self.trigram_offset >= 0
+        if self.n_trigram_obs:
+            tblock = theta[self.trigram_start:].reshape(self.n_trigram_obs, L ** 3)
+            keep[tr] |= (tblock != 0).any(axis=1)
         new_kinds = self.kinds[keep].copy()
         # an observation kept for one kind only still carries both blocks if it had both
         space = FeatureSpace(self.patterns, [s for s, k in zip(self.observations, keep) if k],
-                             new_kinds, self.labels, self.n_columns)
+                             new_kinds, self.labels, self.n_columns, self.allowed)
         new_theta = allocate(space.n_params, np.float64, "the compacted CRF weights", zero=True)
         ku = keep & u
         if self.n_unigram_obs:
@@ -246,12 +322,17 @@ class FeatureSpace:
             new_theta[: space.bigram_start] = src.ravel()
         kb = keep & b
         if self.n_bigram_obs:
-            src = theta[self.bigram_start:].reshape(-1, L * L)[kb[b]]
-            new_theta[space.bigram_start:] = src.ravel()
+            src = theta[self.bigram_start: self.trigram_start].reshape(-1, L * L)[kb[b]]
+            new_theta[space.bigram_start: space.trigram_start] = src.ravel()
+        kt = keep & tr
+        if self.n_trigram_obs:
+            src = theta[self.trigram_start:].reshape(-1, L ** 3)[kt[tr]]
+            new_theta[space.trigram_start:] = src.ravel()
         return space, new_theta
 
     def describe(self, theta: np.ndarray):
-        """Yield ``(observation, prev_label or None, label, weight)`` for every non-zero feature."""
+        """Yield ``(observation, prev_label or None, label, weight)`` for every non-zero feature;
+        a trigram feature's prev_label is the pair of labels before (a tuple)."""
         L = self.n_labels
         for o, s in enumerate(self.observations):
             off = self.unigram_offset[o]
@@ -262,3 +343,8 @@ class FeatureSpace:
             if off >= 0:
                 for k in np.flatnonzero(theta[off: off + L * L]):
                     yield s, self.labels[k // L], self.labels[k % L], float(theta[off + k])
+            off = self.trigram_offset[o]
+            if off >= 0:
+                lab = self.labels
+                for k in np.flatnonzero(theta[off: off + L ** 3]):
+                    yield s, (lab[k // (L * L)], lab[k // L % L]), lab[k % L], float(theta[off + k])

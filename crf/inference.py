@@ -15,9 +15,11 @@ from suffixlm.memory import allocate, named_allocations
 
 from . import _gradient_kernels as G
 from . import _inference_kernels as K
+from . import _order2_kernels as K2
 from .features import EncodedCorpus, FeatureSpace
 
-__all__ = ["Objective", "forward_backward_marginals", "viterbi", "nbest", "choose_sparse", "forced_label_ids"]
+__all__ = ["Objective", "forward_backward_marginals", "pair_marginals", "viterbi", "nbest", "choose_sparse",
+           "forced_label_ids"]
 
 SPARSE_DENSITY = 0.25
 """``recursion="auto"`` uses the sparse recursion when at most this fraction of the
@@ -72,6 +74,17 @@ def fb_bytes(space: FeatureSpace, max_len: int, sparse: bool) -> int:
     return 8 * (4 * T * L + T + L + pairs + L2)
 
 
+def fb_bytes2(space: FeatureSpace, max_len: int) -> int:
+    """Bytes of one thread's work arrays of the pair-state forward-backward (``K2.workspace2``)."""
+    L = space.n_labels
+    T = max(int(max_len), 1)
+    st = space.structure
+    P = st.n_pairs
+    L2 = L * L if space.bigram_patterns else 1
+    n3 = st.n3 if space.trigram_patterns else 1
+    return 8 * (2 * T * L + 2 * T * P + 2 * L + T + P + T * L2 + T * n3 + 2 * T)
+
+
 BATCH_BYTES = 1 << 20
 """Byte budget of the gradient's per-batch token rows (phase 1 -> phase 2, ``_gradient_kernels``)."""
 
@@ -106,24 +119,39 @@ class Objective:
         L = space.n_labels
         L2 = L * L
         n_seq = data.n_sequences
+        self.pairwise = space.pairwise
         self.uniform = np.zeros(n_seq, dtype=np.bool_)
         self.brow_start = np.zeros(n_seq + 1, dtype=np.int64)
-        G.bigram_rows(data.seq_offsets, data.bigram_base, self.uniform, self.brow_start)
-        n_uobs, n_bobs = space.n_unigram_obs, space.n_bigram_obs
-        occ_ptr = np.zeros(n_uobs + n_bobs + 1, dtype=np.int64)
-        G.occurrence_counts(data.seq_offsets, data.unigram_base, data.bigram_base, self.uniform, np.int64(L),
-                            np.int64(space.bigram_start), np.int64(n_uobs), occ_ptr)
+        n_uobs, n_bobs, n_tobs = space.n_unigram_obs, space.n_bigram_obs, space.n_trigram_obs
+        occ_ptr = np.zeros(n_uobs + n_bobs + n_tobs + 1, dtype=np.int64)
+        if self.pairwise:
+            st = space.structure
+            K2.rows2(data.seq_offsets, data.bigram_base, data.trigram_base, self.uniform, self.brow_start)
+            K2.occurrence_counts2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base,
+                                  self.uniform, np.int64(L), np.int64(space.bigram_start),
+                                  np.int64(space.trigram_start), np.int64(n_uobs), np.int64(n_bobs), occ_ptr)
+            bad = np.flatnonzero(~space.allowed_of(data))
+            if bad.size:
+                raise ValueError(f"training data: sequence {int(bad[0]) + 1} uses a label pair the model forbids")
+        else:
+            G.bigram_rows(data.seq_offsets, data.bigram_base, self.uniform, self.brow_start)
+            G.occurrence_counts(data.seq_offsets, data.unigram_base, data.bigram_base, self.uniform, np.int64(L),
+                                np.int64(space.bigram_start), np.int64(n_uobs), occ_ptr)
         # phase 2's work per observation (its occurrences times its block size), cumulated
         work = np.diff(occ_ptr).astype(np.float64) + 1.0
         del occ_ptr
         work[:n_uobs] *= L
-        work[n_uobs:] *= L2
+        work[n_uobs:n_uobs + n_bobs] *= L2
+        if n_tobs:
+            work[n_uobs + n_bobs:] *= st.n3
         self._work = np.cumsum(work).astype(np.float32)  # for balancing only
         del work
         self._units: dict[int, np.ndarray] = {}
         # batches of whole sequences whose rows fit the budget
         lengths = np.diff(data.seq_offsets)
-        cost = (lengths * L + np.diff(self.brow_start) * L2) * 8
+        n3 = space.structure.n3 if self.pairwise and space.trigram_patterns else 0
+        row_width = (L2 if space.bigram_patterns else 0) + n3
+        cost = (lengths * L + np.diff(self.brow_start) * row_width) * 8
         cum = np.cumsum(cost)
         bounds = [0]
         while bounds[-1] < n_seq:
@@ -135,8 +163,11 @@ class Objective:
         rows = self.brow_start[self.batches]
         self.Pu = allocate((max(1, int(np.diff(tok).max())), L), np.float64, "CRF gradient (label marginals of a batch)")
         n_rows = int(np.diff(rows).max())  # 0 without bigram patterns: no row of L*L
-        self.Pb = allocate((max(1, n_rows), L2 if n_rows else 1), np.float64,
+        has_b = n_rows and (space.bigram_patterns or not self.pairwise)
+        self.Pb = allocate((max(1, n_rows), L2 if has_b else 1), np.float64,
                            "CRF gradient (label-pair marginals of a batch)")
+        self.Pt = allocate((max(1, n_rows) if n3 else 1, n3 or 1), np.float64,
+                           "CRF gradient (label-triple marginals of a batch)")
         self.seq_loss = np.empty(n_seq)
         self.seq_err = np.zeros(n_seq, dtype=np.int64)
         self._grad = None
@@ -172,10 +203,22 @@ class Objective:
             out = self._grad
         if out.shape != (sp.n_params,) or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"out: expected a contiguous float64 array of shape ({sp.n_params},)")
+        n_threads = numba.get_num_threads()
+        if self.pairwise:
+            self.last_sparse = False
+            st = sp.structure
+            with named_allocations("CRF gradient (forward-backward on label pairs)",
+                                   n_threads * fb_bytes2(sp, d.max_length)):
+                loss = K2.loss_gradient2(
+                    theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.trigram_base, d.labels,
+                    np.int64(sp.n_labels), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r,
+                    np.int64(sp.bigram_start), np.int64(sp.trigram_start), self.uniform, self.brow_start,
+                    self.batches, np.int64(4 * n_threads), self.units(n_threads), np.int64(sp.n_unigram_obs),
+                    np.int64(sp.n_bigram_obs), self.Pu, self.Pb, self.Pt, self.seq_loss, self.seq_err, out)
+            return float(loss), out
         sparse = choose_sparse(theta, sp, self.recursion)
         self.last_sparse = sparse
         nz_ptr, nz_idx = _sparse_args(theta, sp, sparse)
-        n_threads = numba.get_num_threads()
         with named_allocations("CRF gradient (forward-backward)", n_threads * fb_bytes(sp, d.max_length, sparse)):
             loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.labels,
                                    np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr, nz_idx,
@@ -192,16 +235,42 @@ class Objective:
 def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
                                recursion: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """``(marginals, log_z)``: float64 (n_tokens, L) posteriors and float64 (n_seq,) log Z."""
-    sparse = choose_sparse(theta, space, recursion)
-    nz_ptr, nz_idx = _sparse_args(theta, space, sparse)
     out = allocate((data.n_tokens, space.n_labels), np.float64, "CRF marginals")
     logz = np.empty(data.n_sequences)
+    if space.pairwise:
+        with named_allocations("CRF marginals (forward-backward on label pairs)", numba.get_num_threads() *
+                               fb_bytes2(space, data.max_length)):
+            K2.marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                          data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out, logz)
+        _check_reachable(logz)
+        return out, logz
+    sparse = choose_sparse(theta, space, recursion)
+    nz_ptr, nz_idx = _sparse_args(theta, space, sparse)
     with named_allocations("CRF marginals (forward-backward)", numba.get_num_threads() *
                            fb_bytes(space, data.max_length, sparse)):
         K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
                     np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
                     out, logz)
     return out, logz
+
+
+def _check_reachable(scores: np.ndarray, forced: bool = False) -> None:
+    """ValueError naming the first sequence no labelling of the allowed pairs fits."""
+    bad = np.flatnonzero(np.isneginf(scores))
+    if bad.size:
+        why = "the forced labels and the allowed label pairs" if forced else "the allowed label pairs"
+        raise ValueError(f"sequence {int(bad[0]) + 1}: no labelling agrees with {why}")
+
+
+def pair_marginals(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus) -> np.ndarray:
+    """float64 (n_tokens, L*L): p(y_{t-1} = y', y_t = y | x) at index y' L + y (the first
+    token of a sequence: zeros). Runs on the label-pair states (any model)."""
+    out = allocate((data.n_tokens, space.n_labels ** 2), np.float64, "CRF label-pair marginals")
+    with named_allocations("CRF marginals (forward-backward on label pairs)", numba.get_num_threads() *
+                           fb_bytes2(space, data.max_length)):
+        K2.pair_marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                           data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out)
+    return out
 
 
 def forced_label_ids(space: FeatureSpace, data: EncodedCorpus, forced, name: str = "forced") -> np.ndarray:
@@ -237,7 +306,14 @@ def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
     (:func:`forced_label_ids`; Wapiti's ``--force``)."""
     out = np.empty(data.n_tokens, dtype=np.int64)
     best = np.empty(data.n_sequences)
+    free = forced is None
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
+    if space.pairwise:
+        with named_allocations("Viterbi decoding"):
+            K2.viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                        data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(), out, best)
+        _check_reachable(best, not free)
+        return out, best
     with named_allocations("Viterbi decoding"):
         K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
                   np.int64(space.n_labels), out, best)
@@ -252,7 +328,15 @@ def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int,
         raise ValueError("n-best needs n >= 1")
     out = allocate((data.n_tokens, n), np.int64, "n-best decoding (the labels)", zero=True)
     scores = np.full((data.n_sequences, n), -np.inf)
+    free = forced is None
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
+    if space.pairwise:
+        with named_allocations("n-best decoding"):
+            K2.nbest_viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                              data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(),
+                              np.int64(n), out, scores)
+        _check_reachable(scores[:, 0], not free)
+        return out, scores
     with named_allocations("n-best decoding"):
         K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
                         np.int64(space.n_labels), np.int64(n), out, scores)

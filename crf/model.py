@@ -42,11 +42,14 @@ from suffixlm.memory import allocate
 from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
 
 from .features import EncodedCorpus, FeatureSpace
-from .patterns import Pattern, parse_patterns, read_patterns
+from .patterns import TRIGRAM, Pattern, parse_patterns, read_patterns
+from .transitions import FORBID_CHOICES, allowed_pairs
 
 __all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
 ALGORITHMS = CRF_ALGORITHMS
+#: the algorithms that train second-order models and models with forbidden label pairs
+PAIR_ALGORITHMS = ("owlqn", "lbfgs", "fista")
 PENALTIES = CRF_PENALTIES
 _L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
@@ -169,7 +172,8 @@ def _checked_header(path, meta: dict) -> dict:
     def bad(key, what):
         return ModelError(f"{path}: header entry {key!r}: {what}")
 
-    known = {"format", "version", "labels", "patterns", "n_columns", "params", "n_features", "sha256", "input"}
+    known = {"format", "version", "labels", "patterns", "n_columns", "params", "n_features", "sha256", "input",
+             "allowed_pairs"}
     for key in meta:
         if key not in known:
             raise ModelError(f"{path}: header: unexpected entry {key!r}")
@@ -219,8 +223,25 @@ def _checked_header(path, meta: dict) -> dict:
     if kind != "columns" and not (n_columns == 0 and len(patterns) == 1 and patterns[0].kind == 2
                                   and not patterns[0].commands and patterns[0].text == "B"):
         raise bad("patterns", f"a model of {kind} has the lone transition pattern 'B' and no columns")
+    allowed = None
+    if "allowed_pairs" in meta:
+        pairs = meta["allowed_pairs"]
+        index = {lab: i for i, lab in enumerate(labels)}
+        L = len(labels)
+        if not isinstance(pairs, list):
+            raise bad("allowed_pairs", "not a list of label pairs")
+        allowed = np.zeros(L * L, dtype=np.bool_)
+        for p in pairs:
+            if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) and x in index for x in p)):
+                raise bad("allowed_pairs", f"{p!r} is not a pair of the model's labels")
+            k = index[p[0]] * L + index[p[1]]
+            if allowed[k]:
+                raise bad("allowed_pairs", f"the pair {p!r} appears twice")
+            allowed[k] = True
+        if not allowed.any():
+            raise bad("allowed_pairs", "no label pair is allowed")
     return {"labels": labels, "patterns": patterns, "n_columns": n_columns, "params": params,
-            "n_features": n_features, "input": kind}
+            "n_features": n_features, "input": kind, "allowed": allowed}
 
 
 def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
@@ -234,9 +255,10 @@ def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
                          f"(needs {kinds.shape[0] + 1})")
     if off[0] != 0 or off[-1] != len(blob) or np.any(np.diff(off) < 0):
         raise ModelError(f"{path}: obs_offsets: not non-decreasing from 0 to the {len(blob)} bytes of obs_blob")
-    if np.any((kinds < 1) | (kinds > 3)):
-        raise ModelError(f"{path}: kinds: entry {int(np.flatnonzero((kinds < 1) | (kinds > 3))[0])} is not "
-                         "1 (unigram), 2 (bigram) or 3 (both)")
+    bad_kind = (kinds < 1) | (kinds > 4)
+    if np.any(bad_kind):
+        raise ModelError(f"{path}: kinds: entry {int(np.flatnonzero(bad_kind)[0])} is not "
+                         "1 (unigram), 2 (bigram), 3 (both) or 4 (trigram)")
     try:
         observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
     except UnicodeDecodeError:
@@ -266,12 +288,16 @@ def _check_score_range(path, theta: np.ndarray, kinds: np.ndarray, L: int, patte
     happen (trained models stay far below: their weights are of order 1-100)."""
     n_uni_pat = sum(1 for p in patterns if p.kind & 1)
     n_bi_pat = sum(1 for p in patterns if p.kind & 2)
+    n_tri_pat = sum(1 for p in patterns if p.kind & TRIGRAM)
     start = int(np.count_nonzero(kinds & 1)) * L
+    tstart = start + int(np.count_nonzero(kinds & 2)) * L * L
     max_u = float(np.abs(theta[:start]).max()) if start else 0.0
-    max_b = float(np.abs(theta[start:]).max()) if theta.shape[0] > start else 0.0
-    if n_bi_pat * max_b > MAX_TRANSITION_SCORE:
+    max_b = float(np.abs(theta[start:tstart]).max()) if tstart > start else 0.0
+    max_t = float(np.abs(theta[tstart:]).max()) if theta.shape[0] > tstart else 0.0
+    if n_bi_pat * max_b + n_tri_pat * max_t > MAX_TRANSITION_SCORE:
         raise ModelError(f"{path}: theta: label-pair weights up to {max_b:g} over {n_bi_pat} bigram pattern(s) "
-                         f"give scores beyond {MAX_TRANSITION_SCORE:g}, whose exponentials overflow")
+                         f"and label-triple weights up to {max_t:g} over {n_tri_pat} trigram pattern(s) give "
+                         f"scores beyond {MAX_TRANSITION_SCORE:g}, whose exponentials overflow")
     if n_uni_pat * max_u > 1e300:
         raise ModelError(f"{path}: theta: unigram weights up to {max_u:g} over {n_uni_pat} pattern(s) overflow "
                          "a position's score")
@@ -382,6 +408,17 @@ class CRF(ParamsMixin):
     n_jobs : scikit-learn's spelling of ``threads`` (-1: all, -2: all but one).
     recursion : ``"auto"``, ``"dense"`` or ``"sparse"`` forward-backward.
     verbose : print one progress line per iteration to stderr.
+    order : 1 (first order, Wapiti's model) or 2 (second order, Sha & Pereira 2003: the
+        state at a position is the pair of the previous and the current label, and trigram
+        patterns ``T...`` conjoin observations with label triples; :mod:`crf.transitions`).
+        None (default): 2 when the patterns have a trigram pattern, else 1. ``order=2``
+        adds the lone trigram pattern ``T`` (the label-triple transitions) when the
+        patterns have no trigram pattern. Algorithms owlqn, lbfgs and fista.
+    forbid : label pairs no labelling may use, in training and decoding
+        (:mod:`crf.transitions`): ``"none"``, ``"unseen"`` (the pairs the training labels
+        never have), a file of ``PREV LABEL`` lines or a list of (prev, label) pairs. None
+        (default): ``"unseen"`` at order 2 (the states are the pairs seen), ``"none"`` at
+        order 1.
     max_features : the most features (weights) a model may have; a training set and
         patterns giving more are refused (:class:`crf.budget.TooManyFeatures`, with the
         estimate) during the observation pass, before any weight vector is made. None
@@ -393,8 +430,11 @@ class CRF(ParamsMixin):
                  rho1: float | None = None, rho2: float = 1e-4, max_iter: int | None = None,
                  stopeps: float = 0.02, stopwin: int = 5, history: int = 5, threads: int | None = None,
                  recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0,
-                 n_jobs: int | None = None, max_features: int | None = None):
+                 n_jobs: int | None = None, max_features: int | None = None, order: int | None = None,
+                 forbid=None):
         self.patterns = patterns
+        self.order = order
+        self.forbid = forbid
         self.algorithm = algorithm
         self.penalty = penalty
         self.seed = seed
@@ -457,6 +497,40 @@ class CRF(ParamsMixin):
         _threads.check(self.threads, self.n_jobs)
         if self.recursion not in ("auto", "dense", "sparse"):
             raise ValueError(f"recursion must be 'auto', 'dense' or 'sparse', not {self.recursion!r}")
+        order = getattr(self, "order", None)
+        if order is not None and (isinstance(order, bool) or order not in (1, 2)):
+            raise ValueError(f"order must be 1, 2 or None, not {order!r}")
+        forbid = getattr(self, "forbid", None)
+        if isinstance(forbid, str) and forbid not in FORBID_CHOICES and not os.path.exists(forbid):
+            raise ValueError(f"forbid must be 'none', 'unseen', a file of forbidden label pairs or a list of "
+                             f"(prev, label) pairs; {forbid!r} is none of them (no such file)")
+        if self._pairwise_params() and self.algorithm not in PAIR_ALGORITHMS:
+            raise ValueError(f"second-order models and forbidden label pairs train with "
+                             f"{', '.join(PAIR_ALGORITHMS)}, not {self.algorithm!r}")
+
+    def _pairwise_params(self) -> bool:
+        """Whether the parameters ask for label-pair states (order 2 or forbidden pairs)."""
+        forbid = getattr(self, "forbid", None)
+        return getattr(self, "order", None) == 2 or not (forbid is None or (isinstance(forbid, str)
+                                                                              and forbid == "none"))
+
+    def _order_patterns(self, text: str, patterns: list[Pattern]) -> tuple[str, list[Pattern]]:
+        """The patterns of ``order``: the lone trigram pattern ``T`` added at order 2 when
+        none is there; ValueError for trigram patterns at order 1."""
+        has_t = any(p.kind & TRIGRAM for p in patterns)
+        if self.order == 1 and has_t:
+            raise ValueError("trigram patterns (T...) make a second-order model: use order=2 (--order 2) or "
+                             "leave order unset")
+        if self.order == 2 and not has_t:
+            text = text + ("" if not text or text.endswith("\n") else "\n") + "T\n"
+            patterns = patterns + parse_patterns("T\n")
+        return text, patterns
+
+    def _forbid_value(self, order: int):
+        forbid = getattr(self, "forbid", None)
+        if forbid is None:
+            return "unseen" if order == 2 else "none"
+        return forbid
 
     def _rho1(self) -> float:
         """rho1 after checking the parameters (``_check_params``) and the algorithm /
@@ -572,16 +646,23 @@ class CRF(ParamsMixin):
                                  f"not {self.algorithm!r}")
             if checkpoint is not None:
                 raise ValueError("checkpoints are not supported when training on Dask workers")
+            if self._pairwise_params():
+                raise ValueError("second-order models and forbidden label pairs do not train on Dask workers yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         kind = self._check_fit_input(X, y, X_dev, y_dev)
         n_threads = self._set_threads()
         t_start = time.perf_counter()
         if kind == "columns":
-            text, patterns = self._pattern_text()
+            text, patterns = self._order_patterns(*self._pattern_text())
             budget = self._budget(y, len(patterns), sum(1 for p in patterns if p.kind & 2), n_threads)
             space, train = FeatureSpace.build(patterns, X, y, "training data", check=budget.check)
+            space.set_allowed(allowed_pairs(self._forbid_value(space.order), space.labels, train.labels,
+                                            train.seq_offsets))
             dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
         else:
+            if self._pairwise_params():
+                raise ValueError("second-order models and forbidden label pairs need token rows of columns and "
+                                 "patterns, not feature dicts (not built yet)")
             from . import dicts
 
             space, train = dicts.build(X, y, "X")
@@ -692,10 +773,14 @@ class CRF(ParamsMixin):
             if d is None:
                 return None
             parts = (d.seq_offsets, d.unigram_base, d.bigram_base, d.labels)
+            if d.trigram_base.shape[1]:
+                parts = parts + (d.trigram_base,)
             return content_digest(*parts, d.unigram_value) if d.valued else content_digest(*parts)
 
         data = content_digest([p.text for p in space.patterns], space.labels, space.observations, space.kinds,
                               int(space.n_columns), encoded(train))
+        if space.allowed is not None:
+            data = content_digest(data, space.allowed)
         return {"training data": data, "development data": encoded(dev), "algorithm": self.algorithm,
                 "penalty": self.penalty, "rho1": self._rho1(), "rho2": self.rho2, "stopeps": self.stopeps,
                 "stopwin": self.stopwin, "history": self.history, "seed": self.seed, "recursion": self.recursion}
@@ -826,14 +911,16 @@ class CRF(ParamsMixin):
     def transition_features_(self) -> dict[tuple[str, str], float]:
         """{(previous label, label): weight} of the non-zero pure label-pair features (the
         observation of a bigram pattern without commands, e.g. the lone ``B``), as
-        sklearn-crfsuite's; label pairs conditioned on an observation are in
-        :attr:`transition_state_features_`."""
+        sklearn-crfsuite's; in a second-order model also {(label before, previous label,
+        label): weight} of the lone trigram pattern ``T``. Label pairs (triples) conditioned
+        on an observation are in :attr:`transition_state_features_`."""
         self._fitted()
-        pure = {p.text for p in self.space_.patterns if p.kind & 2 and not p.commands}
-        out: dict[tuple[str, str], float] = {}
+        pure = {p.text for p in self.space_.patterns if p.kind & (2 | TRIGRAM) and not p.commands}
+        out: dict[tuple, float] = {}
         for obs, prev, lab, w in self.space_.describe(self.theta_):
             if prev is not None and obs in pure:
-                out[(prev, lab)] = out.get((prev, lab), 0.0) + w
+                key = (*prev, lab) if isinstance(prev, tuple) else (prev, lab)
+                out[key] = out.get(key, 0.0) + w
         return out
 
     @property
@@ -841,9 +928,9 @@ class CRF(ParamsMixin):
         """{(attribute, previous label, label): weight} of the non-zero label-pair features
         conditioned on an observation (Wapiti's bigram patterns; CRFsuite has none)."""
         self._fitted()
-        pure = {p.text for p in self.space_.patterns if p.kind & 2 and not p.commands}
-        return {(obs, prev, lab): w for obs, prev, lab, w in self.space_.describe(self.theta_)
-                if prev is not None and obs not in pure}
+        pure = {p.text for p in self.space_.patterns if p.kind & (2 | TRIGRAM) and not p.commands}
+        return {(obs, *prev, lab) if isinstance(prev, tuple) else (obs, prev, lab): w
+                for obs, prev, lab, w in self.space_.describe(self.theta_) if prev is not None and obs not in pure}
 
     def encode(self, X, y=None, name: str = "<input>") -> EncodedCorpus:
         """Encode sequences with the fitted feature space (for the low-level inference API)."""
@@ -984,6 +1071,9 @@ class CRF(ParamsMixin):
         kind = getattr(self, "input_kind_", "columns")
         if kind != "columns":  # column models' files stay as they were
             meta["input"] = kind
+        if sp.allowed is not None:
+            meta["allowed_pairs"] = [[sp.labels[k // sp.n_labels], sp.labels[k % sp.n_labels]]
+                                     for k in np.flatnonzero(sp.allowed).tolist()]
         meta["sha256"] = _digest({"format": FORMAT_NAME, "version": FORMAT_VERSION, **meta}, arrays)
         save_container(path, arrays, meta, FORMAT_NAME, FORMAT_VERSION, meta_key="meta", inputs=inputs)
 
@@ -1005,7 +1095,8 @@ class CRF(ParamsMixin):
         observations, kinds = _checked_observations(path, data)
         theta = data["theta"]
         L = len(h["labels"])  # FeatureSpace's layout, before the space is built
-        n_params = int(np.count_nonzero(kinds & 1)) * L + int(np.count_nonzero(kinds & 2)) * L * L
+        n_params = (int(np.count_nonzero(kinds & 1)) * L + int(np.count_nonzero(kinds & 2)) * L * L
+                    + int(np.count_nonzero(kinds & TRIGRAM)) * L ** 3)
         if theta.shape[0] != n_params:
             raise ModelError(f"{path}: theta: {theta.shape[0]} weights, the {L} labels and the observations' "
                              f"kinds need {n_params}")
@@ -1033,7 +1124,14 @@ class CRF(ParamsMixin):
             if other:
                 raise ModelError(f"{path}: obs_blob: bigram observation {other[0]!r} in a model of {h['input']}, "
                                  "whose only bigram observation is the transition 'B'")
-        space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"])
+        if any(p.kind & TRIGRAM for p in h["patterns"]) or h["allowed"] is not None:
+            from .transitions import PairStructure
+
+            try:  # the size of the transitions the kernels will loop over
+                PairStructure(L, np.ones(L * L, dtype=np.bool_) if h["allowed"] is None else h["allowed"])
+            except ValueError as exc:
+                raise ModelError(f"{path}: {exc}") from None
+        space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"], h["allowed"])
         model.input_kind_ = h["input"]
         model.space_ = space
         model.theta_ = np.ascontiguousarray(theta, dtype=np.float64)

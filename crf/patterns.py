@@ -9,7 +9,11 @@ A pattern file has one pattern per line::
     B                         the lone bigram pattern: pure label transitions
 
 The first character gives the kind: ``u`` -> unigram features (y, x),
-``b`` -> bigram features (y', y, x), ``*`` -> both.  The observation string of a
+``b`` -> bigram features (y', y, x), ``*`` -> both, ``t`` -> trigram features
+(y'', y', y, x) of a second-order model (an extension: Wapiti has none). In Sha &
+Pereira's (2003) terms, where the label of a second-order model is the pair of tags
+y = (c', c): ``u`` conjoins the observation with the current tag c(y), ``b`` with the
+pair y, ``t`` with the transition between pairs (the tag triple).  The observation string of a
 pattern at position t is the whole line with every command replaced by its value,
 so ``U00:%x[-1,0]`` gives e.g. ``U00:the`` and the lone ``B`` gives ``B`` at every
 position (one observation, hence the L x L transition block).
@@ -70,10 +74,11 @@ from pathlib import Path
 from ._wapiti_regex import RegexError, WapitiRegex, compile_regex
 
 __all__ = ["PatternError", "PatternWarning", "Command", "Pattern", "parse_patterns", "read_patterns",
-           "resolve_pattern_file", "expand_patterns", "UNIGRAM", "BIGRAM"]
+           "resolve_pattern_file", "expand_patterns", "UNIGRAM", "BIGRAM", "TRIGRAM"]
 
 UNIGRAM = 1
 BIGRAM = 2
+TRIGRAM = 4
 
 _PAD_BEFORE = ("_x-1", "_x-2", "_x-3", "_x-4", "_x-#")
 _PAD_AFTER = ("_x+1", "_x+2", "_x+3", "_x+4", "_x+#")
@@ -106,7 +111,7 @@ class Command:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A parsed pattern: ``kind`` (UNIGRAM | BIGRAM bit mask), literal pieces and commands.
+    """A parsed pattern: ``kind`` (UNIGRAM | BIGRAM bit mask, or TRIGRAM), literal pieces and commands.
 
     ``pieces`` has ``len(commands) + 1`` literal strings; the observation string is
     ``pieces[0] + v0 + pieces[1] + v1 + ...``.
@@ -134,8 +139,10 @@ def _parse_line(text: str, where: str) -> Pattern:
         kind = BIGRAM
     elif first == "*":
         kind = UNIGRAM | BIGRAM
+    elif first == "t":
+        kind = TRIGRAM
     else:
-        raise PatternError(f"{where}: a pattern must start with 'u', 'b' or '*', got {text[0]!r}")
+        raise PatternError(f"{where}: a pattern must start with 'u', 'b', '*' or 't', got {text[0]!r}")
     pieces: list[str] = []
     commands: list[Command] = []
     pos = 0
