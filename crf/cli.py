@@ -6,6 +6,7 @@ Heavy modules (numba kernels) are imported inside the commands so that
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
@@ -76,6 +77,13 @@ def command() -> None:
               help="Start from this model: train it further, growing it with the -p patterns if any.")
 @click.option("--seed", type=click.IntRange(0, SEED_MAX), default=0, show_default=True,
               help="Order of the stochastic solvers.")
+@click.option("--order", type=click.IntRange(1, 2), default=None,
+              help="1: first order; 2: second order (Sha & Pereira: the state is the label pair; adds the "
+                   "label-triple pattern T unless the patterns have a T pattern). Default: 2 with T patterns, "
+                   "else 1.")
+@click.option("--forbid", default=None, metavar="none|unseen|FILE",
+              help="Label pairs no labelling may use, in training and labelling: none, unseen (pairs the "
+                   "training labels never have; the default at order 2) or a file of 'PREV LABEL' lines.")
 @threads_option(forward=True)
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
@@ -84,7 +92,7 @@ def command() -> None:
 @click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, max_features, grow,
           init_model,
-          seed, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
+          seed, order, forbid, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
           model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
@@ -97,7 +105,11 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     if not patterns and not init_model:
         raise click.UsageError("give a pattern file (-p) or a model to start from (--init)")
     # before any work: the model never replaces the training text, patterns or devel, and can be written
-    check_output(model, [train, devel, *patterns], binary=True)
+    forbid_file = forbid if forbid not in (None, "none", "unseen") else None
+    if forbid_file is not None and not os.path.isfile(forbid_file):
+        raise click.BadParameter(f"{forbid_file!r} is not none, unseen or a file of forbidden label pairs",
+                                 param_hint="--forbid")
+    check_output(model, [train, devel, forbid_file, *patterns], binary=True)
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
     if workers is not None or scheduler:
@@ -117,13 +129,19 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     # the options that change the model (--maxiter is a cap, --threads a checkpoint keeps)
     context = {"command": "suffixlm crf train", "algorithm": algorithm, "penalty": penalty, "rho1": rho1,
                "rho2": rho2, "stopeps": stopeps, "stopwin": stopwin, "history": history, "seed": seed}
+    if order is not None or forbid is not None:  # checkpoints of first-order runs stay as they were
+        context.update(order=order, forbid=forbid)
     ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, model,
-                         [None if train == "-" else train, devel, *patterns])
+                         [None if train == "-" else train, devel, forbid_file, *patterns])
     t0 = time.perf_counter()
     try:
         settings = dict(algorithm=algorithm, penalty=penalty, rho1=rho1, rho2=rho2,
                         max_iter=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
                         seed=seed, threads=threads, verbose=not quiet, max_features=max_features)
+        if order is not None or forbid is not None:
+            if grow or init_model:
+                raise click.UsageError("--order and --forbid are not supported with --grow or --init yet")
+            settings.update(order=order, forbid=forbid)
         if init_model:
             crf = CRF.load(init_model)
             crf.set_params(**settings)
@@ -132,9 +150,10 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
         crf.check_params()  # a bad combination fails before the data is read
         from suffixlm.progress import Progress, announce_compilation
 
-        from . import _gradient_kernels, _inference_kernels
+        from . import _gradient_kernels, _inference_kernels, _order2_kernels
 
-        announce_compilation(Progress(quiet), _gradient_kernels, _inference_kernels)
+        pairs = (_order2_kernels,) if crf._pairwise_params() else ()
+        announce_compilation(Progress(quiet), _gradient_kernels, _inference_kernels, *pairs)
         seqs = read_sequences(train)
         if not seqs:
             raise DataError(f"{train}: no sequence found (empty file?)")
@@ -383,7 +402,9 @@ def dump(model_path, outfile):
     ('#' for unigram features), label, weight (tab-separated): the state features
     (``state_features_``: attribute, label), the label transitions (``transition_features_``,
     written as the observation B of the pure transition pattern, several such patterns
-    summed), then label pairs conditioned on an observation (Wapiti's bigram patterns)."""
+    summed), then label pairs conditioned on an observation (Wapiti's bigram patterns). A
+    second-order model's label triples have the two labels before, separated by a space,
+    in the previous-label column ('T' for the pure triple pattern)."""
     import contextlib
 
     from suffixlm.io import atomic_write, write_error_message
@@ -400,10 +421,11 @@ def dump(model_path, outfile):
             out = stack.enter_context(atomic_write(outfile, binary=False, inputs=[model_path]))
             for (obs, lab), w in crf.state_features_.items():
                 out.write(f"{obs}\t#\t{lab}\t{w:.9g}\n")
-            for (prev, lab), w in crf.transition_features_.items():
-                out.write(f"B\t{prev}\t{lab}\t{w:.9g}\n")
-            for (obs, prev, lab), w in crf.transition_state_features_.items():
-                out.write(f"{obs}\t{prev}\t{lab}\t{w:.9g}\n")
+            for key, w in crf.transition_features_.items():  # (prev, label) or (before, prev, label)
+                kind = "B" if len(key) == 2 else "T"
+                out.write(f"{kind}\t{' '.join(key[:-1])}\t{key[-1]}\t{w:.9g}\n")
+            for key, w in crf.transition_state_features_.items():  # (obs, prev, label) or (obs, before, prev, label)
+                out.write(f"{key[0]}\t{' '.join(key[1:-1])}\t{key[-1]}\t{w:.9g}\n")
     except OSError as exc:
         raise click.ClickException(write_error_message(outfile, exc)) from None
 
