@@ -2,8 +2,8 @@
 (Sha & Pereira 2003, section 4.2: "the label at position i is y_i = c_{i-1} c_i").
 
 The state at position t >= 1 is the label pair (y_{t-1}, y_t), one of the ``P``
-*allowed* pairs ``pairs[j] = y_{t-1} * L + y_t`` (increasing); position 0 is the label
-y_0 alone. A position's score is
+*allowed* pairs ``pairs[j] = y_{t-1} * L + y_t`` (numbered by their second label:
+:class:`crf.transitions.PairStructure`); position 0 is the label y_0 alone. A position's score is
 
     U_t[y_t]                                   unigram features (the label: c(y))
   + W_t[y_{t-1} L + y_t]              t >= 1   bigram features (the label pair: y)
@@ -12,8 +12,10 @@ y_0 alone. A position's score is
 so a model without trigram features is the first-order model restricted to the allowed
 pairs. The transitions between states, (a, b) -> (b, c) with both pairs allowed, are
 listed by destination pair: for pair j, ``pred_ptr[j] .. pred_ptr[j + 1]`` index
-``pred_j`` (the source pair's number) and ``pred_r`` (the triple's offset in a trigram
-block, (a L + b) L + c). A position costs O(P + number of triples), not O(L^3).
+``pred_j`` (the source pair's number; consecutive numbers, so the kernels read them as
+the range starting at ``pred_j[pred_ptr[j]]``: contiguous loops that vectorise) and
+``pred_r`` (the triple's offset in a trigram block, (a L + b) L + c). A position costs
+O(P + number of triples), not O(L^3).
 
 Array arguments as in ``_inference_kernels``, plus ``tbase`` int64 (n_tokens,
 n_trigram_patterns): the theta offset of each token's trigram blocks, or -1 (rows 0
@@ -33,10 +35,18 @@ from ._inference_kernels import (_FAST, _NEG_INF, _dense_psi, _same_bigram_row, 
 
 
 @njit(cache=True)
-def workspace2(maxT, L, P, n3, nb, nt):
+def workspace2(maxT, L, pairs, n3, nb, nt):
     """Work arrays of :func:`forward_backward2` for sequences of up to maxT tokens:
-    (U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of). Without bigram
-    (nb = 0) or trigram (nt = 0) patterns their exponentiated rows are placeholders."""
+    (U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb). Without
+    bigram (nb = 0) or trigram (nt = 0) patterns their exponentiated rows are
+    placeholders; pa / pb: the first and second label of every pair (no division in the
+    recursions)."""
+    P = pairs.shape[0]
+    pa = np.empty(P, dtype=np.int64)
+    pb = np.empty(P, dtype=np.int64)
+    for j in range(P):
+        pa[j] = pairs[j] // L
+        pb[j] = pairs[j] - pa[j] * L
     T = max(maxT, 1)
     L2 = L * L if nb > 0 else 1
     psi = np.empty((T if nb > 0 else 1, L2))
@@ -44,7 +54,7 @@ def workspace2(maxT, L, P, n3, nb, nt):
     phi = np.empty((T if nt > 0 else 1, n3 if nt > 0 else 1))
     phi_of = np.full(T, -1, dtype=np.int64)
     return (np.empty((T, L)), np.empty((T, L)), np.empty((T, max(P, 1))), np.empty((T, max(P, 1))),
-            np.empty(L), np.empty(L), np.empty(T), np.empty(max(P, 1)), psi, psi_of, phi, phi_of)
+            np.empty(L), np.empty(L), np.empty(T), np.empty(max(P, 1)), psi, psi_of, phi, phi_of, pa, pb)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -84,21 +94,30 @@ def _trigram_psi(theta, tbase, s, T, pred_r, phi, phi_of):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _into_pair(t, L, pairs, eU, beta, scale, psi, psi_of, hasB, tmp):
+def _into_pair(t, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp):
     """tmp[j] = Psi_t(pair j) eU[t, its label] beta[t, j] / scale[t] (t >= 1)."""
-    for j in range(pairs.shape[0]):
-        k = pairs[j]
-        v = eU[t, k % L] * beta[t, j] / scale[t]
-        if hasB:
-            v *= psi[psi_of[t], k]
-        tmp[j] = v
+    inv = 1.0 / scale[t]
+    if hasB:
+        P_ = psi[psi_of[t]]
+        for j in range(pairs.shape[0]):
+            tmp[j] = eU[t, pb[j]] * beta[t, j] * inv * P_[pairs[j]]
+    else:
+        for j in range(pairs.shape[0]):
+            tmp[j] = eU[t, pb[j]] * beta[t, j] * inv
 
 
 @njit(cache=True, fastmath=_FAST)
-def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws):
+def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws, Pt=None, rb=0,
+                      u=False):
     """Scaled forward-backward on the pair states of sequence [s, e); returns log Z (-inf
-    when no labelling uses allowed pairs only). On return tmp is free work space."""
-    U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of = ws
+    when no labelling uses allowed pairs only). On return tmp is free work space.
+
+    ``Pt`` (float64 (rows, n3), with trigram patterns): the triple marginals of every
+    position t >= 2 are written into row rb + t, or added into row rb when ``u`` (a
+    uniform sequence's one row, zeroed by the caller), during the backward pass (they
+    need alpha[t-1] and the backward message of t, both at hand there). None: not made
+    (numba compiles that case apart)."""
+    U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb = ws
     T = e - s
     P = pairs.shape[0]
     hasB = bbase.shape[1] > 0
@@ -126,23 +145,28 @@ def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr
         a0[y] /= c
     for t in range(1, T):
         c = 0.0
+        prev = alpha[t - 1]
+        cur = alpha[t]
+        F = phi[phi_of[t] if hasT and t > 1 else 0]
+        Ps = psi[psi_of[t] if hasB else 0]
         for j in range(P):
-            k = pairs[j]
             if t == 1:
-                acc = a0[k // L]
+                acc = a0[pa[j]]
             else:
                 acc = 0.0
+                q0 = pred_ptr[j]
+                n = pred_ptr[j + 1] - q0
+                p0 = pred_j[q0] if n > 0 else 0
                 if hasT:
-                    F = phi[phi_of[t]]
-                    for q in range(pred_ptr[j], pred_ptr[j + 1]):
-                        acc += alpha[t - 1, pred_j[q]] * F[q]
+                    for d in range(n):
+                        acc += prev[p0 + d] * F[q0 + d]
                 else:
-                    for q in range(pred_ptr[j], pred_ptr[j + 1]):
-                        acc += alpha[t - 1, pred_j[q]]
-            acc *= eU[t, k % L]
+                    for d in range(n):
+                        acc += prev[p0 + d]
+            acc *= eU[t, pb[j]]
             if hasB:
-                acc *= psi[psi_of[t], k]
-            alpha[t, j] = acc
+                acc *= Ps[pairs[j]]
+            cur[j] = acc
             c += acc
         if not c > 0.0:
             return _NEG_INF
@@ -159,25 +183,57 @@ def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr
     for j in range(P):
         beta[T - 1, j] = 1.0
     for t in range(T - 1, 1, -1):
-        _into_pair(t, L, pairs, eU, beta, scale, psi, psi_of, hasB, tmp)
+        _into_pair(t, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp)
         for j in range(P):
             beta[t - 1, j] = 0.0
         if hasT:
             F = phi[phi_of[t]]
-            for j in range(P):
-                v = tmp[j]
-                for q in range(pred_ptr[j], pred_ptr[j + 1]):
-                    beta[t - 1, pred_j[q]] += F[q] * v
+            if Pt is not None:
+                row = Pt[rb] if u else Pt[rb + t]
+                if not u:
+                    for q in range(row.shape[0]):
+                        row[q] = 0.0
+                for j in range(P):
+                    v = tmp[j]
+                    q0 = pred_ptr[j]
+                    n = pred_ptr[j + 1] - q0
+                    if n == 0:
+                        continue
+                    p0 = pred_j[q0]
+                    bt = beta[t - 1, p0: p0 + n]
+                    at = alpha[t - 1, p0: p0 + n]
+                    Fq = F[q0: q0 + n]
+                    rq = row[q0: q0 + n]
+                    for d in range(n):
+                        w = Fq[d] * v
+                        bt[d] += w
+                        rq[d] += at[d] * w
+            else:
+                for j in range(P):
+                    v = tmp[j]
+                    q0 = pred_ptr[j]
+                    n = pred_ptr[j + 1] - q0
+                    if n == 0:
+                        continue
+                    bt = beta[t - 1, pred_j[q0]: pred_j[q0] + n]
+                    Fq = F[q0: q0 + n]
+                    for d in range(n):
+                        bt[d] += Fq[d] * v
         else:
             for j in range(P):
                 v = tmp[j]
-                for q in range(pred_ptr[j], pred_ptr[j + 1]):
-                    beta[t - 1, pred_j[q]] += v
-    _into_pair(1, L, pairs, eU, beta, scale, psi, psi_of, hasB, tmp)
+                q0 = pred_ptr[j]
+                n = pred_ptr[j + 1] - q0
+                if n == 0:
+                    continue
+                bt = beta[t - 1, pred_j[q0]: pred_j[q0] + n]
+                for d in range(n):
+                    bt[d] += v
+    _into_pair(1, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp)
     for y in range(L):
         b0[y] = 0.0
     for j in range(P):
-        b0[pairs[j] // L] += tmp[j]
+        b0[pa[j]] += tmp[j]
     return logz
 
 
@@ -204,16 +260,16 @@ def gold_score2(theta, U, bbase, tbase, labels, s, e, L):
 
 
 @njit(cache=True)
-def tag_marginals(t, L, pairs, alpha, beta, a0, b0, out):
-    """out[y] = p(y_t = y | x) from the scaled recursions."""
+def tag_marginals(t, L, pb, alpha, beta, a0, b0, out):
+    """out[y] = p(y_t = y | x) from the scaled recursions (pb: the pairs' second labels)."""
     if t == 0:
         for y in range(L):
             out[y] = a0[y] * b0[y]
         return
     for y in range(L):
         out[y] = 0.0
-    for j in range(pairs.shape[0]):
-        out[pairs[j] % L] += alpha[t, j] * beta[t, j]
+    for j in range(pb.shape[0]):
+        out[pb[j]] += alpha[t, j] * beta[t, j]
 
 
 @njit(cache=True)
@@ -293,7 +349,7 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pa
                     pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err):
     """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows (tag
     marginals, pair marginals over L*L, triple marginals over the transition lists)."""
-    U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of = ws
+    U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb = ws
     s = seq_offsets[i]
     e = seq_offsets[i + 1]
     T = e - s
@@ -303,13 +359,23 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pa
         return
     hasB = bbase.shape[1] > 0
     hasT = tbase.shape[1] > 0
-    logz = forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws)
+    has_rows = brow_start[i + 1] > brow_start[i]
+    rb = brow_start[i] - brow0
+    u = uniform[i]
+    if hasT and has_rows and u:
+        for q in range(Pt.shape[1]):
+            Pt[rb, q] = 0.0
+    if hasT and has_rows:  # the triple marginals are made in the backward pass
+        logz = forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws,
+                                 Pt, rb, u)
+    else:
+        logz = forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws)
     seq_loss[i] = logz - gold_score2(theta, U, bbase, tbase, labels, s, e, L)
     errs = 0
     for t in range(T):
         r = s + t - tok0
         row = Pu[r]
-        tag_marginals(t, L, pairs, alpha, beta, a0, b0, row)
+        tag_marginals(t, L, pb, alpha, beta, a0, b0, row)
         best = 0
         for y in range(1, L):
             if row[y] > row[best]:
@@ -319,17 +385,11 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pa
             errs += 1
         row[yg] -= 1.0
     seq_err[i] = errs
-    if brow_start[i + 1] == brow_start[i]:
+    if not has_rows:
         return
-    rb = brow_start[i] - brow0
-    u = uniform[i]
-    if u:
-        if hasB:
-            for k in range(Pb.shape[1]):
-                Pb[rb, k] = 0.0
-        if hasT:
-            for q in range(Pt.shape[1]):
-                Pt[rb, q] = 0.0
+    if u and hasB:
+        for k in range(Pb.shape[1]):
+            Pb[rb, k] = 0.0
     for t in range(1, T):
         r = rb if u else rb + t
         if hasB:
@@ -340,15 +400,6 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pa
                 Pb[r, pairs[j]] += alpha[t, j] * beta[t, j]
             Pb[r, labels[s + t - 1] * L + labels[s + t]] -= 1.0
         if hasT and t > 1:
-            if not u:
-                for q in range(Pt.shape[1]):
-                    Pt[r, q] = 0.0
-            _into_pair(t, L, pairs, eU, beta, scale, psi, psi_of, hasB, tmp)
-            F = phi[phi_of[t]]
-            for j in range(pairs.shape[0]):
-                v = tmp[j]
-                for q in range(pred_ptr[j], pred_ptr[j + 1]):
-                    Pt[r, q] += alpha[t - 1, pred_j[q]] * F[q] * v
             q = triple_of(pairs, pair_pos, pred_ptr, pred_j, L, labels[s + t - 2], labels[s + t - 1], labels[s + t])
             Pt[r, q] -= 1.0
 
@@ -419,7 +470,6 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
     Pu (>= batch tokens, L), Pb (>= batch rows, L*L or 1), Pt (>= batch rows, n3 or 1)."""
     L2 = L * L
     L3 = L2 * L
-    P = pairs.shape[0]
     n3 = pred_r.shape[0]
     nb = bbase.shape[1]
     nt = tbase.shape[1]
@@ -452,7 +502,7 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
                 T = seq_offsets[i + 1] - seq_offsets[i]
                 if T > maxT:
                     maxT = T
-            ws = workspace2(maxT, L, P, n3, nb, nt)
+            ws = workspace2(maxT, L, pairs, n3, nb, nt)
             for i in range(a, b):
                 _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,
                                 pred_j, pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err)
@@ -469,22 +519,21 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
 def marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pred_ptr, pred_j, pred_r, out, logz):
     """Label marginals out[i, y] = p(y_i = y | x) (float64 (n_tokens, L)); logz (n_seq,)
     (-inf, and rows of zeros, for a sequence no allowed labelling fits)."""
-    P = pairs.shape[0]
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         if T == 0:
             logz[i] = 0.0
             continue
-        ws = workspace2(T, L, P, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
-        U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of = ws
+        ws = workspace2(T, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
+        U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb = ws
         logz[i] = forward_backward2(theta, ubase, uval, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
         for t in range(T):
             if logz[i] == _NEG_INF:
                 for y in range(L):
                     out[s + t, y] = 0.0
             else:
-                tag_marginals(t, L, pairs, alpha, beta, a0, b0, out[s + t])
+                tag_marginals(t, L, pb, alpha, beta, a0, b0, out[s + t])
 
 
 @njit(cache=True, parallel=True)
@@ -500,7 +549,7 @@ def pair_marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pre
                 out[s + t, k] = 0.0
         if T < 2:
             continue
-        ws = workspace2(T, L, P, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
+        ws = workspace2(T, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
         alpha = ws[2]
         beta = ws[3]
         lz = forward_backward2(theta, ubase, uval, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)

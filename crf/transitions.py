@@ -36,15 +36,19 @@ MAX_TRIPLES = 1 << 26
 class PairStructure:
     """The allowed pairs of ``L`` labels and the transitions between them.
 
-    pairs int64 (P,): allowed pairs y' * L + y, increasing; pair_pos int64 (L*L,): each
-    pair's number, -1 if forbidden; pred_ptr int64 (P + 1,), pred_j / pred_r int64 (n3,):
-    for pair j = (b, c), the pairs (a, b) that may precede it (their numbers) and the
-    triples' offsets (a L + b) L + c, a increasing."""
+    pairs int64 (P,): allowed pairs y' * L + y, numbered by their *second* label, then
+    their first, so that the pairs (a, b) that may precede a pair (b, c) are one
+    contiguous range of numbers (the kernels' inner loops are then contiguous dot products
+    and updates, which vectorise); pair_pos int64 (L*L,): each pair's number, -1 if
+    forbidden; pred_ptr int64 (P + 1,), pred_j / pred_r int64 (n3,): for pair j = (b, c),
+    the pairs (a, b) that may precede it (their numbers, consecutive: pred_j[pred_ptr[j]]
+    + 0, 1, ...) and the triples' offsets (a L + b) L + c, a increasing."""
 
     def __init__(self, L: int, allowed: np.ndarray):
         allowed = np.asarray(allowed, dtype=np.bool_).reshape(L, L)
         self.L = L
-        self.pairs = np.flatnonzero(allowed.ravel()).astype(np.int64)
+        k = np.flatnonzero(allowed.ravel()).astype(np.int64)
+        self.pairs = k[np.lexsort((k // L, k % L))]  # by second label, then first
         P = self.pairs.shape[0]
         if P == 0:
             raise ValueError("no label pair is allowed: every labelling of two tokens or more is impossible")
@@ -61,10 +65,11 @@ class PairStructure:
         counts = indeg[b].astype(np.int64)  # the predecessors of pair (b, c): indeg(b)
         self.pred_ptr = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(counts, out=self.pred_ptr[1:])
-        # for each middle tag b, the numbers of the pairs (a, b), a increasing
-        ending = [self.pair_pos[np.flatnonzero(allowed[:, m]) * L + m] for m in range(L)]
-        self.pred_j = np.concatenate([ending[m] for m in b]) if P else np.zeros(0, dtype=np.int64)
-        self.pred_j = self.pred_j.astype(np.int64)
+        # the pairs (a, b) ending in b: numbers in_ptr[b] .. in_ptr[b + 1] - 1, a increasing
+        in_ptr = np.zeros(L + 1, dtype=np.int64)
+        np.cumsum(indeg, out=in_ptr[1:])
+        self.pred_j = (np.repeat(in_ptr[b] - self.pred_ptr[:-1], counts)
+                       + np.arange(n3, dtype=np.int64)).astype(np.int64)
         self.pred_r = (self.pairs[self.pred_j] * L + np.repeat(self.pairs % L, counts)).astype(np.int64)
         self.n3 = n3
 
