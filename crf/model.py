@@ -8,8 +8,13 @@ Model file: a ``.npz`` archive read with ``allow_pickle=False`` holding
                           header entries and of the arrays below)}
     obs_blob     uint8   observation strings, UTF-8, concatenated
     obs_offsets  int64   (n_obs + 1,) byte offsets into obs_blob
-    kinds        int8    (n_obs,) 1 unigram | 2 bigram | 3 both
+    kinds        int8    (n_obs,) 1 unigram | 2 bigram | 3 both | 4 trigram (second order)
     theta        float64 (n_params,) weights in the layout of crf.features
+
+A model whose labellings are restricted to some label pairs (second order, or ``forbid``)
+has the header entry ``"allowed_pairs"``: the list of allowed ``[previous, label]`` pairs
+(absent: every pair). Trigram observations (``t`` patterns) own L^3 weights after the
+bigram blocks (``crf.features``).
 
 A model trained on feature dicts or attribute lists (:mod:`crf.dicts`) has the header
 entry ``"input": "dicts"`` (or ``"lists"``), the patterns ``B`` and no columns; column
@@ -49,7 +54,7 @@ __all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
 ALGORITHMS = CRF_ALGORITHMS
 #: the algorithms that train second-order models and models with forbidden label pairs
-PAIR_ALGORITHMS = ("owlqn", "lbfgs", "fista")
+PAIR_ALGORITHMS = ("owlqn", "lbfgs", "fista", "perceptron")
 PENALTIES = CRF_PENALTIES
 _L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
@@ -413,7 +418,7 @@ class CRF(ParamsMixin):
         patterns ``T...`` conjoin observations with label triples; :mod:`crf.transitions`).
         None (default): 2 when the patterns have a trigram pattern, else 1. ``order=2``
         adds the lone trigram pattern ``T`` (the label-triple transitions) when the
-        patterns have no trigram pattern. Algorithms owlqn, lbfgs and fista.
+        patterns have no trigram pattern. Algorithms owlqn, lbfgs, fista and perceptron.
     forbid : label pairs no labelling may use, in training and decoding
         (:mod:`crf.transitions`): ``"none"``, ``"unseen"`` (the pairs the training labels
         never have), a file of ``PREV LABEL`` lines or a list of (prev, label) pairs. None

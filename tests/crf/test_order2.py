@@ -298,7 +298,7 @@ def test_bad_order_parameters():
         CRF(patterns=PATS, order=3).fit(X, y)
     with pytest.raises(ValueError, match="second-order"):
         CRF(patterns=PATS + ["T"], order=1).fit(X, y)
-    with pytest.raises(ValueError, match="train with owlqn, lbfgs, fista"):
+    with pytest.raises(ValueError, match="train with owlqn, lbfgs, fista, perceptron"):
         CRF(patterns=PATS, order=2, algorithm="sgd-l1").fit(X, y)
     with pytest.raises(ValueError, match="forbid must be"):
         CRF(patterns=PATS, forbid="nonexistent-file").fit(X, y)
@@ -352,3 +352,59 @@ def test_cli_order2_train_label_dump(tmp_path):
     r = CliRunner().invoke(main, ["crf", "train", "-q", "--forbid", str(tmp_path / "missing"), "-p", str(pat),
                                   str(train), str(tmp_path / "m2.crf")])
     assert r.exit_code != 0 and "forbid" in r.output
+
+
+def test_perceptron_at_order2_replays_by_enumeration():
+    """The perceptron's epochs on pair states against a replay with Viterbi by enumeration
+    and the updates written out feature by feature."""
+    from crf.train import _perceptron_kernels as PK
+
+    X, space, data, _ = _problem(5, PATTERNS2, "unseen", n_seq=6, max_len=5)
+    L = space.n_labels
+    allowed = space.allowed
+    n = space.n_params
+    w, wa = np.zeros(n), np.zeros(n)
+    rw, rwa = np.zeros(n), np.zeros(n)
+    off = data.seq_offsets
+
+    def feats(i, ys):
+        s = off[i]
+        out = []
+        for t, y in enumerate(ys):
+            out += [b + y for b in data.unigram_base[s + t] if b >= 0]
+            if t > 0:
+                out += [b + ys[t - 1] * L + y for b in data.bigram_base[s + t] if b >= 0]
+            if t > 1:
+                out += [b + (ys[t - 2] * L + ys[t - 1]) * L + y for b in data.trigram_base[s + t] if b >= 0]
+        return out
+
+    c = 0.0
+    rng = np.random.default_rng(0)
+    for epoch in range(3):
+        order = rng.permutation(data.n_sequences).astype(np.int64)
+        PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                             data.trigram_base, data.labels, np.int64(L), *space.structure.args(), c)
+        for i in order:
+            c += 1.0
+            T = off[i + 1] - off[i]
+            cands = [ys for ys in itertools.product(range(L), repeat=T)
+                     if all(allowed[ys[t - 1] * L + ys[t]] for t in range(1, T))]
+            scores = [sum(rw[f] for f in feats(i, ys)) for ys in cands]
+            best = cands[int(np.argmax(scores))]
+            gold = tuple(data.labels[off[i]: off[i + 1]])
+            if best != gold:
+                for f in feats(i, gold):
+                    rw[f] += 1.0
+                    rwa[f] += c
+                for f in feats(i, best):
+                    rw[f] -= 1.0
+                    rwa[f] -= c
+        np.testing.assert_allclose(w, rw, atol=1e-12)
+        np.testing.assert_allclose(wa, rwa, atol=1e-9)
+    assert np.count_nonzero(w)
+
+
+def test_order2_perceptron_fits():
+    X, y = _iob()
+    m = CRF(patterns=PATS, order=2, algorithm="perceptron").fit(X, y)
+    assert m.predict(X) == y
