@@ -189,6 +189,36 @@ def _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_
                         g[b + k] += Pb[r, k]
 
 
+@njit(cache=True)
+def zero_blocks(g, o0, o1, n_uobs, n_bobs, L, bstart, tstart):
+    """g = 0 on the blocks of observations o0..o1-1 (unigram ids, then n_uobs + bigram ids,
+    then n_uobs + n_bobs + trigram ids): phase 2's ranges, zeroed by their own thread."""
+    L2 = L * L
+    for o in range(o0, o1):
+        if o < n_uobs:
+            lo, n = o * L, L
+        elif o < n_uobs + n_bobs:
+            lo, n = bstart + (o - n_uobs) * L2, L2
+        else:
+            lo, n = tstart + (o - n_uobs - n_bobs) * L2 * L, L2 * L
+        for k in range(lo, lo + n):
+            g[k] = 0.0
+
+
+@njit(cache=True)
+def group_bounds(s0, ns, ng, gi, seq_offsets):
+    """(a, b, maxT): the sequences a..b-1 of group gi of ng over the ns sequences from s0,
+    and the most tokens one of them has (at least 1)."""
+    a = s0 + (ns * gi) // ng
+    b = s0 + (ns * (gi + 1)) // ng
+    maxT = 1
+    for i in range(a, b):
+        T = seq_offsets[i + 1] - seq_offsets[i]
+        if T > maxT:
+            maxT = T
+    return a, b, maxT
+
+
 @njit(cache=True, parallel=True, fastmath=_FAST)
 def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                   uniform, brow_start, batches, n_groups, units, n_uobs, Pu, Pb, seq_loss, seq_err, g):
@@ -202,17 +232,10 @@ def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bst
     2 (unigram observations 0..n_uobs-1, then the bigram ones); seq_loss float64 /
     seq_err int64 (n_seq,) per-sequence loss and token errors (output).
     """
-    L2 = L * L
     n_units = units.shape[0] - 1
+    n_bobs = (g.shape[0] - bstart) // (L * L)
     for u in prange(n_units):
-        for o in range(units[u], units[u + 1]):
-            if o < n_uobs:
-                for y in range(L):
-                    g[o * L + y] = 0.0
-            else:
-                gb = bstart + (o - n_uobs) * L2
-                for k in range(L2):
-                    g[gb + k] = 0.0
+        zero_blocks(g, units[u], units[u + 1], n_uobs, n_bobs, L, bstart, g.shape[0])
     for bi in range(batches.shape[0] - 1):
         s0 = batches[bi]
         s1 = batches[bi + 1]
@@ -221,13 +244,7 @@ def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bst
         ns = s1 - s0
         ng = min(n_groups, ns)
         for gi in prange(ng):
-            a = s0 + (ns * gi) // ng
-            b = s0 + (ns * (gi + 1)) // ng
-            maxT = 1
-            for i in range(a, b):
-                T = seq_offsets[i + 1] - seq_offsets[i]
-                if T > maxT:
-                    maxT = T
+            a, b, maxT = group_bounds(s0, ns, ng, gi, seq_offsets)
             ws = fb_workspace(maxT, L, sparse, bbase.shape[1])
             pp = np.empty(pair_size(L, bbase.shape[1]))
             for i in range(a, b):

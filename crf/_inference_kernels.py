@@ -57,6 +57,24 @@ def unary_scores(theta, ubase, uval, s, e, L, U):
                         U[t, y] += theta[b + y]
 
 
+@njit(cache=True, fastmath=_FAST)
+def exp_unary(theta, ubase, uval, s, e, L, U, eU):
+    """The unary scores U of tokens s..e-1 (:func:`unary_scores`) and eU[t, y] = exp(U[t, y] -
+    max_y U[t, y]); returns the sum of the maxima removed (range safety of the scaled
+    recursions)."""
+    unary_scores(theta, ubase, uval, s, e, L, U)
+    shift = 0.0
+    for t in range(e - s):
+        mx = U[t, 0]
+        for y in range(1, L):
+            if U[t, y] > mx:
+                mx = U[t, y]
+        shift += mx
+        for y in range(L):
+            eU[t, y] = np.exp(U[t, y] - mx)
+    return shift
+
+
 @njit(cache=True)
 def value_row(uval, i, none):
     """The values of token i's unigram features: uval[i], or ``none`` (an empty float64
@@ -159,16 +177,7 @@ def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr
     """
     T = e - s
     trans = bbase.shape[1] > 0
-    unary_scores(theta, ubase, uval, s, e, L, U)
-    logz = 0.0
-    for t in range(T):
-        mx = U[t, 0]
-        for y in range(1, L):
-            if U[t, y] > mx:
-                mx = U[t, y]
-        logz += mx
-        for y in range(L):
-            eU[t, y] = np.exp(U[t, y] - mx)
+    logz = exp_unary(theta, ubase, uval, s, e, L, U, eU)
     if not trans:
         pass
     elif sparse:

@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._inference_kernels import (_FAST, _NEG_INF, _dense_psi, _same_bigram_row, restrict_to_forced,
+from ._gradient_kernels import group_bounds, zero_blocks
+from ._inference_kernels import (_FAST, _NEG_INF, _dense_psi, _same_bigram_row, exp_unary, restrict_to_forced,
                                  transition_scores, unary_scores)
 
 
@@ -122,16 +123,7 @@ def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr
     P = pairs.shape[0]
     hasB = bbase.shape[1] > 0
     hasT = tbase.shape[1] > 0
-    unary_scores(theta, ubase, uval, s, e, L, U)
-    logz = 0.0
-    for t in range(T):
-        mx = U[t, 0]
-        for y in range(1, L):
-            if U[t, y] > mx:
-                mx = U[t, y]
-        logz += mx
-        for y in range(L):
-            eU[t, y] = np.exp(U[t, y] - mx)
+    logz = exp_unary(theta, ubase, uval, s, e, L, U, eU)
     if hasB:
         _dense_psi(theta, bbase, s, T, L, psi, psi_of)
     if hasT:
@@ -468,25 +460,12 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
     """Negative log-likelihood (returned) and its gradient, written into g, in the two
     phases of ``_gradient_kernels.loss_gradient`` (the same bits for any thread count):
     Pu (>= batch tokens, L), Pb (>= batch rows, L*L or 1), Pt (>= batch rows, n3 or 1)."""
-    L2 = L * L
-    L3 = L2 * L
     n3 = pred_r.shape[0]
     nb = bbase.shape[1]
     nt = tbase.shape[1]
     n_units = units.shape[0] - 1
     for u in prange(n_units):
-        for o in range(units[u], units[u + 1]):
-            if o < n_uobs:
-                for y in range(L):
-                    g[o * L + y] = 0.0
-            elif o < n_uobs + n_bobs:
-                gb = bstart + (o - n_uobs) * L2
-                for k in range(L2):
-                    g[gb + k] = 0.0
-            else:
-                gb = tstart + (o - n_uobs - n_bobs) * L3
-                for k in range(L3):
-                    g[gb + k] = 0.0
+        zero_blocks(g, units[u], units[u + 1], n_uobs, n_bobs, L, bstart, tstart)
     for bi in range(batches.shape[0] - 1):
         s0 = batches[bi]
         s1 = batches[bi + 1]
@@ -495,13 +474,7 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
         ns = s1 - s0
         ng = min(n_groups, ns)
         for gi in prange(ng):
-            a = s0 + (ns * gi) // ng
-            b = s0 + (ns * (gi + 1)) // ng
-            maxT = 1
-            for i in range(a, b):
-                T = seq_offsets[i + 1] - seq_offsets[i]
-                if T > maxT:
-                    maxT = T
+            a, b, maxT = group_bounds(s0, ns, ng, gi, seq_offsets)
             ws = workspace2(maxT, L, pairs, n3, nb, nt)
             for i in range(a, b):
                 _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,

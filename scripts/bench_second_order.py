@@ -252,7 +252,7 @@ def main() -> None:
     py = args.crfsuite_python
     if py is None:
         try:
-            import pycrfsuite  # noqa: F401
+            import pycrfsuite  # noqa: F401 (is it here?)
 
             py = sys.executable
         except ImportError:

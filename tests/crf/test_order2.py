@@ -3,7 +3,6 @@ every quantity checked against enumeration of all labelings, the gradient agains
 differences, and the pair-state kernels without trigram features against the first-order ones."""
 
 import itertools
-import math
 
 import numba
 import numpy as np
