@@ -43,7 +43,8 @@ def split_shards(data: EncodedCorpus, n_shards: int) -> list[EncodedCorpus]:
                                  np.ascontiguousarray(data.unigram_base[s:e]),
                                  np.ascontiguousarray(data.bigram_base[s:e]),
                                  np.ascontiguousarray(data.labels[s:e]),
-                                 np.ascontiguousarray(data.unigram_value[s:e] if data.valued else data.unigram_value)))
+                                 np.ascontiguousarray(data.unigram_value[s:e] if data.valued else data.unigram_value),
+                                 np.ascontiguousarray(data.trigram_base[s:e])))
     return out
 
 
@@ -67,6 +68,21 @@ def _shard_loss_gradient(theta, shard: EncodedCorpus, n_labels, sparse, bigram_s
                            shard.labels, np.int64(n_labels), sparse, np.int64(bigram_start), nz_ptr, nz_idx, chunks,
                            G, errors)
     return float(loss), G[0], errors[0]
+
+
+def _shard_loss_gradient2(theta, shard: EncodedCorpus, layout: FeatureSpace):
+    """:func:`_shard_loss_gradient` of a model on label-pair states (second order, or
+    forbidden pairs): ``layout`` is the model's feature space without its observation
+    strings (the kernels need the layout and the allowed pairs only)."""
+    import numba
+
+    from .inference import Objective
+
+    numba.set_num_threads(1)
+    obj = Objective(layout, shard)
+    loss, g = obj.value_and_gradient(theta)
+    errors = np.array([int(obj.seq_err.sum()), int(np.count_nonzero(obj.seq_err))], dtype=np.int64)
+    return float(loss), g.copy(), errors
 
 
 def _add(a, b):
@@ -103,6 +119,7 @@ class DistributedObjective:
         self._scatter(range(len(self.shards)))
         self.errors = np.zeros(2, dtype=np.int64)
         self.last_sparse = False
+        self._layout = None
         self.n_rescatters = 0  # shards scattered again after a worker died
 
     def _scatter(self, which) -> None:
@@ -135,9 +152,17 @@ class DistributedObjective:
         sp = self.space
         tag = uuid.uuid4().hex
         theta_f = self.client.scatter(theta, broadcast=True, hash=False)
-        level = [self.client.submit(_shard_loss_gradient, theta_f, f, sp.n_labels, sparse, sp.bigram_start,
-                                    sp.n_bigram_obs, key=f"crf-gradient-{i}-{tag}", pure=False)
-                 for i, f in enumerate(self._futures)]
+        if sp.pairwise:
+            if self._layout is None:  # the space without its strings, once on every worker
+                light = FeatureSpace(sp.patterns, [], sp.kinds, sp.labels, sp.n_columns, sp.allowed)
+                self._layout = self.client.scatter(light, broadcast=True, hash=False)
+            level = [self.client.submit(_shard_loss_gradient2, theta_f, f, self._layout,
+                                        key=f"crf-gradient-{i}-{tag}", pure=False)
+                     for i, f in enumerate(self._futures)]
+        else:
+            level = [self.client.submit(_shard_loss_gradient, theta_f, f, sp.n_labels, sparse, sp.bigram_start,
+                                        sp.n_bigram_obs, key=f"crf-gradient-{i}-{tag}", pure=False)
+                     for i, f in enumerate(self._futures)]
         depth = 0
         while len(level) > 1:  # pairwise sums on the workers
             depth += 1
@@ -155,7 +180,7 @@ class DistributedObjective:
         from distributed import KilledWorker
 
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        sparse = choose_sparse(theta, self.space, self.recursion)
+        sparse = not self.space.pairwise and choose_sparse(theta, self.space, self.recursion)
         self.last_sparse = sparse
         for attempt in range(MAX_RETRIES + 1):
             try:

@@ -651,8 +651,6 @@ class CRF(ParamsMixin):
                                  f"not {self.algorithm!r}")
             if checkpoint is not None:
                 raise ValueError("checkpoints are not supported when training on Dask workers")
-            if self._pairwise_params():
-                raise ValueError("second-order models and forbidden label pairs do not train on Dask workers yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         kind = self._check_fit_input(X, y, X_dev, y_dev)
         n_threads = self._set_threads()

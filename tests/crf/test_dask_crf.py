@@ -143,3 +143,27 @@ def test_api_refusals(client, corpus):
         CRF(patterns=PATTERNS, algorithm="bcd").fit(X, y, client=client)
     with pytest.raises(ValueError, match="checkpoints are not supported when training on Dask workers"):
         CRF(patterns=PATTERNS).fit(X, y, checkpoint=object(), client=client)  # refused before it is used
+
+
+def test_second_order_objective_and_fit_equal_single_process(client, corpus):
+    """A second-order model (pair states, forbidden unseen pairs) on the workers: the same
+    loss and gradient as one process, and the same fit."""
+    from crf.distributed import DistributedObjective
+    from crf.transitions import allowed_pairs
+
+    X, y, Xt = corpus
+    space, data = FeatureSpace.build(parse_patterns("\n".join(PATTERNS + ["T", "t:e=%x[0,1]"])), X, y)
+    space.set_allowed(allowed_pairs("unseen", space.labels, data.labels, data.seq_offsets))
+    ref = Objective(space, data)
+    dist = DistributedObjective(client, space, data, n_shards=3)
+    theta = np.random.default_rng(1).normal(size=space.n_params)
+    f0, g0 = ref.value_and_gradient(theta)
+    g0 = g0.copy()
+    f1, g1 = dist.value_and_gradient(theta)
+    assert f1 == pytest.approx(f0, rel=1e-9)
+    assert _rel(g1, g0) <= 1e-9
+    assert dist.last_errors == pytest.approx(ref.last_errors)
+    kw = dict(patterns=PATTERNS, order=2, max_iter=15, threads=1)
+    a = CRF(**kw).fit(X, y)
+    b = CRF(**kw).fit(X, y, client=client)
+    assert _rel(b.theta_, a.theta_) <= 1e-6 and b.predict(Xt) == a.predict(Xt)
