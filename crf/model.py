@@ -54,7 +54,7 @@ __all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
 ALGORITHMS = CRF_ALGORITHMS
 #: the algorithms that train second-order models and models with forbidden label pairs
-PAIR_ALGORITHMS = ("owlqn", "lbfgs", "fista", "perceptron")
+PAIR_ALGORITHMS = ("owlqn", "lbfgs", "fista", "sgd-l1", "perceptron")
 PENALTIES = CRF_PENALTIES
 _L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
@@ -418,7 +418,7 @@ class CRF(ParamsMixin):
         patterns ``T...`` conjoin observations with label triples; :mod:`crf.transitions`).
         None (default): 2 when the patterns have a trigram pattern, else 1. ``order=2``
         adds the lone trigram pattern ``T`` (the label-triple transitions) when the
-        patterns have no trigram pattern. Algorithms owlqn, lbfgs, fista and perceptron.
+        patterns have no trigram pattern. Algorithms owlqn, lbfgs, fista, sgd-l1 and perceptron.
     forbid : label pairs no labelling may use, in training and decoding
         (:mod:`crf.transitions`): ``"none"``, ``"unseen"`` (the pairs the training labels
         never have), a file of ``PREV LABEL`` lines or a list of (prev, label) pairs. None
@@ -704,12 +704,16 @@ class CRF(ParamsMixin):
         self._rho1()
         if getattr(self, "input_kind_", "columns") != "columns":
             raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
+        if self._pairwise_params() or (hasattr(self, "space_") and self.space_.pairwise):
+            raise ValueError("grow does not train second-order models or forbidden label pairs yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         self._check_fit_input(X, y, X_dev, y_dev, "columns")
         if rounds is None:
             round_patterns = rounds_by_depth(self._pattern_text()[1])
         else:
             round_patterns = [_patterns_of(r) for r in rounds]
+        if any(p.kind & TRIGRAM for r in round_patterns for p in r):
+            raise ValueError("grow does not train second-order models (t patterns) yet")
         init = (self.space_, self.theta_) if hasattr(self, "theta_") else None
         if not round_patterns or (init is None and not any(round_patterns)):
             raise ValueError("grow needs at least one round of patterns")
@@ -817,6 +821,9 @@ class CRF(ParamsMixin):
         from .inference import Objective, viterbi
 
         a = self.algorithm
+        if space.pairwise and a not in PAIR_ALGORITHMS:
+            raise ValueError(f"second-order models and forbidden label pairs train with {', '.join(PAIR_ALGORITHMS)}, "
+                             f"not {a!r}")
         rho1 = self._rho1()
         rule = WindowRule(self.stopeps, self.stopwin)
         state = hook = None
@@ -1040,6 +1047,25 @@ class CRF(ParamsMixin):
         marg, _ = forward_backward_marginals(self.theta_, self.space_, data, self.recursion)
         labels = self.space_.labels
         return [[dict(zip(labels, row.tolist())) for row in seq] for seq in self._split(marg, data)]
+
+    @_threads.scoped
+    def predict_pair_marginals(self, X) -> list[list[dict[tuple[str, str], float]]]:
+        """Posterior marginals of label pairs: for each token a dict (previous label, label)
+        -> probability over the pairs the model allows (the first token of a sequence: an
+        empty dict). Any model; a second-order model's states are these pairs."""
+        from .inference import pair_marginals
+
+        self._set_threads()
+        data = self.encode(X)
+        sp = self.space_
+        L = sp.n_labels
+        keys = np.flatnonzero(sp.allowed) if sp.allowed is not None else np.arange(L * L)
+        names = [(sp.labels[k // L], sp.labels[k % L]) for k in keys.tolist()]
+        pm = pair_marginals(self.theta_, sp, data)[:, keys]
+        out = []
+        for i, rows in enumerate(self._split(pm, data)):
+            out.append([{} if t == 0 else dict(zip(names, row.tolist())) for t, row in enumerate(rows)])
+        return out
 
     def predict_nbest(self, X, n: int) -> list[list[tuple[list[str], float]]]:
         """The n best label sequences with their log-probabilities (fewer when fewer exist)."""

@@ -30,7 +30,7 @@ FORBID_CHOICES = ("none", "unseen")
 
 #: Most transitions (allowed label triples) a pair-state model may have: a position costs
 #: that many multiply-adds, and a trigram block that many weights are read.
-MAX_TRIPLES = 1 << 26
+MAX_TRIPLES = 1 << 24
 
 
 class PairStructure:

@@ -127,7 +127,8 @@ def test_lm_fit_stopped_twice_and_a_periodic_checkpoint(corpus, tmp_path, monkey
 
 
 CRF_CASES = [("owlqn", {}), ("lbfgs", {"rho1": 0.0}), ("fista", {"penalty": "l2-tree"}), ("sgd-l1", {}),
-             ("bcd", {}), ("perceptron", {})]
+             ("bcd", {}), ("perceptron", {}), ("owlqn", {"order": 2}), ("perceptron", {"order": 2})]
+CRF_IDS = [c[0] + ("-order2" if c[1].get("order") == 2 else "") for c in CRF_CASES]
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +137,7 @@ def crf_data():
     return random_corpus(rng, 60, 8, 3, vocab=6)
 
 
-@pytest.mark.parametrize("algorithm,extra", CRF_CASES, ids=[c[0] for c in CRF_CASES])
+@pytest.mark.parametrize("algorithm,extra", CRF_CASES, ids=CRF_IDS)
 def test_crf_fit_stopped_and_resumed_is_the_uninterrupted_fit(crf_data, tmp_path, monkeypatch, algorithm, extra):
     X, y = crf_data
     Xd, yd = X[:10], y[:10]  # a development set: the stopping rule's errors are part of the state

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from .. import _inference_kernels as K
+from .. import _order2_kernels as K2
 
 
 def check_training_data(data) -> int:
@@ -45,16 +46,24 @@ def sequence_blocks(seq_offsets, ubase, bbase):
 
     Bigram blocks of a sequence's first token are ignored (no previous label there).
     """
+    return sequence_blocks2(seq_offsets, ubase, bbase, np.empty((ubase.shape[0], 0), dtype=np.int64))
+
+
+@njit(cache=True)
+def sequence_blocks2(seq_offsets, ubase, bbase, tbase):
+    """:func:`sequence_blocks` with the trigram blocks of a second-order model (tokens t >= 2
+    of a sequence; a block at offset >= tstart has L^3 weights: :func:`block_size2`)."""
     n_seq = len(seq_offsets) - 1
     nu = ubase.shape[1]
     nb = bbase.shape[1]
-    out = np.empty(seq_offsets[-1] * (nu + nb), dtype=np.int64)
+    nt = tbase.shape[1]
+    out = np.empty(seq_offsets[-1] * (nu + nb + nt), dtype=np.int64)
     ptr = np.zeros(n_seq + 1, dtype=np.int64)
     n = 0
     for i in range(n_seq):
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        tmp = np.empty((e - s) * (nu + nb), dtype=np.int64)
+        tmp = np.empty((e - s) * (nu + nb + nt), dtype=np.int64)
         c = 0
         for t in range(s, e):
             for j in range(nu):
@@ -65,6 +74,11 @@ def sequence_blocks(seq_offsets, ubase, bbase):
                 for j in range(nb):
                     if bbase[t, j] >= 0:
                         tmp[c] = bbase[t, j]
+                        c += 1
+            if t > s + 1:
+                for j in range(nt):
+                    if tbase[t, j] >= 0:
+                        tmp[c] = tbase[t, j]
                         c += 1
         srt = np.sort(tmp[:c])
         for q in range(c):
@@ -78,6 +92,12 @@ def sequence_blocks(seq_offsets, ubase, bbase):
 @njit(cache=True)
 def block_size(b, bstart, L):
     return L * L if b >= bstart else L
+
+
+@njit(cache=True)
+def block_size2(b, bstart, tstart, L):
+    """The weights of the block at offset b: L (unigram), L*L (bigram) or L^3 (trigram, b >= tstart)."""
+    return L * L * L if b >= tstart else block_size(b, bstart, L)
 
 
 @njit(cache=True)
@@ -167,3 +187,47 @@ def total_loss(w, seq_offsets, ubase, uval, bbase, labels, L):
     for i in range(len(seq_offsets) - 1):
         tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot
+
+
+@njit(cache=True)
+def sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
+                            pred_r, ws2, Pt, row, g):
+    """-log p(y|x) of sequence [s, e) on the label-pair states of ``crf._order2_kernels``
+    (second order, or forbidden pairs); adds its gradient (marginals of labels, label
+    pairs and label triples minus the gold counts) into g. ws2: ``K2.workspace2`` for the
+    longest sequence; Pt float64 (>= T, n3 or 1); row float64 (L,). The weights change
+    between calls, so no exponentiated row of an earlier call is reused."""
+    ws2[9][0] = -1
+    ws2[11][0] = -1
+    T = e - s
+    hasT = tbase.shape[1] > 0
+    if hasT and T > 2:
+        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2,
+                                    Pt, 0, False)
+    else:
+        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2)
+    U, alpha, beta, a0, b0 = ws2[0], ws2[2], ws2[3], ws2[4], ws2[5]
+    pb = ws2[13]
+    loss = logz - K2.gold_score2(w, U, bbase, tbase, labels, s, e, L)
+    none = np.empty(0)
+    for t in range(T):
+        K2.tag_marginals(t, L, pb, alpha, beta, a0, b0, row)
+        K.add_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), row, labels[s + t])
+        if t > 0:
+            gold = labels[s + t - 1] * L + labels[s + t]
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    for jj in range(pairs.shape[0]):
+                        g[b + pairs[jj]] += alpha[t, jj] * beta[t, jj]
+                    g[b + gold] -= 1.0
+        if t > 1 and hasT:
+            qg = K2.triple_of(pairs, pair_pos, pred_ptr, pred_j, L, labels[s + t - 2], labels[s + t - 1],
+                              labels[s + t])
+            for j in range(tbase.shape[1]):
+                b = tbase[s + t, j]
+                if b >= 0:
+                    for q in range(pred_r.shape[0]):
+                        g[b + pred_r[q]] += Pt[t, q]
+                    g[b + pred_r[qg]] -= 1.0
+    return loss

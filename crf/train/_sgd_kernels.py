@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import _order2_kernels as K2
 from .._inference_kernels import pair_size
-from ._sequence_kernels import add_gradient, block_size, longest_sequence, sequence_loss, workspace
+from ._sequence_kernels import (add_gradient, block_size2, longest_sequence, sequence_loss, sequence_loss_gradient2,
+                                workspace)
 
 
 @njit(cache=True)
@@ -18,6 +20,48 @@ def _clip(w, q, j, u):
     elif z < 0.0:
         w[j] = min(0.0, z + (u - q[j]))
     q[j] += w[j] - z
+
+
+@njit(cache=True)
+def _pending_l2(w, lastc, blocks, lo, hi, c, bstart, tstart, L):
+    """The blocks lo..hi-1 get their pending l2 shrink exp(c - lastc[b]) (see sgd_l1_epoch)."""
+    for r in range(lo, hi):
+        b = blocks[r]
+        if lastc[b] != c:
+            f = np.exp(c - lastc[b])
+            lastc[b] = c
+            for j in range(b, b + block_size2(b, bstart, tstart, L)):
+                w[j] *= f
+
+
+@njit(cache=True)
+def _step(w, q, g, blocks, lo, hi, eta, u, rho1_n, bstart, tstart, L):
+    """w -= eta g on the blocks lo..hi-1 (g left zero there), then the cumulative l1 clipping."""
+    for r in range(lo, hi):
+        b = blocks[r]
+        for j in range(b, b + block_size2(b, bstart, tstart, L)):
+            w[j] -= eta * g[j]
+            g[j] = 0.0
+            if rho1_n > 0.0:
+                _clip(w, q, j, u)
+
+
+@njit(cache=True)
+def _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L):
+    """Every weight gets its pending l2 shrink and l1 clipping: w is the current iterate."""
+    if rho2_n > 0.0:
+        b = 0
+        while b < w.shape[0]:
+            size = block_size2(b, bstart, tstart, L)
+            if lastc[b] != c:
+                f = np.exp(c - lastc[b])
+                for j in range(b, b + size):
+                    w[j] *= f
+            lastc[b] = 0.0
+            b += size
+    if rho1_n > 0.0:
+        for j in range(w.shape[0]):
+            _clip(w, q, j, u)
 
 
 @njit(cache=True)
@@ -38,6 +82,7 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, l
     """
     ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
     pp = np.empty(pair_size(L, bbase.shape[1]))
+    tstart = w.shape[0]  # no trigram block
     u = state[0]
     c = state[1]
     total = 0.0
@@ -47,40 +92,44 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, l
         u += eta * rho1_n
         if rho2_n > 0.0:
             c += np.log1p(-eta * rho2_n)
+            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L)
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        lo = blk_ptr[i]
-        hi = blk_ptr[i + 1]
-        if rho2_n > 0.0:
-            for r in range(lo, hi):
-                b = blocks[r]
-                if lastc[b] != c:
-                    f = np.exp(c - lastc[b])
-                    lastc[b] = c
-                    for j in range(b, b + block_size(b, bstart, L)):
-                        w[j] *= f
         total += sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
         add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g)
-        for r in range(lo, hi):
-            b = blocks[r]
-            for j in range(b, b + block_size(b, bstart, L)):
-                w[j] -= eta * g[j]
-                g[j] = 0.0
-                if rho1_n > 0.0:
-                    _clip(w, q, j, u)
-    if rho2_n > 0.0:
-        b = 0
-        while b < w.shape[0]:
-            size = block_size(b, bstart, L)
-            if lastc[b] != c:
-                f = np.exp(c - lastc[b])
-                for j in range(b, b + size):
-                    w[j] *= f
-            lastc[b] = 0.0
-            b += size
-    if rho1_n > 0.0:
-        for j in range(w.shape[0]):
-            _clip(w, q, j, u)
+        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L)
+    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L)
+    state[0] = u
+    state[1] = 0.0
+    return total
+
+
+@njit(cache=True)
+def sgd_l1_epoch2(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, tbase, labels, blk_ptr, blocks,
+                  L, bstart, tstart, pairs, pair_pos, pred_ptr, pred_j, pred_r, rho1_n, rho2_n, state):
+    """:func:`sgd_l1_epoch` on the label-pair states of a second-order model (or one with
+    forbidden pairs): the same steps, each sequence's loss and gradient from
+    ``sequence_loss_gradient2``; blocks from ``sequence_blocks2`` (trigram blocks at
+    offsets >= tstart)."""
+    maxT = longest_sequence(seq_offsets)
+    n3 = pred_r.shape[0]
+    ws2 = K2.workspace2(maxT, L, pairs, n3, bbase.shape[1], tbase.shape[1])
+    Pt = np.empty((maxT, n3 if tbase.shape[1] > 0 else 1))
+    row = np.empty(L)
+    u = state[0]
+    c = state[1]
+    total = 0.0
+    for k in range(order.shape[0]):
+        i = order[k]
+        eta = etas[k]
+        u += eta * rho1_n
+        if rho2_n > 0.0:
+            c += np.log1p(-eta * rho2_n)
+            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L)
+        total += sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+                                         pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row, g)
+        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L)
+    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L)
     state[0] = u
     state[1] = 0.0
     return total

@@ -116,16 +116,28 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         infos = list(state.history)
     lastc = allocate(w.shape[0], np.float64, "SGD's l2 scales", zero=True) if rho2 > 0 else np.zeros(1)
     g = allocate(w.shape[0], np.float64, "SGD's gradient", zero=True)
-    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    pairwise = space.pairwise
+    if pairwise:
+        blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base)
+    else:
+        blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     kernel_state = np.array([u, 0.0])
     clock = Clock.after(infos)
     reason = "max_iter"
     for epoch in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
-        loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                               data.unigram_value, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
-                               np.int64(space.bigram_start), rho1 / n, rho2 / n, kernel_state)
+        if pairwise:
+            st = space.structure
+            loss = GK.sgd_l1_epoch2(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
+                                    data.unigram_value, data.bigram_base, data.trigram_base, data.labels, blk_ptr,
+                                    blocks, np.int64(L), np.int64(space.bigram_start), np.int64(space.trigram_start),
+                                    st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, rho1 / n, rho2 / n,
+                                    kernel_state)
+        else:
+            loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
+                                   data.unigram_value, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
+                                   np.int64(space.bigram_start), rho1 / n, rho2 / n, kernel_state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
         info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
         if not np.isfinite(f):

@@ -263,6 +263,14 @@ def test_order2_fits_predicts_and_round_trips(tmp_path):
     assert all(len(nb) == 3 and nb[0][0] == gold for nb, gold in zip(m2.predict_nbest(X, 3), y))
     marg = m2.predict_marginals(X)
     assert all(abs(sum(d.values()) - 1) < 1e-9 for s in marg for d in s)
+    pm = m2.predict_pair_marginals(X)
+    assert [len(s) for s in pm] == [len(s) for s in X] and all(s[0] == {} for s in pm)
+    for seq_p, seq_m in zip(pm, marg):
+        for t in range(1, len(seq_p)):
+            assert abs(sum(seq_p[t].values()) - 1) < 1e-9
+            assert ("O", "I-NP") not in seq_p[t]
+            for lab, p in seq_m[t].items():  # the pairs ending in a label sum to its marginal
+                assert abs(sum(v for (a, b), v in seq_p[t].items() if b == lab) - p) < 1e-9
 
 
 def test_forced_labels_at_order2():
@@ -297,8 +305,8 @@ def test_bad_order_parameters():
         CRF(patterns=PATS, order=3).fit(X, y)
     with pytest.raises(ValueError, match="second-order"):
         CRF(patterns=PATS + ["T"], order=1).fit(X, y)
-    with pytest.raises(ValueError, match="train with owlqn, lbfgs, fista, perceptron"):
-        CRF(patterns=PATS, order=2, algorithm="sgd-l1").fit(X, y)
+    with pytest.raises(ValueError, match="train with owlqn, lbfgs, fista, sgd-l1, perceptron"):
+        CRF(patterns=PATS, order=2, algorithm="bcd").fit(X, y)
     with pytest.raises(ValueError, match="forbid must be"):
         CRF(patterns=PATS, forbid="nonexistent-file").fit(X, y)
 
@@ -406,4 +414,66 @@ def test_perceptron_at_order2_replays_by_enumeration():
 def test_order2_perceptron_fits():
     X, y = _iob()
     m = CRF(patterns=PATS, order=2, algorithm="perceptron").fit(X, y)
+    assert m.predict(X) == y
+
+
+def test_what_is_not_built_yet_says_so():
+    X, y = _iob()
+    with pytest.raises(ValueError, match="grow does not train second-order"):
+        CRF(patterns=PATS + ["T"]).grow(X, y)
+    with pytest.raises(ValueError, match="grow does not train second-order"):
+        CRF(patterns=PATS, order=2).grow(X, y)
+    # a T pattern makes order 2 even when order is left unset: the per-sequence solvers refuse it
+    with pytest.raises(ValueError, match="train with owlqn"):
+        CRF(patterns=PATS + ["T"], algorithm="sag", rho1=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="feature dicts"):
+        CRF(order=2).fit([[{"w": 1.0}] * 2] * 2, [["a", "b"]] * 2)
+
+
+def _one_sequence(data, i):
+    from crf.features import EncodedCorpus
+
+    s, e = int(data.seq_offsets[i]), int(data.seq_offsets[i + 1])
+    return EncodedCorpus(np.array([0, e - s]), data.unigram_base[s:e].copy(), data.bigram_base[s:e].copy(),
+                         data.labels[s:e].copy(), trigram_base=data.trigram_base[s:e].copy())
+
+
+@pytest.mark.parametrize("patterns,forbid", [(PATTERNS2, "unseen"), (["u:a=%x[0,0]", "B"], "one")])
+def test_sgd_at_order2_replays_plain_steps(patterns, forbid):
+    """Without penalties an SGD-l1 epoch on pair states is w -= eta grad_i(w) over the
+    sequences in order, each gradient that of the (enumeration-checked) objective."""
+    from crf.train import _sequence_kernels as SQ
+    from crf.train import _sgd_kernels as GK
+
+    X, space, data, _ = _problem(11, patterns, forbid, n_seq=8, max_len=6)
+    st = space.structure
+    n = space.n_params
+    rng = np.random.default_rng(2)
+    w = rng.normal(scale=0.3, size=n)
+    ref = w.copy()
+    order = rng.permutation(data.n_sequences).astype(np.int64)
+    etas = np.linspace(0.5, 0.2, len(order))
+    blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base)
+    total = GK.sgd_l1_epoch2(w, np.zeros(n), np.zeros(1), np.zeros(n), order, etas, data.seq_offsets,
+                             data.unigram_base, data.unigram_value, data.bigram_base, data.trigram_base, data.labels,
+                             blk_ptr, blocks, np.int64(space.n_labels), np.int64(space.bigram_start),
+                             np.int64(space.trigram_start), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r,
+                             0.0, 0.0, np.zeros(2))
+    want = 0.0
+    for i, eta in zip(order, etas):
+        loss, g = Objective(space, _one_sequence(data, i)).value_and_gradient(ref)
+        want += loss
+        touched = np.flatnonzero(g)
+        blk = set(blocks[blk_ptr[i]: blk_ptr[i + 1]].tolist())
+        sizes = {b: (space.n_labels ** 3 if b >= space.trigram_start else space.n_labels ** 2
+                     if b >= space.bigram_start else space.n_labels) for b in blk}
+        assert all(any(b <= k < b + sz for b, sz in sizes.items()) for k in touched)
+        ref -= eta * g
+    assert total == pytest.approx(want, rel=1e-12)
+    np.testing.assert_allclose(w, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_order2_sgd_fits():
+    X, y = _iob()
+    m = CRF(patterns=PATS, order=2, algorithm="sgd-l1", rho1=0.01).fit(X, y)
     assert m.predict(X) == y
