@@ -53,8 +53,6 @@ from .transitions import FORBID_CHOICES, allowed_pairs
 __all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
 ALGORITHMS = CRF_ALGORITHMS
-#: the algorithms that train second-order models and models with forbidden label pairs
-PAIR_ALGORITHMS = ("owlqn", "lbfgs", "fista", "sgd-l1", "perceptron")
 PENALTIES = CRF_PENALTIES
 _L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
@@ -509,9 +507,6 @@ class CRF(ParamsMixin):
         if isinstance(forbid, str) and forbid not in FORBID_CHOICES and not os.path.exists(forbid):
             raise ValueError(f"forbid must be 'none', 'unseen', a file of forbidden label pairs or a list of "
                              f"(prev, label) pairs; {forbid!r} is none of them (no such file)")
-        if self._pairwise_params() and self.algorithm not in PAIR_ALGORITHMS:
-            raise ValueError(f"second-order models and forbidden label pairs train with "
-                             f"{', '.join(PAIR_ALGORITHMS)}, not {self.algorithm!r}")
 
     def _pairwise_params(self) -> bool:
         """Whether the parameters ask for label-pair states (order 2 or forbidden pairs)."""
@@ -821,9 +816,6 @@ class CRF(ParamsMixin):
         from .inference import Objective, viterbi
 
         a = self.algorithm
-        if space.pairwise and a not in PAIR_ALGORITHMS:
-            raise ValueError(f"second-order models and forbidden label pairs train with {', '.join(PAIR_ALGORITHMS)}, "
-                             f"not {a!r}")
         rho1 = self._rho1()
         rule = WindowRule(self.stopeps, self.stopwin)
         state = hook = None

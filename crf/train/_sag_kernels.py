@@ -1,4 +1,5 @@
-"""numba kernels of SAG / SAG-NUS* (Schmidt et al.): the gradient store and one pass."""
+"""numba kernels of SAG / SAG-NUS* (Schmidt et al.): the gradient store and one pass, at
+first order and on label-pair states."""
 
 from __future__ import annotations
 
@@ -6,25 +7,32 @@ import numpy as np
 from numba import njit
 
 from .._inference_kernels import pair_size
-from ._sequence_kernels import block_size, find_block, longest_sequence, pairwise, sequence_loss, workspace
+from .._order2_kernels import tag_marginals, triple_of, workspace2
+from ._sequence_kernels import (block_size2, find_block, longest_sequence, pairwise, sequence_loss, sequence_loss2,
+                                sequence_loss_gradient2, workspace)
 
 
 @njit(cache=True)
-def sag_init_store(seq_offsets, bbase, labels, blk_ptr, blocks, L, bstart, mu, pair_first, pair):
+def sag_init_store(seq_offsets, bbase, labels, blk_ptr, blocks, L, bstart, mu, pair_first, pair, o2):
     """Stored marginals initialised to the gold one-hot labels (so that g_i = 0 before
     sequence i is first visited: g_i = E_stored - gold counts).
 
     mu: float64 (n_tokens, L) unary marginals; pair: float64 (n_pair_rows, L*L) pairwise
     marginals summed over the positions of a sequence where the same bigram block is
     active (what the gradient of that block needs); pair_first int64 (n_seq + 1,) first
-    row of each sequence (its bigram blocks in sorted order).
+    row of each sequence (its bigram blocks in sorted order). o2: :func:`order2_args`
+    (label-pair states: the trigram blocks' rows of triple marginals too).
     """
+    tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r, trip_first, trip = o2
     mu[:] = 0.0
     pair[:] = 0.0
+    trip[:] = 0.0
     for i in range(len(seq_offsets) - 1):
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        lo = blk_ptr[i + 1] - (pair_first[i + 1] - pair_first[i])
+        ntrip = trip_first[i + 1] - trip_first[i]
+        lo = blk_ptr[i + 1] - ntrip - (pair_first[i + 1] - pair_first[i])
+        tlo = blk_ptr[i + 1] - ntrip
         for t in range(s, e):
             mu[t, labels[t]] = 1.0
             if t > s:
@@ -32,8 +40,33 @@ def sag_init_store(seq_offsets, bbase, labels, blk_ptr, blocks, L, bstart, mu, p
                 for j in range(bbase.shape[1]):
                     b = bbase[t, j]
                     if b >= 0:
-                        r = pair_first[i] + find_block(blocks, lo, blk_ptr[i + 1], b) - lo
+                        r = pair_first[i] + find_block(blocks, lo, tlo, b) - lo
                         pair[r, kg] += 1.0
+            if t > s + 1 and tbase.shape[1] > 0:
+                qg = triple_of(pairs, pair_pos, pred_ptr, pred_j, L, labels[t - 2], labels[t - 1], labels[t])
+                for j in range(tbase.shape[1]):
+                    b = tbase[t, j]
+                    if b >= 0:
+                        r = trip_first[i] + find_block(blocks, tlo, blk_ptr[i + 1], b) - tlo
+                        trip[r, qg] += 1.0
+
+
+def order2_args(space, data, blk_ptr, blocks):
+    """The label-pair arguments of :func:`sag_init_store` / :func:`sag_pass`: (tbase, pairs,
+    pair_pos, pred_ptr, pred_j, pred_r, trip_first, trip) with the stored triple marginals
+    trip (one row of n3 per sequence and trigram block) zeroed; placeholders for a
+    first-order model."""
+    if not space.pairwise:
+        z = np.zeros(1, dtype=np.int64)
+        return (np.zeros((data.n_tokens, 0), dtype=np.int64), z, z, np.zeros(2, dtype=np.int64), z, z,
+                np.zeros(data.n_sequences + 1, dtype=np.int64), np.zeros((1, 1)))
+    st = space.structure
+    is_trip = (blocks >= space.trigram_start).astype(np.int64)
+    cum = np.concatenate([[0], np.cumsum(is_trip)])
+    trip_first = cum[blk_ptr].astype(np.int64)
+    n3 = max(st.n3, 1)
+    trip = np.zeros((max(int(trip_first[-1]), 1), n3))
+    return (data.trigram_base, st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, trip_first, trip)
 
 
 @njit(cache=True)
@@ -66,9 +99,121 @@ def seed(s):
 
 
 @njit(cache=True)
+def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
+                   pscratch, ws, pp):
+    """Sequence i at first order: its loss; g += its gradient E_new - gold; d += E_new -
+    E_stored, and the stored marginals (mu, pair) become E_new."""
+    s = seq_offsets[i]
+    e = seq_offsets[i + 1]
+    hi = blk_ptr[i + 1]
+    alpha, beta = ws.alpha, ws.beta
+    L2 = L * L
+    valued = uval.shape[0] > 0
+    fi = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
+    # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold (each times the
+    # feature's value v, constant per token: the stored marginals need no values)
+    for t in range(e - s):
+        yg = labels[s + t]
+        for y in range(L):
+            p = alpha[t, y] * beta[t, y]
+            diff = p - mu[s + t, y]
+            mu[s + t, y] = p
+            for j in range(ubase.shape[1]):
+                b = ubase[s + t, j]
+                if b >= 0:
+                    v = uval[s + t, j] if valued else 1.0
+                    d[b + y] += v * diff
+                    g[b + y] += v * p
+        for j in range(ubase.shape[1]):
+            b = ubase[s + t, j]
+            if b >= 0:
+                g[b + yg] -= uval[s + t, j] if valued else 1.0
+    pf = pair_first[i]
+    npair = pair_first[i + 1] - pf
+    plo = hi - npair
+    pscratch[:npair] = 0.0
+    for t in range(1, e - s if bbase.shape[1] > 0 else 1):
+        pairwise(t, L, ws, pp)
+        kg = labels[s + t - 1] * L + labels[s + t]
+        for j in range(bbase.shape[1]):
+            b = bbase[s + t, j]
+            if b >= 0:
+                r = find_block(blocks, plo, hi, b) - plo
+                for kk in range(L2):
+                    pscratch[r, kk] += pp[kk]
+                    g[b + kk] += pp[kk]
+                g[b + kg] -= 1.0
+    for r in range(npair):
+        b = blocks[plo + r]
+        for kk in range(L2):
+            d[b + kk] += pscratch[r, kk] - pair[pf + r, kk]
+            pair[pf + r, kk] = pscratch[r, kk]
+    return fi
+
+
+@njit(cache=True)
+def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
+                   pscratch, o2, ws2, Pt, row, tscratch):
+    """:func:`_sag_gradient1` on label-pair states (``crf._order2_kernels``): the stored
+    marginals are those of the tags (mu), of the allowed pairs summed per bigram block
+    (pair) and of the allowed triples summed per trigram block (o2's trip)."""
+    tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r, trip_first, trip = o2
+    s = seq_offsets[i]
+    e = seq_offsets[i + 1]
+    hi = blk_ptr[i + 1]
+    fi = sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
+                                 pred_r, ws2, Pt, row, g)
+    alpha, beta, a0, b0, pb = ws2[2], ws2[3], ws2[4], ws2[5], ws2[13]
+    valued = uval.shape[0] > 0
+    for t in range(e - s):
+        tag_marginals(t, L, pb, alpha, beta, a0, b0, row)
+        for y in range(L):
+            diff = row[y] - mu[s + t, y]
+            mu[s + t, y] = row[y]
+            for j in range(ubase.shape[1]):
+                b = ubase[s + t, j]
+                if b >= 0:
+                    d[b + y] += (uval[s + t, j] if valued else 1.0) * diff
+    tf = trip_first[i]
+    ntrip = trip_first[i + 1] - tf
+    tlo = hi - ntrip
+    pf = pair_first[i]
+    npair = pair_first[i + 1] - pf
+    plo = tlo - npair
+    pscratch[:npair] = 0.0
+    tscratch[:ntrip] = 0.0
+    for t in range(1, e - s):
+        for j in range(bbase.shape[1]):
+            b = bbase[s + t, j]
+            if b >= 0:
+                r = find_block(blocks, plo, tlo, b) - plo
+                for jj in range(pairs.shape[0]):
+                    pscratch[r, pairs[jj]] += alpha[t, jj] * beta[t, jj]
+        if t > 1:
+            for j in range(tbase.shape[1]):
+                b = tbase[s + t, j]
+                if b >= 0:
+                    r = find_block(blocks, tlo, hi, b) - tlo
+                    for q in range(pred_r.shape[0]):
+                        tscratch[r, q] += Pt[t, q]
+    for r in range(npair):
+        b = blocks[plo + r]
+        for jj in range(pairs.shape[0]):
+            kk = pairs[jj]
+            d[b + kk] += pscratch[r, kk] - pair[pf + r, kk]
+            pair[pf + r, kk] = pscratch[r, kk]
+    for r in range(ntrip):
+        b = blocks[tlo + r]
+        for q in range(pred_r.shape[0]):
+            d[b + pred_r[q]] += tscratch[r, q] - trip[tf + r, q]
+            trip[tf + r, q] = tscratch[r, q]
+    return fi
+
+
+@njit(cache=True)
 def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L,
              bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, tsum, size, nus, state,
-             counts):
+             counts, pair_states, tstart, o2):
     """n iterations of SAG (Schmidt et al., Algorithm 1) with stored marginals.
 
     Objective (Schmidt's scale): f(w) = 1/n sum_i -log p(y_i|x_i, w) + lam/2 ||w||^2.
@@ -91,13 +236,22 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
     state: float64 [m, L_g or L_max]; counts int64 [gradient evaluations, line-search
     evaluations].
     On return every weight is up to date (w is the iterate) and A, Sacc restart.
+    pair_states: the model runs on label-pair states (``crf._order2_kernels``: second
+    order or forbidden pairs); tstart: the first trigram block's offset (beyond every
+    block without trigram patterns); o2: :func:`order2_args`.
     """
     n = len(seq_offsets) - 1
-    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
-    alpha, beta = ws.alpha, ws.beta
-    L2 = L * L
+    tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r, trip_first, trip = o2
+    maxT = longest_sequence(seq_offsets)
+    ws = workspace(1 if pair_states else maxT, L, bbase.shape[1])
+    ws2 = workspace2(maxT if pair_states else 1, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
+    Pt = np.empty((maxT if pair_states and tbase.shape[1] > 0 else 1, max(pred_r.shape[0], 1)))
+    row = np.empty(L)
+    most = 1
+    for i in range(n):
+        most = max(most, trip_first[i + 1] - trip_first[i])
+    tscratch = np.empty((most, max(pred_r.shape[0], 1)))
     pp = np.empty(pair_size(L, bbase.shape[1]))
-    valued = uval.shape[0] > 0
     m = state[0]
     Lg = state[1]
     A[0] = 1.0
@@ -117,12 +271,17 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
         Sk = Sacc[k]
         for r in range(lo, hi):
             b = blocks[r]
-            for j in range(b, b + block_size(b, bstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L)):
                 lj = last[j]
                 if lj != k:
                     w[j] = (Ak / A[lj]) * w[j] - d[j] * Ak * (Sk - Sacc[lj])
                     last[j] = k
-        fi = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
+        if pair_states:
+            fi = _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu,
+                                pair_first, pair, pscratch, o2, ws2, Pt, row, tscratch)
+        else:
+            fi = _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu,
+                                pair_first, pair, pscratch, ws, pp)
         counts[0] += 1
         f_store[i] = fi
         if visited[i] == 0:
@@ -130,50 +289,12 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
                 _tree_update(tsum, size, i, tsum[1] / m if m > 0 else 1.0)
             visited[i] = 1
             m += 1.0
-        # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold (each times the
-        # feature's value v, constant per token: the stored marginals need no values)
-        for t in range(e - s):
-            yg = labels[s + t]
-            for y in range(L):
-                p = alpha[t, y] * beta[t, y]
-                diff = p - mu[s + t, y]
-                mu[s + t, y] = p
-                for j in range(ubase.shape[1]):
-                    b = ubase[s + t, j]
-                    if b >= 0:
-                        v = uval[s + t, j] if valued else 1.0
-                        d[b + y] += v * diff
-                        g[b + y] += v * p
-            for j in range(ubase.shape[1]):
-                b = ubase[s + t, j]
-                if b >= 0:
-                    g[b + yg] -= uval[s + t, j] if valued else 1.0
-        pf = pair_first[i]
-        npair = pair_first[i + 1] - pf
-        plo = hi - npair
-        pscratch[:npair] = 0.0
-        for t in range(1, e - s if bbase.shape[1] > 0 else 1):
-            pairwise(t, L, ws, pp)
-            kg = labels[s + t - 1] * L + labels[s + t]
-            for j in range(bbase.shape[1]):
-                b = bbase[s + t, j]
-                if b >= 0:
-                    r = find_block(blocks, plo, hi, b) - plo
-                    for kk in range(L2):
-                        pscratch[r, kk] += pp[kk]
-                        g[b + kk] += pp[kk]
-                    g[b + kg] -= 1.0
-        for r in range(npair):
-            b = blocks[plo + r]
-            for kk in range(L2):
-                d[b + kk] += pscratch[r, kk] - pair[pf + r, kk]
-                pair[pf + r, kk] = pscratch[r, kk]
         # line search on the Lipschitz constant of this sequence's gradient
         gg = 0.0
         c = 0
         for r in range(lo, hi):
             b = blocks[r]
-            for j in range(b, b + block_size(b, bstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L)):
                 gg += g[j] * g[j]
                 wsave[c] = w[j]
                 c += 1
@@ -182,14 +303,18 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
             for _ in range(60):
                 for r in range(lo, hi):
                     b = blocks[r]
-                    for j in range(b, b + block_size(b, bstart, L)):
+                    for j in range(b, b + block_size2(b, bstart, tstart, L)):
                         w[j] -= g[j] / Lcur
-                f_new = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
+                if pair_states:
+                    f_new = sequence_loss2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j,
+                                           pred_r, ws2)
+                else:
+                    f_new = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
                 counts[1] += 1
                 c = 0
                 for r in range(lo, hi):
                     b = blocks[r]
-                    for j in range(b, b + block_size(b, bstart, L)):
+                    for j in range(b, b + block_size2(b, bstart, tstart, L)):
                         w[j] = wsave[c]
                         c += 1
                 if f_new <= fi - gg / (2.0 * Lcur):
@@ -197,7 +322,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
                 Lcur *= 2.0
         for r in range(lo, hi):
             b = blocks[r]
-            for j in range(b, b + block_size(b, bstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L)):
                 g[j] = 0.0
         if nus:
             Lg = max(Lg, Lcur)

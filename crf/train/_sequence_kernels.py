@@ -190,6 +190,40 @@ def total_loss(w, seq_offsets, ubase, uval, bbase, labels, L):
 
 
 @njit(cache=True)
+def total_loss2(w, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pred_ptr, pred_j, pred_r):
+    """:func:`total_loss` on label-pair states."""
+    ws2 = K2.workspace2(longest_sequence(seq_offsets), L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
+    tot = 0.0
+    for i in range(len(seq_offsets) - 1):
+        tot += sequence_loss2(w, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
+                              pred_ptr, pred_j, pred_r, ws2)
+    return tot
+
+
+@njit(cache=True)
+def sequence_loss2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2):
+    """-log p(y|x) of sequence [s, e) on label-pair states (weights changed since the last
+    call: no exponentiated row is reused; no triple marginals made)."""
+    return fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                                   ws2, None)
+
+
+@njit(cache=True)
+def fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2, Pt):
+    """-log p(y|x) of sequence [s, e) on label-pair states, leaving the recursions in ws2 and,
+    with trigram patterns, the triple marginals of positions t >= 2 in Pt's rows t (the
+    weights changed since the last call: no exponentiated row is reused)."""
+    ws2[9][0] = -1
+    ws2[11][0] = -1
+    if tbase.shape[1] > 0 and e - s > 2:
+        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2,
+                                    Pt, 0, False)
+    else:
+        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2)
+    return logz - K2.gold_score2(w, ws2[0], bbase, tbase, labels, s, e, L)
+
+
+@njit(cache=True)
 def sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
                             pred_r, ws2, Pt, row, g):
     """-log p(y|x) of sequence [s, e) on the label-pair states of ``crf._order2_kernels``
@@ -197,18 +231,12 @@ def sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs
     pairs and label triples minus the gold counts) into g. ws2: ``K2.workspace2`` for the
     longest sequence; Pt float64 (>= T, n3 or 1); row float64 (L,). The weights change
     between calls, so no exponentiated row of an earlier call is reused."""
-    ws2[9][0] = -1
-    ws2[11][0] = -1
+    loss = fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                                   ws2, Pt)
     T = e - s
     hasT = tbase.shape[1] > 0
-    if hasT and T > 2:
-        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2,
-                                    Pt, 0, False)
-    else:
-        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2)
-    U, alpha, beta, a0, b0 = ws2[0], ws2[2], ws2[3], ws2[4], ws2[5]
+    alpha, beta, a0, b0 = ws2[2], ws2[3], ws2[4], ws2[5]
     pb = ws2[13]
-    loss = logz - K2.gold_score2(w, U, bbase, tbase, labels, s, e, L)
     none = np.empty(0)
     for t in range(T):
         K2.tag_marginals(t, L, pb, alpha, beta, a0, b0, row)

@@ -15,6 +15,9 @@ forward-backwards — far more than one gradient when blocks are frequent (the
 transition block ``B`` alone visits every sequence): the paper's conclusion, BCD
 is for small observation alphabets or when memory is the limit (it stores only
 the weights).
+
+On label-pair states (second order, forbidden pairs) a block also holds the
+observation's trigram weights; only the allowed pairs' and triples' entries move.
 """
 
 from __future__ import annotations
@@ -89,21 +92,33 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         w = start_point(space.n_params, x0, "BCD's weights")
     else:
         w = state.w.copy()
-    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    pair_states = space.pairwise
+    blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base)
     n_obs = len(space.kinds)
     obs_ids = np.arange(n_obs, dtype=np.int64)
     uo = space.unigram_offset
     bo = space.bigram_offset
+    to = space.trigram_offset
     # observation of every block rank (ranks follow observation order in features.py)
-    obs_of_rank = np.concatenate([obs_ids[uo >= 0], obs_ids[bo >= 0]]).astype(np.int64)
+    obs_of_rank = np.concatenate([obs_ids[uo >= 0], obs_ids[bo >= 0], obs_ids[to >= 0]]).astype(np.int64)
     obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(L),
-                                          np.int64(space.bigram_start), np.int64(n_obs))
+                                          np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start))
+    if pair_states:
+        st = space.structure
+        o2 = (data.trigram_base, st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r)
+    else:
+        z = np.zeros(1, dtype=np.int64)
+        o2 = (data.trigram_base, z, z, np.zeros(2, dtype=np.int64), z, z)
     counts = np.zeros(2, dtype=np.int64)
     infos: list[IterationInfo] = []
-
     def objective():
-        loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
-                             data.labels, np.int64(L))
+        if pair_states:
+            loss = SQ.total_loss2(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                                  data.trigram_base, data.labels, np.int64(L), st.pairs, st.pred_ptr, st.pred_j,
+                                  st.pred_r)
+        else:
+            loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+                                 data.labels, np.int64(L))
         return loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
 
     if state is None:
@@ -120,7 +135,7 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         order = rng.permutation(n_obs).astype(np.int64)
         changed = BK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
                               data.unigram_value, data.bigram_base, data.labels, np.int64(L), float(rho1), float(rho2),
-                              float(kappa), counts)
+                              float(kappa), counts, bool(pair_states), to, o2)
         f_prev, f = f, objective()
         info = clock.record(infos, it, float(f), step=float(changed), n_evals=int(counts[0]), active=int(np.count_nonzero(w)))
         if changed == 0:

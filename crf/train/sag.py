@@ -22,6 +22,10 @@ by 2^(-1/n) per iteration like L_g: the code of Schmidt et al. does so), and i d
 uniformly with probability 1/2, proportionally to L_i among the visited sequences
 otherwise.
 
+On label-pair states (second order, forbidden pairs: ``crf._order2_kernels``) the
+stored marginals are those of the tags per token, of the allowed pairs summed per
+bigram block and of the allowed triples summed per trigram block of a sequence.
+
 Stopping rule: ||d/n + lam w||_inf < tol (the stored-gradient estimate of the
 gradient of f), checked after every n iterations once every sequence was visited.
 """
@@ -39,21 +43,37 @@ from . import _sequence_kernels as SQ
 __all__ = ["sag", "sag_memory"]
 
 
+def _blocks(space, data):
+    """(blk_ptr, blocks, is_pair): each sequence's sorted blocks and which are bigram blocks."""
+    if space.pairwise:
+        blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base,
+                                              data.trigram_base)
+    else:
+        blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+    is_pair = blocks >= space.bigram_start
+    if space.pairwise:
+        is_pair &= blocks < space.trigram_start
+    return blk_ptr, blocks, is_pair
+
+
 def sag_memory(space, data) -> dict[str, int]:
     """Bytes of the solver state for ``data``: what SAG stores instead of n gradients."""
-    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
-    n_pair = int((blocks >= space.bigram_start).sum())
+    blk_ptr, blocks, is_pair = _blocks(space, data)
+    n_pair = int(is_pair.sum())
+    n_trip = int((blocks >= space.trigram_start).sum()) if space.pairwise else 0
     L = space.n_labels
     P = space.n_params
     n = data.n_sequences
     return {
         "unary_marginals": data.n_tokens * L * 8,
         "pairwise_marginals": n_pair * L * L * 8,
+        "triple_marginals": n_trip * (space.structure.n3 if space.pairwise else 0) * 8,
         "weight_vectors": 3 * P * 8 + P * 8,  # w, d, scratch g; last (int64)
         "per_sequence": n * (8 + 1) + 4 * n * 8,  # losses, visited, sum tree of the L_i
         "blocks": int(blocks.nbytes + blk_ptr.nbytes),
         "stored_gradients_instead": n * P * 8,
         "n_pairwise_rows": n_pair,
+        "n_triple_rows": n_trip,
     }
 
 
@@ -82,22 +102,23 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     g = allocate(P, np.float64, "SAG's gradient", zero=True)
     A = np.empty(n + 1)
     Sacc = np.empty(n + 1)
-    blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
-    sizes = np.where(blocks >= space.bigram_start, L2, L)
+    blk_ptr, blocks, is_pair = _blocks(space, data)
+    tstart = space.trigram_start
+    sizes = np.where(blocks >= tstart, L2 * L, np.where(blocks >= space.bigram_start, L2, L))
     per_seq = np.add.reduceat(sizes, blk_ptr[:-1]) if len(blocks) else np.zeros(n, dtype=np.int64)
     per_seq[np.diff(blk_ptr) == 0] = 0
     wsave = np.empty(max(int(per_seq.max()), 1))
-    is_pair = (blocks >= space.bigram_start).astype(np.int64)
     pair_first = np.zeros(n + 1, dtype=np.int64)
-    cum = np.concatenate([[0], np.cumsum(is_pair)])
+    cum = np.concatenate([[0], np.cumsum(is_pair.astype(np.int64))])
     pair_first[:] = cum[blk_ptr]
     n_pair = int(pair_first[-1])
     mu = allocate((data.n_tokens, L), np.float64, "SAG's stored label marginals")
     pair = allocate((max(n_pair, 1), L2 if n_pair else 1), np.float64,  # no pair row without bigram blocks
                     "SAG's stored label-pair marginals")
     pscratch = np.empty((max(int(np.diff(pair_first).max()), 1), L2 if n_pair else 1))
+    o2 = AK.order2_args(space, data, blk_ptr, blocks)
     AK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
-                      np.int64(space.bigram_start), mu, pair_first, pair)
+                      np.int64(space.bigram_start), mu, pair_first, pair, o2)
     f_store = np.zeros(n)
     visited = np.zeros(n, dtype=np.int8)
     size = 1
@@ -116,7 +137,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
         AK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.unigram_value,
                     data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start), lam, mu,
                     pair_first, pair, pscratch, f_store, visited, tsum, np.int64(size),
-                    bool(nus), state, counts)
+                    bool(nus), state, counts, bool(space.pairwise), np.int64(tstart), o2)
         f = float(f_store.sum() + 0.5 * rho2 * (w @ w))
         info = clock.record(infos, it, f, step=float(state[1]), n_evals=int(counts.sum()), active=int(np.count_nonzero(w)))
         if not np.isfinite(f):

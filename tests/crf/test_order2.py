@@ -305,8 +305,6 @@ def test_bad_order_parameters():
         CRF(patterns=PATS, order=3).fit(X, y)
     with pytest.raises(ValueError, match="second-order"):
         CRF(patterns=PATS + ["T"], order=1).fit(X, y)
-    with pytest.raises(ValueError, match="train with owlqn, lbfgs, fista, sgd-l1, perceptron"):
-        CRF(patterns=PATS, order=2, algorithm="bcd").fit(X, y)
     with pytest.raises(ValueError, match="forbid must be"):
         CRF(patterns=PATS, forbid="nonexistent-file").fit(X, y)
 
@@ -423,9 +421,6 @@ def test_what_is_not_built_yet_says_so():
         CRF(patterns=PATS + ["T"]).grow(X, y)
     with pytest.raises(ValueError, match="grow does not train second-order"):
         CRF(patterns=PATS, order=2).grow(X, y)
-    # a T pattern makes order 2 even when order is left unset: the per-sequence solvers refuse it
-    with pytest.raises(ValueError, match="train with owlqn"):
-        CRF(patterns=PATS + ["T"], algorithm="sag", rho1=0.0).fit(X, y)
     with pytest.raises(ValueError, match="feature dicts"):
         CRF(order=2).fit([[{"w": 1.0}] * 2] * 2, [["a", "b"]] * 2)
 
@@ -476,4 +471,79 @@ def test_sgd_at_order2_replays_plain_steps(patterns, forbid):
 def test_order2_sgd_fits():
     X, y = _iob()
     m = CRF(patterns=PATS, order=2, algorithm="sgd-l1", rho1=0.01).fit(X, y)
+    assert m.predict(X) == y
+
+
+@pytest.mark.parametrize("nus", [False, True])
+@pytest.mark.parametrize("patterns,forbid", [(PATTERNS2, "unseen"), (["u:a=%x[0,0]", "*:d=%x[1,0]", "B"], "one")])
+def test_sag_at_order2_reaches_the_lbfgs_optimum(patterns, forbid, nus):
+    """SAG / SAG-NUS* on pair states converge to the optimum of the (enumeration-checked)
+    objective, and the gradient sum they keep from the stored tag, pair and triple
+    marginals is the sum of the per-sequence gradients at the weights of each one's
+    last visit (checked at the end, when every sequence was visited at the optimum)."""
+    from crf.train import lbfgs
+    from crf.train.sag import sag, sag_memory
+
+    X, space, data, _ = _problem(9, patterns, forbid, n_seq=12, max_len=6)  # seed 9: a pair unseen
+    assert space.pairwise and (forbid != "one" or not space.allowed.all())
+    obj = Objective(space, data)
+    rho2 = 1.0
+    ref = lbfgs(obj.value_and_gradient, np.zeros(space.n_params), rho2=rho2, max_iter=2000, gtol=1e-10)
+    res = sag(space, data, rho2=rho2, nus=nus, max_iter=400, tol=1e-8)
+    assert res.reason == "gradient tolerance"
+    loss, _ = obj.value_and_gradient(res.x)
+    assert loss + 0.5 * rho2 * res.x @ res.x == pytest.approx(ref.objective, rel=1e-8)
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-5)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+    assert res.gradient_evaluations == res.n_iter * data.n_sequences
+    mem = sag_memory(space, data)
+    off, tb = data.seq_offsets, data.trigram_base
+    rows = sum(len({int(b) for b in tb[off[i] + 2:off[i + 1]].ravel() if b >= 0}) for i in range(data.n_sequences))
+    assert mem["n_triple_rows"] == rows and (rows > data.n_sequences) == ("T" in patterns)
+    assert mem["triple_marginals"] == rows * space.structure.n3 * 8
+
+
+def test_sag_at_order2_fits():
+    X, y = _iob()
+    for algorithm in ("sag", "sag-nus"):
+        m = CRF(patterns=PATS, order=2, algorithm=algorithm, rho1=0.0, rho2=0.01).fit(X, y)
+        assert m.predict(X) == y
+
+
+@pytest.mark.parametrize("rho1,rho2", [(0.3, 0.1), (0.0, 1.0)])
+@pytest.mark.parametrize("patterns,forbid", [(PATTERNS2, "unseen"), (["u:a=%x[0,0]", "*:d=%x[1,0]", "B"], "one")])
+def test_bcd_at_order2_reaches_the_owlqn_optimum(patterns, forbid, rho1, rho2):
+    """BCD on pair states (blocks with their allowed pair and triple weights) reaches the
+    optimum of the enumeration-checked objective, every pass a descent, and keeps every
+    weight of a forbidden pair or triple at zero."""
+    from crf.train import owlqn
+    from crf.train.bcd import bcd
+
+    X, space, data, _ = _problem(9, patterns, forbid, n_seq=12, max_len=6)
+    assert space.pairwise and (forbid != "one" or not space.allowed.all())
+    obj = Objective(space, data)
+    ref = owlqn(obj.value_and_gradient, np.zeros(space.n_params), rho1=rho1, rho2=rho2, max_iter=3000, gtol=1e-10)
+    res = bcd(space, data, rho1=rho1, rho2=rho2, max_iter=400, tol=1e-13)
+    loss, _ = obj.value_and_gradient(res.x)
+    f = loss + rho1 * np.abs(res.x).sum() + 0.5 * rho2 * res.x @ res.x
+    assert res.objective == pytest.approx(f, rel=1e-12)
+    assert f == pytest.approx(ref.objective, rel=1e-6)
+    np.testing.assert_allclose(res.x, ref.x, atol=3e-3)
+    objs = [i.objective for i in res.history]
+    assert all(b <= a + 1e-12 * abs(a) for a, b in zip(objs, objs[1:]))
+    # weights no allowed pair or triple reaches stay zero
+    L = space.n_labels
+    st = space.structure
+    live = np.zeros(space.n_params, dtype=bool)
+    live[:space.bigram_start] = True
+    for b in range(space.bigram_start, space.trigram_start, L * L):
+        live[b + st.pairs] = True
+    for b in range(space.trigram_start, space.n_params, L ** 3):
+        live[b + st.pred_r] = True
+    assert not res.x[~live].any() and np.count_nonzero(res.x) > 0
+
+
+def test_bcd_at_order2_fits():
+    X, y = _iob()
+    m = CRF(patterns=PATS, order=2, algorithm="bcd", rho1=0.01).fit(X, y)
     assert m.predict(X) == y

@@ -293,8 +293,9 @@ class SagKernel:
         self.mu = np.empty((data.n_tokens, L))
         self.pair = np.empty((max(n_pair, 1), L * L))
         self.pscratch = np.empty((max(int(np.diff(self.pair_first).max()), 1), L * L))
+        self.o2 = AK.order2_args(space, data, self.blk_ptr, self.blocks)
         AK.sag_init_store(data.seq_offsets, data.bigram_base, data.labels, self.blk_ptr, self.blocks, np.int64(L),
-                          np.int64(space.bigram_start), self.mu, self.pair_first, self.pair)
+                          np.int64(space.bigram_start), self.mu, self.pair_first, self.pair, self.o2)
         self.f_store = np.zeros(n)
         self.visited = np.zeros(n, dtype=np.int8)
         self.size = 1
@@ -311,7 +312,7 @@ class SagKernel:
                     data.unigram_base, data.unigram_value, data.bigram_base, data.labels, self.blk_ptr, self.blocks,
                     np.int64(space.n_labels), np.int64(space.bigram_start), self.lam, self.mu, self.pair_first,
                     self.pair, self.pscratch, self.f_store, self.visited, self.tsum, np.int64(self.size),
-                    bool(self.nus), self.state, self.counts)
+                    bool(self.nus), self.state, self.counts, False, np.int64(space.trigram_start), self.o2)
 
 
 @pytest.mark.parametrize("nus", [False, True])
@@ -415,7 +416,9 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     obs_of_rank = np.concatenate([np.flatnonzero(uo >= 0), np.flatnonzero(bo >= 0)]).astype(np.int64)
     obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(space.n_labels),
-                                          np.int64(space.bigram_start), np.int64(n_obs))
+                                          np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start))
+    z = np.zeros(1, dtype=np.int64)
+    o2 = (data.trigram_base, z, z, np.zeros(2, dtype=np.int64), z, z)
     w = np.zeros(space.n_params)
     w_ref = w.copy()
     counts, counts_ref = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
@@ -426,7 +429,7 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
             changed = BK.bcd_pass(w, np.array([o], dtype=np.int64), obs_ptr, obs_seq, uo, bo, data.seq_offsets,
                                   data.unigram_base, data.unigram_value, data.bigram_base, data.labels,
                                   np.int64(space.n_labels),
-                                  float(rho1), float(rho2), float(kappa), counts)
+                                  float(rho1), float(rho2), float(kappa), counts, False, space.trigram_offset, o2)
             want = reference_bcd_step(ref, space, data, w_ref, o, rho1, rho2, kappa, counts_ref)
             assert changed == int(want)
             np.testing.assert_allclose(w, w_ref, rtol=0, atol=1e-10)

@@ -208,7 +208,8 @@ def test_block_sequences_lists_where_each_observation_occurs():
     ids = np.arange(len(space.kinds))
     rank = np.concatenate([ids[space.unigram_offset >= 0], ids[space.bigram_offset >= 0]])
     optr, oseq = BK.block_sequences(data.seq_offsets, ptr, blocks, rank, np.int64(space.n_labels),
-                                    np.int64(space.bigram_start), np.int64(len(space.kinds)))
+                                    np.int64(space.bigram_start), np.int64(len(space.kinds)),
+                                    np.int64(space.trigram_start))
     for o in range(len(space.kinds)):
         ref = set()
         for i in range(data.n_sequences):
