@@ -139,8 +139,6 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
                         max_iter=maxiter or None, stopeps=stopeps, stopwin=stopwin, history=history,
                         seed=seed, threads=threads, verbose=not quiet, max_features=max_features)
         if order is not None or forbid is not None:
-            if grow or init_model:
-                raise click.UsageError("--order and --forbid are not supported with --grow or --init yet")
             settings.update(order=order, forbid=forbid)
         if init_model:
             crf = CRF.load(init_model)

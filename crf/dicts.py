@@ -20,7 +20,8 @@ dropped with the other all-zero observations when the model is compacted, so
 
 Layout (see :mod:`crf.features`): one unigram observation per distinct attribute name,
 plus the observation ``"B"`` of the pure label-transition pattern ``B`` (CRFsuite's
-transition features, all L*L pairs: its ``all_possible_transitions``).  Token i's
+transition features, all L*L pairs: its ``all_possible_transitions``) and, at order 2,
+the observation ``"T"`` of the pure label-triple pattern ``T``.  Token i's
 attributes with a non-zero value fill row i of ``unigram_base`` / ``unigram_value``, both
 padded with -1 / 0.0 to the largest attribute count of a token (``unigram_value`` empty
 when every value is 1: the indicator path): memory is 8 (16 with values) bytes * tokens *
@@ -48,7 +49,12 @@ __all__ = ["ITEM_INPUTS", "input_kind", "item_attributes", "build", "encode"]
 #: the input kinds of python-crfsuite: feature dicts, or lists of attribute names
 ITEM_INPUTS = ("dicts", "lists")
 TRANSITION = "B"  # the observation (and pattern) of the label-transition block
-_TRANSITION_PATTERNS = parse_patterns(TRANSITION + "\n")
+TRIPLE = "T"  # the observation (and pattern) of the label-triple block (second order)
+#: the structure observations of order 1 and 2, with their kind bits (BIGRAM, TRIGRAM)
+_STRUCTURE = ((TRANSITION, 2), (TRIPLE, 4))
+#: the pattern text of each order's model
+PATTERN_TEXT = {1: TRANSITION + "\n", 2: TRANSITION + "\n" + TRIPLE + "\n"}
+_PATTERNS = {k: parse_patterns(v) for k, v in PATTERN_TEXT.items()}
 PAD_WARN_BYTES = 64 << 20
 #: The largest magnitude of a real feature value: beyond it the solvers cannot fit the tiny
 #: weights such a value needs (values of 1e6 train to chance accuracy, 1e300 to one label
@@ -264,9 +270,14 @@ def _corpus(space: FeatureSpace, obs_ids: np.ndarray, val: np.ndarray, lengths, 
     t = space.obs_index.get(TRANSITION, -1)
     b = space.bigram_offset[t] if t >= 0 else -1
     bbase = np.full((obs_ids.shape[0], 1), b, dtype=np.int64)
+    tbase = None
+    if space.order == 2:
+        q = space.obs_index.get(TRIPLE, -1)
+        tbase = np.full((obs_ids.shape[0], 1), space.trigram_offset[q] if q >= 0 else -1, dtype=np.int64)
     # values all 1 (indicator features only): no value array, the kernels' fast path
     valued = bool(np.any((val != 1.0) & (ubase >= 0)))
-    return EncodedCorpus(offsets, ubase, bbase, gold, np.ascontiguousarray(val) if valued else None)
+    return EncodedCorpus(offsets, ubase, bbase, gold, np.ascontiguousarray(val) if valued else None,
+                         trigram_base=tbase)
 
 
 def _first_by_column(ids, counts, n_ids):
@@ -292,9 +303,10 @@ def _first_by_column(ids, counts, n_ids):
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def build(X, y, name: str = "training data") -> tuple[FeatureSpace, EncodedCorpus]:
+def build(X, y, name: str = "training data", order: int = 1) -> tuple[FeatureSpace, EncodedCorpus]:
     """The feature space of sequences of feature dicts / attribute lists X with labels y,
-    and X encoded in it."""
+    and X encoded in it. ``order`` 2: the label-triple observation ``T`` too (a second-order
+    model: its transitions are between tag pairs)."""
     index: dict[str, int] = {}
 
     def ids_of(names):
@@ -304,28 +316,32 @@ def build(X, y, name: str = "training data") -> tuple[FeatureSpace, EncodedCorpu
     n = len(counts)
     gold, labels = _labels(y, n)
     n_attr = len(index)
-    column_order = np.concatenate([_first_by_column(ids, counts, n_attr), [n_attr]])  # transition last
-    freq = np.bincount(ids, minlength=n_attr + 1)
-    freq[n_attr] = n
-    order = column_order[np.argsort(-freq[column_order], kind="stable")]
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
+    extra = _STRUCTURE[:order]
+    n_x = len(extra)
+    # the transition (and triple) observations last
+    column_order = np.concatenate([_first_by_column(ids, counts, n_attr), np.arange(n_attr, n_attr + n_x)])
+    freq = np.bincount(ids, minlength=n_attr + n_x)
+    freq[n_attr:] = n
+    order_ = column_order[np.argsort(-freq[column_order], kind="stable")]
+    rank = np.empty_like(order_)
+    rank[order_] = np.arange(len(order_))
     np.take(rank, ids, out=ids)
-    kinds = np.zeros(n_attr + 1, dtype=np.int8)
+    kinds = np.zeros(n_attr + n_x, dtype=np.int8)
     kinds[ids] |= 1
-    kinds[rank[n_attr]] |= 2
     strings = list(index)
-    if TRANSITION in index:  # an attribute named B: one observation with both blocks
-        kinds[rank[index[TRANSITION]]] |= 2
-        kinds[rank[n_attr]] = 0
-    strings.append(TRANSITION)
+    for k, (string, bit) in enumerate(extra):
+        if string in index:  # an attribute named B (T): one observation with both blocks
+            kinds[rank[index[string]]] |= bit
+        else:
+            kinds[rank[n_attr + k]] |= bit
+        strings.append(string)
     keep = kinds[rank] != 0
-    observations = [strings[i] for i in order if keep[i]]
-    if not keep.all():  # drop the duplicate transition observation, renumber
-        new = np.cumsum(kinds[np.arange(len(order))] != 0) - 1
+    observations = [strings[i] for i in order_ if keep[i]]
+    if not keep.all():  # drop the duplicate transition observations, renumber
+        new = np.cumsum(kinds[np.arange(len(order_))] != 0) - 1
         ids = new[ids]
         kinds = kinds[kinds != 0]
-    space = FeatureSpace(_TRANSITION_PATTERNS, observations, kinds, list(labels), 0)
+    space = FeatureSpace(_PATTERNS[order], observations, kinds, list(labels), 0)
     obs, val = _rectangular(ids, values, counts, name)
     return space, _corpus(space, obs, val, lengths, gold)
 

@@ -8,7 +8,7 @@ Model file: a ``.npz`` archive read with ``allow_pickle=False`` holding
                           header entries and of the arrays below)}
     obs_blob     uint8   observation strings, UTF-8, concatenated
     obs_offsets  int64   (n_obs + 1,) byte offsets into obs_blob
-    kinds        int8    (n_obs,) 1 unigram | 2 bigram | 3 both | 4 trigram (second order)
+    kinds        int8    (n_obs,) bit mask: 1 unigram | 2 bigram | 4 trigram (second order)
     theta        float64 (n_params,) weights in the layout of crf.features
 
 A model whose labellings are restricted to some label pairs (second order, or ``forbid``)
@@ -53,6 +53,8 @@ from .transitions import FORBID_CHOICES, allowed_pairs
 __all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
 ALGORITHMS = CRF_ALGORITHMS
+#: the patterns of a model of feature dicts or attribute lists: (kind, text) at order 1 and 2
+_DICT_PATTERNS = ([(2, "B")], [(2, "B"), (TRIGRAM, "T")])
 PENALTIES = CRF_PENALTIES
 _L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
@@ -223,9 +225,10 @@ def _checked_header(path, meta: dict) -> dict:
     kind = meta.get("input", "columns")
     if kind not in INPUT_KINDS or kind == "columns" and "input" in meta:
         raise bad("input", f"{kind!r} is not one of {', '.join(INPUT_KINDS[1:])} (absent: columns)")
-    if kind != "columns" and not (n_columns == 0 and len(patterns) == 1 and patterns[0].kind == 2
-                                  and not patterns[0].commands and patterns[0].text == "B"):
-        raise bad("patterns", f"a model of {kind} has the lone transition pattern 'B' and no columns")
+    if kind != "columns" and not (n_columns == 0 and [(p.kind, p.text) for p in patterns] in _DICT_PATTERNS
+                                  and not any(p.commands for p in patterns)):
+        raise bad("patterns", f"a model of {kind} has the transition pattern 'B' (and at order 2 the triple "
+                              f"pattern 'T') and no columns")
     allowed = None
     if "allowed_pairs" in meta:
         pairs = meta["allowed_pairs"]
@@ -258,10 +261,10 @@ def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
                          f"(needs {kinds.shape[0] + 1})")
     if off[0] != 0 or off[-1] != len(blob) or np.any(np.diff(off) < 0):
         raise ModelError(f"{path}: obs_offsets: not non-decreasing from 0 to the {len(blob)} bytes of obs_blob")
-    bad_kind = (kinds < 1) | (kinds > 4)
+    bad_kind = (kinds < 1) | (kinds > 7)
     if np.any(bad_kind):
         raise ModelError(f"{path}: kinds: entry {int(np.flatnonzero(bad_kind)[0])} is not "
-                         "1 (unigram), 2 (bigram), 3 (both) or 4 (trigram)")
+                         "a bit mask of 1 (unigram), 2 (bigram) and 4 (trigram), from 1 to 7")
     try:
         observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
     except UnicodeDecodeError:
@@ -526,6 +529,24 @@ class CRF(ParamsMixin):
             patterns = patterns + parse_patterns("T\n")
         return text, patterns
 
+    def _grow_order(self, round_patterns, init):
+        """(rounds, forbid) of :meth:`grow`: second order when ``order=2``, a round has
+        trigram patterns or the model grown is of second order (``T`` added to round 0 when
+        no round has a trigram pattern); the forbidden pairs of ``forbid``, else those of the
+        model grown, else the order's default."""
+        has_t = any(p.kind & TRIGRAM for r in round_patterns for p in r)
+        if self.order == 1 and (has_t or (init is not None and init[0].order == 2)):
+            raise ValueError("trigram patterns (T...) make a second-order model: use order=2 (--order 2) or "
+                             "leave order unset")
+        order = 2 if self.order == 2 or has_t or (init is not None and init[0].order == 2) else 1
+        if order == 2 and not has_t and round_patterns and not (init is not None and init[0].order == 2):
+            round_patterns = [round_patterns[0] + parse_patterns("T\n")] + list(round_patterns[1:])
+        forbid = getattr(self, "forbid", None)
+        if forbid is None and init is not None and init[0].allowed is not None:
+            labels, L = init[0].labels, init[0].n_labels
+            forbid = [(labels[k // L], labels[k % L]) for k in np.flatnonzero(~init[0].allowed)]
+        return round_patterns, forbid if forbid is not None else self._forbid_value(order)
+
     def _forbid_value(self, order: int):
         forbid = getattr(self, "forbid", None)
         if forbid is None:
@@ -658,15 +679,15 @@ class CRF(ParamsMixin):
                                             train.seq_offsets))
             dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
         else:
-            if self._pairwise_params():
-                raise ValueError("second-order models and forbidden label pairs need token rows of columns and "
-                                 "patterns, not feature dicts (not built yet)")
             from . import dicts
 
-            space, train = dicts.build(X, y, "X")
-            self._budget(y, train.unigram_base.shape[1] + 1, 1, n_threads).check(
-                space.n_unigram_obs, space.n_bigram_obs, len(space.observations))
-            text = dicts.TRANSITION + "\n"
+            order = 2 if self.order == 2 else 1
+            space, train = dicts.build(X, y, "X", order)
+            self._budget(y, train.unigram_base.shape[1] + order, 1, n_threads).check(
+                space.n_unigram_obs, space.n_bigram_obs, len(space.observations), n_trigram_obs=order - 1)
+            space.set_allowed(allowed_pairs(self._forbid_value(order), space.labels, train.labels,
+                                            train.seq_offsets))
+            text = dicts.PATTERN_TEXT[order]
             dev = dicts.encode(space, X_dev, y_dev, "X_dev") if X_dev is not None else None
         self._log(f"* {len(X)} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "
@@ -699,17 +720,14 @@ class CRF(ParamsMixin):
         self._rho1()
         if getattr(self, "input_kind_", "columns") != "columns":
             raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
-        if self._pairwise_params() or (hasattr(self, "space_") and self.space_.pairwise):
-            raise ValueError("grow does not train second-order models or forbidden label pairs yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         self._check_fit_input(X, y, X_dev, y_dev, "columns")
         if rounds is None:
             round_patterns = rounds_by_depth(self._pattern_text()[1])
         else:
             round_patterns = [_patterns_of(r) for r in rounds]
-        if any(p.kind & TRIGRAM for r in round_patterns for p in r):
-            raise ValueError("grow does not train second-order models (t patterns) yet")
         init = (self.space_, self.theta_) if hasattr(self, "theta_") else None
+        round_patterns, forbid = self._grow_order(round_patterns, init)
         if not round_patterns or (init is None and not any(round_patterns)):
             raise ValueError("grow needs at least one round of patterns")
         if init is not None and X and X[0] and len(X[0][0]) != init[0].n_columns:
@@ -736,7 +754,7 @@ class CRF(ParamsMixin):
         budget = self._budget(y, len({p.text for p in every}), len({p.text for p in every if p.kind & 2}),
                               n_threads)
         space, theta, growth = grow(X, y, round_patterns, train_round, init=init, callback=on_round,
-                                    check=budget.check)
+                                    check=budget.check, forbid=forbid)
         self._log(f"* {len(growth)} rounds, {time.perf_counter() - t_start:.2f}s")
         text = "".join(p.text + "\n" for p in space.patterns)
         self._set_fitted(space, last["result"], log, text)
@@ -1145,6 +1163,10 @@ class CRF(ParamsMixin):
             if other:
                 raise ModelError(f"{path}: obs_blob: bigram observation {other[0]!r} in a model of {h['input']}, "
                                  "whose only bigram observation is the transition 'B'")
+            other = [o for o, k in zip(observations, kinds) if k & TRIGRAM and o != "T"]
+            if other:
+                raise ModelError(f"{path}: obs_blob: trigram observation {other[0]!r} in a model of {h['input']}, "
+                                 "whose only trigram observation is the triple 'T'")
         if any(p.kind & TRIGRAM for p in h["patterns"]) or h["allowed"] is not None:
             from .transitions import PairStructure
 

@@ -184,19 +184,19 @@ def _obs_ids(space, data):
 
 
 def _active_observations(space, theta) -> np.ndarray:
-    """bool (n_obs,): observation with a non-zero weight in its unigram or bigram block."""
+    """bool (n_obs,): observation with a non-zero weight in its unigram, bigram or trigram block."""
     L = space.n_labels
     act = np.zeros(len(space.kinds), dtype=bool)
-    u = space.unigram_offset >= 0
-    if space.n_unigram_obs:
-        act[u] |= (theta[: space.bigram_start].reshape(-1, L) != 0).any(axis=1)
-    b = space.bigram_offset >= 0
-    if space.n_bigram_obs:
-        act[b] |= (theta[space.bigram_start:].reshape(-1, L * L) != 0).any(axis=1)
+    for offsets, lo, hi, size in ((space.unigram_offset, 0, space.bigram_start, L),
+                                  (space.bigram_offset, space.bigram_start, space.trigram_start, L * L),
+                                  (space.trigram_offset, space.trigram_start, space.n_params, L ** 3)):
+        has = offsets >= 0
+        if has.any():
+            act[has] |= (theta[lo:hi].reshape(-1, size) != 0).any(axis=1)
     return act
 
 
-def grow(X, y, rounds, train_round, init=None, callback=None, check=None):
+def grow(X, y, rounds, train_round, init=None, callback=None, check=None, forbid=None):
     """Incremental structured feature sets (Lavergne et al. 2010, section 5.4).
 
     rounds: list of lists of patterns (:class:`crf.patterns.Pattern`); round r
@@ -211,9 +211,12 @@ def grow(X, y, rounds, train_round, init=None, callback=None, check=None):
     train_round(space, data, x0) -> OptimizeResult trains one round (e.g. OWL-QN).
     callback(GrowthRound) after each round.  ``check``: the size check of every round's
     observation pass (:meth:`crf.features.FeatureSpace.build`), e.g.
-    :meth:`crf.budget.FeatureBudget.check`.  Returns ``(space, theta, rounds_log)``.
+    :meth:`crf.budget.FeatureBudget.check`.  ``forbid``: the label pairs every round's model
+    forbids (:func:`crf.transitions.allowed_pairs`; None: none). Rounds with trigram
+    patterns train second-order models. Returns ``(space, theta, rounds_log)``.
     """
     from ..features import FeatureSpace
+    from ..transitions import allowed_pairs
 
     prev_space, prev_theta = init if init is not None else (None, None)
     patterns: list = list(prev_space.patterns) if prev_space is not None else []
@@ -248,6 +251,7 @@ def grow(X, y, rounds, train_round, init=None, callback=None, check=None):
         obs = [s for s, k in zip(full.observations, keep) if k]
         space = FeatureSpace(patterns, obs, full.kinds[keep], full.labels, full.n_columns)
         data = space.encode(X, y, f"round {r}")
+        space.set_allowed(allowed_pairs(forbid, space.labels, data.labels, data.seq_offsets))
         x0 = allocate(space.n_params, np.float64, f"CRF weights of round {r}", zero=True)
         if prev_space is not None:
             L = space.n_labels
@@ -256,7 +260,8 @@ def grow(X, y, rounds, train_round, init=None, callback=None, check=None):
                 if po < 0:
                     continue
                 for off, poff, size in ((space.unigram_offset[o], prev_space.unigram_offset[po], L),
-                                        (space.bigram_offset[o], prev_space.bigram_offset[po], L * L)):
+                                        (space.bigram_offset[o], prev_space.bigram_offset[po], L * L),
+                                        (space.trigram_offset[o], prev_space.trigram_offset[po], L ** 3)):
                     if off >= 0 and poff >= 0:
                         x0[off: off + size] = prev_theta[poff: poff + size]
         res = train_round(space, data, x0)

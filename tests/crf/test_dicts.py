@@ -361,8 +361,21 @@ def _add_bigram_observation(arrays, meta):
     arrays["theta"] = np.append(arrays["theta"], np.zeros(L * L))
 
 
+def _add_trigram_observation(arrays, meta):
+    """A trigram observation 'zz' beside the model's patterns made B and T (order 2)."""
+    blob = arrays["obs_blob"].tobytes() + b"zz"
+    arrays["obs_blob"] = np.frombuffer(blob, dtype=np.uint8)
+    arrays["obs_offsets"] = np.append(arrays["obs_offsets"], len(blob))
+    arrays["kinds"] = np.append(arrays["kinds"], np.int8(4))
+    L = len(meta["labels"])
+    arrays["theta"] = np.append(arrays["theta"], np.zeros(L ** 3))
+    meta["patterns"] = "B\nT\n"
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda a, m: m.update(input="dictz"), "'input'"),
+    (lambda a, m: m.update(patterns="B\nT\nT\n"), "'patterns'"),
+    (_add_trigram_observation, "obs_blob"),
     (lambda a, m: m.update(input="columns"), "'input'"),
     (lambda a, m: m.update(patterns="u:w=%x[0,0]\nB\n", n_columns=1), "'patterns'"),
     (lambda a, m: m.update(n_columns=2), "'patterns'"),
@@ -473,3 +486,35 @@ def test_first_by_column_against_brute_force():
                 if len(r) > j and r[j] not in want:
                     want.append(int(r[j]))
         assert dicts._first_by_column(ids, counts, 12).tolist() == want
+
+
+@pytest.mark.parametrize("algorithm", ["owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "perceptron"])
+@pytest.mark.parametrize("forbid", [None, "none"])
+def test_order2_dicts_and_equivalent_patterns_give_the_same_bits(algorithm, forbid):
+    """At order 2 dicts add the label-triple observation T: the same bits as the pattern
+    file with T, and a model file that loads back to the same predictions."""
+    X, y = toy(6, real=False)
+    Xd = [[{"bias": t["bias"], "w": t["w"], "suf": t.get("suf", "-")} for t in s] for s in X]
+    Xc = [[["1", t["w"], t.get("suf", "-")] for t in s] for s in X]
+    pats = ["u:bias=%x[0,0]", "u:w=%x[0,1]", "u:suf=%x[0,2]", "B", "T"]
+    kw = dict(algorithm=algorithm, max_iter=8, order=2, forbid=forbid)
+    if algorithm in ("lbfgs", "sag"):
+        kw.update(rho1=0.0, rho2=0.1)
+    a = CRF(**kw).fit(Xd, y)
+    b = CRF(patterns=pats, **kw).fit(Xc, y)
+    assert a.space_.order == b.space_.order == 2
+    assert np.array_equal(a.theta_, b.theta_)
+    assert a.predict(Xd) == b.predict(Xc)
+    assert a.transition_features_ == b.transition_features_
+
+
+def test_order2_dict_model_round_trip_and_an_attribute_named_T(tmp_path):
+    X = [[{"T": 1.0, "w": "a"}, {"w": "b"}, {"w": "c", "T": 2.0}], [{"w": "a"}, {"w": "b"}]]
+    y = [["P", "Q", "P"], ["P", "Q"]]
+    model = CRF(rho1=0.0, rho2=0.1, max_iter=30, order=2, algorithm="lbfgs").fit(X, y)
+    assert ("T", "P") in model.state_features_  # T is an attribute and the triple observation
+    model.save(tmp_path / "m.crf")
+    back = CRF.load(tmp_path / "m.crf")
+    assert back.space_.order == 2 and np.array_equal(back.space_.allowed, model.space_.allowed)
+    assert back.predict(X) == model.predict(X) == y
+    assert back.predict_marginals(X) == model.predict_marginals(X)

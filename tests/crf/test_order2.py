@@ -357,6 +357,18 @@ def test_cli_order2_train_label_dump(tmp_path):
     r = CliRunner().invoke(main, ["crf", "train", "-q", "--forbid", str(tmp_path / "missing"), "-p", str(pat),
                                   str(train), str(tmp_path / "m2.crf")])
     assert r.exit_code != 0 and "forbid" in r.output
+    # --grow and --init at order 2
+    pat2 = tmp_path / "q.pat"
+    pat2.write_text("u:w-1=%x[-1,0]\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["crf", "train", "-q", "--order", "2", "--grow", "-p", str(pat), "-p", str(pat2),
+                                  str(train), str(tmp_path / "g.crf")])
+    assert r.exit_code == 0, r.output
+    assert CRF.load(tmp_path / "g.crf").space_.order == 2
+    r = CliRunner().invoke(main, ["crf", "train", "-q", "--init", str(model), "-p", str(pat2), str(train),
+                                  str(tmp_path / "i.crf")])
+    assert r.exit_code == 0, r.output
+    grown = CRF.load(tmp_path / "i.crf")
+    assert grown.space_.order == 2 and grown.predict(X) == y
 
 
 def test_perceptron_at_order2_replays_by_enumeration():
@@ -415,14 +427,30 @@ def test_order2_perceptron_fits():
     assert m.predict(X) == y
 
 
-def test_what_is_not_built_yet_says_so():
+def test_grow_at_order2():
+    """grow trains second-order rounds: order=2 adds T to round 0, a grown second-order
+    model stays of second order with its forbidden pairs, and its weights carry over."""
     X, y = _iob()
-    with pytest.raises(ValueError, match="grow does not train second-order"):
-        CRF(patterns=PATS + ["T"]).grow(X, y)
-    with pytest.raises(ValueError, match="grow does not train second-order"):
-        CRF(patterns=PATS, order=2).grow(X, y)
-    with pytest.raises(ValueError, match="feature dicts"):
-        CRF(order=2).fit([[{"w": 1.0}] * 2] * 2, [["a", "b"]] * 2)
+    m = CRF(patterns=PATS, order=2, algorithm="lbfgs", rho1=0.0, rho2=0.1).grow(X, y, rounds=[PATS[:1], PATS[1:]])
+    assert m.space_.order == 2 and [g.round for g in m.growth_log_] == [0, 1]
+    assert np.array_equal(m.space_.allowed, seen_pairs(m.space_.encode(X, y).labels,
+                                                         m.space_.encode(X, y).seq_offsets, m.space_.n_labels))
+    assert any(len(k) == 3 for k in m.transition_features_) and m.predict(X) == y
+    # a loaded model of order 1 with forbidden pairs grows at order 1 and keeps them
+    lab = sorted({t for s in y for t in s})
+    m1 = CRF(patterns=PATS[:1], forbid=[(lab[0], lab[0])], algorithm="lbfgs", rho1=0.0, rho2=0.1).fit(X, y)
+    k = m1.space_.label_index[lab[0]] * (m1.space_.n_labels + 1)
+    m1.grow(X, y, rounds=[PATS[1:]])
+    assert m1.space_.order == 1 and m1.space_.pairwise and not m1.space_.allowed[k]
+    # no iteration in the new round: the trigram weights are the previous round's
+    m2 = CRF(patterns=PATS[:1], order=2, algorithm="lbfgs", rho1=0.0, rho2=0.1).fit(X, y)
+    before = {k_: v for k_, v in m2.transition_features_.items() if len(k_) == 3}
+    m2.set_params(max_iter=0)
+    m2.grow(X, y, rounds=[PATS[1:]])
+    after = {k_: v for k_, v in m2.transition_features_.items() if len(k_) == 3}
+    assert before and after == before
+    with pytest.raises(ValueError, match="second-order"):
+        CRF(patterns=PATS + ["T"], order=1).grow(X, y)
 
 
 def _one_sequence(data, i):
