@@ -352,34 +352,26 @@ def _rewrite(src, dst, edit):
     return dst
 
 
-def _add_bigram_observation(arrays, meta):
+def _add_observation(arrays, meta, kind):
+    """An observation 'zz' of ``kind`` (2 bigram, 4 trigram: the patterns then B and T)."""
     blob = arrays["obs_blob"].tobytes() + b"zz"
     arrays["obs_blob"] = np.frombuffer(blob, dtype=np.uint8)
     arrays["obs_offsets"] = np.append(arrays["obs_offsets"], len(blob))
-    arrays["kinds"] = np.append(arrays["kinds"], np.int8(2))
+    arrays["kinds"] = np.append(arrays["kinds"], np.int8(kind))
     L = len(meta["labels"])
-    arrays["theta"] = np.append(arrays["theta"], np.zeros(L * L))
-
-
-def _add_trigram_observation(arrays, meta):
-    """A trigram observation 'zz' beside the model's patterns made B and T (order 2)."""
-    blob = arrays["obs_blob"].tobytes() + b"zz"
-    arrays["obs_blob"] = np.frombuffer(blob, dtype=np.uint8)
-    arrays["obs_offsets"] = np.append(arrays["obs_offsets"], len(blob))
-    arrays["kinds"] = np.append(arrays["kinds"], np.int8(4))
-    L = len(meta["labels"])
-    arrays["theta"] = np.append(arrays["theta"], np.zeros(L ** 3))
-    meta["patterns"] = "B\nT\n"
+    arrays["theta"] = np.append(arrays["theta"], np.zeros(L ** kind.bit_length()))
+    if kind == 4:
+        meta["patterns"] = "B\nT\n"
 
 
 @pytest.mark.parametrize("edit, field", [
     (lambda a, m: m.update(input="dictz"), "'input'"),
     (lambda a, m: m.update(patterns="B\nT\nT\n"), "'patterns'"),
-    (_add_trigram_observation, "obs_blob"),
+    (lambda a, m: _add_observation(a, m, 4), "obs_blob"),
     (lambda a, m: m.update(input="columns"), "'input'"),
     (lambda a, m: m.update(patterns="u:w=%x[0,0]\nB\n", n_columns=1), "'patterns'"),
     (lambda a, m: m.update(n_columns=2), "'patterns'"),
-    (_add_bigram_observation, "obs_blob"),
+    (lambda a, m: _add_observation(a, m, 2), "obs_blob"),
 ])
 def test_tampered_dict_model_files(tmp_path, edit, field):
     X, y = toy(12)
