@@ -122,20 +122,31 @@ def _dense_psi(theta, bbase, s, T, L, psi, psi_of):
     L2 = L * L
     m = -1
     for t in range(1, T):
-        if m >= 0 and _same_bigram_row(bbase, s + t, s + t - 1):
-            psi_of[t] = m
-            continue
-        if m < 0 and psi_of[0] >= 0 and _same_bigram_row(bbase, s + t, psi_of[0]):
-            m = 0
-            psi_of[t] = 0
-            continue
-        m += 1
-        transition_scores(theta, bbase, s + t, L2, psi[m])
-        for k in range(L2):
-            psi[m, k] = np.exp(psi[m, k])
-        if m == 0:
-            psi_of[0] = s + t
-        psi_of[t] = m
+        m, fresh = row_slot(bbase, s, t, m, psi_of)
+        if fresh:
+            transition_scores(theta, bbase, s + t, L2, psi[m])
+            for k in range(L2):
+                psi[m, k] = np.exp(psi[m, k])
+
+
+@njit(cache=True)
+def row_slot(base, s, t, m, of):
+    """The slot of position t's row of ``base`` (bigram or trigram bases) among the
+    distinct rows of sequence s built so far (m: the last slot, -1 before the first):
+    (the slot, whether it is new and must be built). A row equal to the previous
+    position's reuses its slot; the first row reuses slot 0 when of[0] (the token whose
+    row slot 0 holds, or -1) has the same row. Sets of[t], and of[0] for a new slot 0."""
+    if m >= 0 and _same_bigram_row(base, s + t, s + t - 1):
+        of[t] = m
+        return m, False
+    if m < 0 and of[0] >= 0 and _same_bigram_row(base, s + t, of[0]):
+        of[t] = 0
+        return 0, False
+    m += 1
+    if m == 0:
+        of[0] = s + t
+    of[t] = m
+    return m, True
 
 
 @njit(cache=True)

@@ -30,9 +30,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._gradient_kernels import group_bounds, zero_blocks
+from ._gradient_kernels import _scatter, group_bounds, zero_blocks
 from ._inference_kernels import (_FAST, _NEG_INF, _dense_psi, _same_bigram_row, exp_unary, restrict_to_forced,
-                                 transition_scores, unary_scores)
+                                 row_slot, transition_scores, unary_scores)
 
 
 @njit(cache=True)
@@ -77,21 +77,12 @@ def _trigram_psi(theta, tbase, s, T, pred_r, phi, phi_of):
     that row, as ``_dense_psi`` does); callers set it to -1 for fresh weights."""
     m = -1
     for t in range(2, T):
-        if m >= 0 and _same_bigram_row(tbase, s + t, s + t - 1):
-            phi_of[t] = m
-            continue
-        if m < 0 and phi_of[0] >= 0 and _same_bigram_row(tbase, s + t, phi_of[0]):
-            m = 0
-            phi_of[t] = 0
-            continue
-        m += 1
-        row = phi[m]
-        trigram_scores(theta, tbase, s + t, pred_r, row)
-        for q in range(pred_r.shape[0]):
-            row[q] = np.exp(row[q])
-        if m == 0:
-            phi_of[0] = s + t
-        phi_of[t] = m
+        m, fresh = row_slot(tbase, s, t, m, phi_of)
+        if fresh:
+            row = phi[m]
+            trigram_scores(theta, tbase, s + t, pred_r, row)
+            for q in range(pred_r.shape[0]):
+                row[q] = np.exp(row[q])
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -401,40 +392,11 @@ def _scatter2(ubase, uval, bbase, tbase, seq_offsets, uniform, brow_start, L, bs
               o0, o1, s0, s1, tok0, brow0, Pu, Pb, Pt, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids, then
     n_uobs + n_bobs + trigram ids) and the sequences s0..s1-1 of the batch."""
-    L2 = L * L
-    L3 = L2 * L
-    valued = uval.shape[0] > 0
-    lo = o0 * L
-    hi = min(o1, n_uobs) * L
-    if lo < hi:
-        for t in range(seq_offsets[s0], seq_offsets[s1]):
-            r = t - tok0
-            for j in range(ubase.shape[1]):
-                b = ubase[t, j]
-                if b >= lo and b < hi:
-                    if valued:
-                        v = uval[t, j]
-                        for y in range(L):
-                            g[b + y] += v * Pu[r, y]
-                    else:
-                        for y in range(L):
-                            g[b + y] += Pu[r, y]
+    L3 = L * L * L
     n_bt = n_uobs + n_bobs
-    lo = bstart + max(o0 - n_uobs, 0) * L2
-    hi = bstart + (min(o1, n_bt) - n_uobs) * L2
-    if lo < hi and bbase.shape[1] > 0:
-        for i in range(s0, s1):
-            if brow_start[i + 1] == brow_start[i]:
-                continue
-            s = seq_offsets[i]
-            last = s + 2 if uniform[i] else seq_offsets[i + 1]
-            for t in range(s + 1, last):
-                r = brow_start[i] - brow0 + (0 if uniform[i] else t - s)
-                for j in range(bbase.shape[1]):
-                    b = bbase[t, j]
-                    if b >= lo and b < hi:
-                        for k in range(L2):
-                            g[b + k] += Pb[r, k]
+    if o0 < n_bt:
+        _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, o0, min(o1, n_bt), s0, s1,
+                 tok0, brow0, Pu, Pb, g)
     lo = tstart + max(o0 - n_bt, 0) * L3
     hi = tstart + (o1 - n_bt) * L3
     if lo < hi and tbase.shape[1] > 0:
