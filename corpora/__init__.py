@@ -30,10 +30,10 @@ def pattern_files() -> dict[str, Path]:
     install as in a clone."""
     folder = resources.files(__name__) / "patterns"
     found = {}
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+    for entry in folder.iterdir():
         if entry.name.endswith(".pat") and entry.is_file():
             found[entry.name[:-len(".pat")]] = Path(str(entry))
-    return found
+    return dict(sorted(found.items()))
 
 
 def pattern_description(text: str) -> str:

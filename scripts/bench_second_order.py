@@ -10,7 +10,10 @@ Tasks:
   tag O), Sha & Pereira's predicates (``corpora/patterns/sha-pereira.pat``): order 2 with
   it as shipped, order 1 with the same file less its ``T`` line;
 - ``full``: the 23 tags of the full task, ``corpora/patterns/chunk.pat`` at order 1 and at
-  order 2 (which adds the pure label-triple pattern ``T``).
+  order 2 (which adds the pure label-triple pattern ``T``);
+- ``rich``: the full task with ``corpora/patterns/chunk-rich.pat`` (chunk.pat and more
+  predicates: word and tag conjunctions, suffixes, capitals, a wider tag window), both
+  orders; no CRFsuite run (its attributes here are made from %x commands only).
 
 The training parameters of each task are chosen first, among ``GRID``, by the sum of the
 two orders' F1 on a development split (the last tenth of the training sentences, trained
@@ -19,8 +22,8 @@ is read only by the timed runs. Every run is a fresh process (its
 own peak RSS, ``ru_maxrss``), the systems alternate within each round, and the tables give
 medians. CRFsuite runs in a process that imports only the standard library and
 pycrfsuite (``--crfsuite-python``: a Python whose environment has python-crfsuite and
-nothing of ours), with its default L-BFGS (c1 = 0, c2 = 1) on the unigram attributes of
-the same patterns (its own label transitions). ``--busy`` adds two busy loops beside
+nothing of ours), with L-BFGS and the same penalty (c1 = rho1, c2 = rho2 / 2) on the
+unigram attributes of the same patterns (its own label transitions). ``--busy`` adds two busy loops beside
 every run. Writes benchmarks/second_order.{json,md}.
 """
 
@@ -102,12 +105,22 @@ def chunk_f1(gold, pred):
     return 2 * prec * rec / (prec + rec) if prec + rec else 0.0
 
 
+#: the pattern file of each task
+TASK_PATTERNS = {"np": "sha-pereira.pat", "full": "chunk.pat", "rich": "chunk-rich.pat"}
+#: the tasks whose patterns CRFsuite's attributes are made from (%x commands only)
+CRFSUITE_TASKS = ("np", "full")
+
+
 def patterns_of(task, order):
-    """The pattern lines of (task, order)."""
-    if task == "np":
-        lines = (PATTERNS / "sha-pereira.pat").read_text(encoding="utf-8").splitlines()
-        return [ln for ln in lines if ln.strip() != "T"] if order == 1 else lines
-    return (PATTERNS / "chunk.pat").read_text(encoding="utf-8").splitlines()
+    """The pattern lines of (task, order): order 1 drops a lone T line (order 2 adds it)."""
+    lines = (PATTERNS / TASK_PATTERNS[task]).read_text(encoding="utf-8").splitlines()
+    return [ln for ln in lines if ln.strip() != "T"] if order == 1 else lines
+
+
+def crfsuite_penalty(params):
+    """CRFsuite's (c1, c2) of our parameters: it minimises -log L + c1 |w|_1 + c2 |w|^2,
+    we -log L + rho1 |w|_1 + rho2 / 2 |w|^2 (CRF's defaults rho1 0.5, rho2 1e-4)."""
+    return float(params.get("rho1", 0.5)), float(params.get("rho2", 1e-4)) / 2
 
 
 def _rss_mb():
@@ -186,6 +199,8 @@ def worker_crfsuite(args) -> dict:
     for a, lab in zip(_attributes(lines, X), y):
         trainer.append(a, lab)
     trainer.select("lbfgs")
+    c1, c2 = crfsuite_penalty(json.loads(args.params))
+    trainer.set_params({"c1": c1, "c2": c2})
     trainer.train(model)
     train_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -220,7 +235,7 @@ def busy_loops(n):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--tasks", default="np,full")
+    ap.add_argument("--tasks", default="np,full,rich")
     ap.add_argument("--busy", action="store_true", help="two busy loops beside every timed run")
     ap.add_argument("--crfsuite-python", default=None,
                     help="a Python with python-crfsuite (default: skip CRFsuite if this one lacks it)")
@@ -265,6 +280,11 @@ def main() -> None:
                     % str(ROOT)], check=True)
     chosen = json.loads(args.select) if args.select else {}
     selection = {}
+    earlier = Path(args.out + ("_busy" if args.busy else "")).with_suffix(".json")
+    if chosen and earlier.exists():  # the development scores of the tasks chosen before
+        before = json.loads(earlier.read_text())
+        selection = {t: v for t, v in before.get("selection", {}).items()
+                     if t in chosen and before["chosen"].get(t) == GRID[chosen[t]][0]}
     for task in tasks:
         if task in chosen:
             continue
@@ -289,8 +309,8 @@ def main() -> None:
                     print(f"run {r + 1} {task} order {order}: F1 {res['f1']:.2f} train {res['train_seconds']:.1f}s "
                           f"label {res['label_seconds']:.2f}s rss {res['max_rss_mb']:.0f} MB "
                           f"iters {res['iterations']}", flush=True)
-                if py:
-                    res = run(args, "crfsuite", task, "test", python=py)
+                if py and task in CRFSUITE_TASKS:
+                    res = run(args, "crfsuite", task, "test", params=GRID[chosen[task]][1], python=py)
                     results[task]["crfsuite"].append(res)
                     print(f"run {r + 1} {task} crfsuite: F1 {res['f1']:.2f} train {res['train_seconds']:.1f}s "
                           f"label {res['label_seconds']:.2f}s rss {res['max_rss_mb']:.0f} MB", flush=True)
@@ -312,15 +332,17 @@ def main() -> None:
 
 def write_markdown(path, p) -> None:
     m = p["machine"]
-    names = {"np": "NP chunking (sha-pereira.pat)", "full": "full chunking (chunk.pat)"}
+    names = {t: f"{'NP' if t == 'np' else 'full'} chunking ({f})" for t, f in TASK_PATTERNS.items()}
     lines = ["# Second-order CRFs: CoNLL-2000 NP chunking and full chunking", "",
              f"Command: `{m['command']}`  ",
              f"Date: {m['date']}, commit {m['commit']}, {m['platform']}, {m['cpu_count']} CPUs, "
              f"{'two busy loops beside every run, ' if p['busy_loops'] else ''}load average at the end "
              f"{p['load_average_end']:.1f}.  ",
              f"Medians of {p['runs']} runs, each a fresh process; the systems alternate within each round. "
-             "Ours at numba's default thread count (all cores); CRFsuite single-threaded, in a process that "
-             "loads only pycrfsuite, default L-BFGS (c1 0, c2 1), the unigram attributes of the same patterns.", "",
+             "Ours at numba's default thread count (all cores); CRFsuite single-threaded (it has no "
+             "threads), in a process that loads only pycrfsuite, L-BFGS with the same penalty as ours (c1 = rho1, "
+             "c2 = rho2 / 2), the unigram attributes of the same patterns (its own label transitions; tasks "
+             f"{', '.join(CRFSUITE_TASKS)}: their patterns are %x commands only).", "",
              "Training parameters of each task (the same for both orders), chosen by F1 on a development split "
              "(train on the first nine tenths of the training sentences, score the last tenth; the test set is "
              "not read):", ""]
@@ -329,7 +351,9 @@ def write_markdown(path, p) -> None:
             cells = ", ".join(f"{r['params']}: {r['dev_f1']:.2f}" for r in rows)
             lines.append(f"- {names[task]}, order {order}: {cells}")
     for task, c in p["chosen"].items():
-        lines.append(f"- chosen for {names[task]} (the largest sum of the two orders' F1): {c}")
+        how = ("the largest sum of the two orders' F1" if task in p["selection"] else
+               "not selected on this task: given with --select")
+        lines.append(f"- chosen for {names[task]} ({how}): {c}")
     lines += [""]
     for task, res in p["medians"].items():
         lines += [f"## {names[task]}", "", "| | F1 | train (s) | peak RSS (MB) | label test set (s) | iterations | "
