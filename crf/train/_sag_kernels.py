@@ -8,8 +8,8 @@ from numba import njit
 
 from .._inference_kernels import pair_size
 from .._order2_kernels import tag_marginals, triple_of, workspace2
-from ._sequence_kernels import (block_size2, find_block, longest_sequence, pairwise, sequence_loss, sequence_loss2,
-                                sequence_loss_gradient2, workspace)
+from ._sequence_kernels import (block_size2, find_block, longest_sequence, pair_args, pairwise, sequence_loss,
+                                sequence_loss2, sequence_loss_gradient2, workspace)
 
 
 @njit(cache=True)
@@ -56,17 +56,14 @@ def order2_args(space, data, blk_ptr, blocks):
     pair_pos, pred_ptr, pred_j, pred_r, trip_first, trip) with the stored triple marginals
     trip (one row of n3 per sequence and trigram block) zeroed; placeholders for a
     first-order model."""
+    args = pair_args(space, data)
     if not space.pairwise:
-        z = np.zeros(1, dtype=np.int64)
-        return (np.zeros((data.n_tokens, 0), dtype=np.int64), z, z, np.zeros(2, dtype=np.int64), z, z,
-                np.zeros(data.n_sequences + 1, dtype=np.int64), np.zeros((1, 1)))
-    st = space.structure
+        return args + (np.zeros(data.n_sequences + 1, dtype=np.int64), np.zeros((1, 1)))
     is_trip = (blocks >= space.trigram_start).astype(np.int64)
     cum = np.concatenate([[0], np.cumsum(is_trip)])
     trip_first = cum[blk_ptr].astype(np.int64)
-    n3 = max(st.n3, 1)
-    trip = np.zeros((max(int(trip_first[-1]), 1), n3))
-    return (data.trigram_base, st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, trip_first, trip)
+    trip = np.zeros((max(int(trip_first[-1]), 1), max(space.structure.n3, 1)))
+    return args + (trip_first, trip)
 
 
 @njit(cache=True)

@@ -30,6 +30,17 @@ from .. import _inference_kernels as K
 from .. import _order2_kernels as K2
 
 
+def pair_args(space, data) -> tuple:
+    """(tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r): the label-pair arguments of the
+    per-sequence solvers' kernels (``crf.transitions.PairStructure``); placeholders for a
+    first-order model without forbidden pairs."""
+    if space.pairwise:
+        st = space.structure
+        return (data.trigram_base, st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r)
+    z = np.zeros(1, dtype=np.int64)
+    return (data.trigram_base, z, z, np.zeros(2, dtype=np.int64), z, z)
+
+
 def check_training_data(data) -> int:
     """Number of sequences of an EncodedCorpus fit for training (ValueError otherwise)."""
     n = data.n_sequences

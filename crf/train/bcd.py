@@ -103,19 +103,15 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     obs_of_rank = np.concatenate([obs_ids[uo >= 0], obs_ids[bo >= 0], obs_ids[to >= 0]]).astype(np.int64)
     obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(L),
                                           np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start))
-    if pair_states:
-        st = space.structure
-        o2 = (data.trigram_base, st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r)
-    else:
-        z = np.zeros(1, dtype=np.int64)
-        o2 = (data.trigram_base, z, z, np.zeros(2, dtype=np.int64), z, z)
+    o2 = SQ.pair_args(space, data)
+    _, pairs, _, pred_ptr, pred_j, pred_r = o2
     counts = np.zeros(2, dtype=np.int64)
     infos: list[IterationInfo] = []
     def objective():
         if pair_states:
             loss = SQ.total_loss2(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
-                                  data.trigram_base, data.labels, np.int64(L), st.pairs, st.pred_ptr, st.pred_j,
-                                  st.pred_r)
+                                  data.trigram_base, data.labels, np.int64(L), pairs, pred_ptr, pred_j,
+                                  pred_r)
         else:
             loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
                                  data.labels, np.int64(L))
