@@ -52,6 +52,12 @@ def vector_bytes(algorithm: str, history: int = 5) -> int:
         return 8 * 5  # x0, w, d, last (int64), g
     if algorithm == "bcd":
         return 8 * 2  # x0, w
+    if algorithm == "l2sgd":
+        return 8 * 5  # x0, w, the scaled weights, the gradient, the best weights
+    if algorithm == "pa":
+        return 8 * 5 + 1  # x0, w, ws, the averaged copy, the difference vector and its flags
+    if algorithm == "arow":
+        return 8 * 5 + 1  # x0, mean, cov, a copy of the mean, the difference vector and its flags
     return 8 * 4  # perceptron: x0, w, wa, w0
 
 

@@ -50,12 +50,14 @@ def command() -> None:
                    "repeatable: several files are concatenated, or are the rounds of --grow).")
 @click.option("-a", "--algorithm", type=click.Choice(ALGORITHMS), default=None,
               help="owlqn (default): l1/elastic net; lbfgs, sag, sag-nus: l2 only; sgd-l1, bcd: l1/elastic net; "
-                   "perceptron: averaged perceptron; fista: proximal gradient (default with a tree --penalty).")
+                   "perceptron: averaged perceptron (ap: CRFsuite's name, 100 passes); fista: proximal gradient "
+                   "(default with a tree --penalty).")
 @click.option("--penalty", type=click.Choice(PENALTIES), default="l1", show_default=True,
               help="rho1 times: l1, or the l2-tree / linf-tree norm of the nested-window feature subtrees.")
 @click.option("--rho1", type=FiniteFloat(0.0), default=None,
               help="Weight of the l1 or tree penalty (default 0.5; 0 for lbfgs, sag, sag-nus).")
-@click.option("--rho2", type=FiniteFloat(0.0), default=1e-4, show_default=True, help="l2 penalty (rho2/2 ||theta||^2).")
+@click.option("--rho2", type=FiniteFloat(0.0), default=None,
+              help="l2 penalty (rho2/2 ||theta||^2; default 1e-4, and 2 for lbfgs: CRFsuite's c2 = 1).")
 @click.option("--devel", type=InputPath(dir_okay=False), default=None,
               help="Development file: progress and stopping use its (Viterbi) error.")
 @click.option("--maxiter", type=click.IntRange(0, INT32_MAX), default=0, show_default=True,

@@ -44,8 +44,9 @@ from suffixlm import threads as _threads
 from suffixlm.estimator import ParamsMixin
 from suffixlm.io import load_container, save_container, utf8_encodable, word_problem
 from suffixlm.memory import allocate
-from suffixlm.options import CRF_ALGORITHMS, CRF_L2_ONLY, CRF_PENALTIES
+from suffixlm.options import CRF_ALGORITHMS, CRF_PENALTIES
 
+from .compat import TrainingLog
 from .features import EncodedCorpus, FeatureSpace
 from .patterns import TRIGRAM, Pattern, parse_patterns, read_patterns
 from .transitions import FORBID_CHOICES, allowed_pairs
@@ -56,7 +57,6 @@ ALGORITHMS = CRF_ALGORITHMS
 #: the patterns of a model of feature dicts or attribute lists: (kind, text) at order 1 and 2
 _DICT_PATTERNS = ([(2, "B")], [(2, "B"), (TRIGRAM, "T")])
 PENALTIES = CRF_PENALTIES
-_L2_ONLY = CRF_L2_ONLY
 SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
 
 FORMAT_NAME = "suffixlm-crf"
@@ -322,7 +322,7 @@ def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> N
 
 
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
-_NO_CHECKPOINT = ("sag", "sag-nus")
+_NO_CHECKPOINT = ("sag", "sag-nus", "l2sgd", "pa", "arow")
 
 
 def _solver_state(algorithm: str):
@@ -375,14 +375,23 @@ def _checked_extra(resumed) -> tuple[list, list, list]:
 class CRF(ParamsMixin):
     """Linear-chain CRF with Wapiti-style features.
 
+    The constructor is sklearn-crfsuite's, positional order included (``CRF("lbfgs")``,
+    ``CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
+    all_possible_transitions=True)``); CRFsuite's names are aliases of ours with CRFsuite's
+    scaling (c1 = rho1, c2 = rho2 / 2, ...) and CRFsuite's defaults when its names are used:
+    :mod:`crf.compat` and docs/crfsuite.md. Our own parameters are keyword-only.
+
     Parameters
     ----------
     patterns : path of a Wapiti/CRF++ pattern file, or a list of pattern lines, for token rows
         of columns; None for sklearn-crfsuite's feature dicts (:mod:`crf.dicts`).
-    algorithm : one of :data:`ALGORITHMS`:
+    algorithm : one of :data:`ALGORITHMS` (None: owlqn, or fista with a tree penalty, or lbfgs
+        when CRFsuite's c1 / c2 are given):
 
         ``"owlqn"``      OWL-QN, l1 / elastic net (default; Andrew & Gao 2007);
-        ``"lbfgs"``      L-BFGS, l2 only;
+        ``"lbfgs"``      L-BFGS, l2 only (with CRFsuite's c1 > 0: OWL-QN, as CRFsuite);
+        ``"l2sgd"``      CRFsuite's SGD with l2 and its calibrated rate (:mod:`crf.train.l2sgd`);
+        ``"ap"``         CRFsuite's name of the averaged perceptron (100 passes by default);
         ``"sgd-l1"``     SGD with the cumulative l1 penalty (Tsuruoka et al. 2009);
         ``"bcd"``        block coordinate descent, one block per observation (Sokolovska et al.);
         ``"sag"``, ``"sag-nus"``  SAG / SAG-NUS* (Schmidt et al.), l2 only;
@@ -392,13 +401,15 @@ class CRF(ParamsMixin):
         ``"linf-tree"`` (rho1 * sum of the norms of the nested-window feature
         subtrees, :mod:`crf.train.proximal`; needs ``algorithm="fista"``).
     rho1, rho2 : penalty rho1 * Omega(theta) + rho2/2 ||theta||^2.  rho1 defaults to
-        0.5 for owlqn, sgd-l1, bcd and fista and must be 0 for lbfgs, sag, sag-nus
-        (l2 only); the perceptron has no penalty.
+        0.5 for owlqn, sgd-l1, bcd and fista and must be 0 for lbfgs, sag, sag-nus, l2sgd
+        (l2 only); the perceptron has no penalty. rho2 defaults to 1e-4, and to 2
+        (CRFsuite's c2 = 1) for CRFsuite's algorithms or when c1 / c2 are given.
     max_iter : cap on optimiser iterations, or passes over the data for the
         stochastic and coordinate solvers (None: no cap for owlqn / lbfgs; 50 passes
-        for sgd-l1 and sag, 20 for bcd, 10 for the perceptron, 500 for fista).
+        for sgd-l1 and sag, 20 for bcd, 10 for the perceptron, 100 for ap, 1000 for
+        l2sgd, 500 for fista).
     seed : random order of the stochastic solvers.
-    stopeps, stopwin : stopping window.  Stop when the objective decreased by less
+    stopeps, stopwin : stopping window (0.02 and 5 by default).  Stop when the objective decreased by less
         than ``stopeps`` (relative: 0.02 = 2 %) over the last ``stopwin``
         iterations; with a development set, stop also when its token error varied
         by less than ``stopeps`` percentage points over that window (Wapiti's
@@ -406,7 +417,7 @@ class CRF(ParamsMixin):
         progress lines is that of posterior decoding (argmax of the marginals),
         computed during the gradient pass for free; the development-set error is
         Viterbi's.
-    history : L-BFGS memory.
+    history : L-BFGS memory (5 by default).
     threads : numba threads of fit, grow and decoding (None: numba's setting, all cores
         by default; more than ``NUMBA_NUM_THREADS`` means all), restored after each call
         (:mod:`suffixlm.threads`, docs/threads.md). The gradient is the same bits for any
@@ -432,16 +443,55 @@ class CRF(ParamsMixin):
         memory this process may use (:mod:`crf.budget`).
     """
 
-    def __init__(self, patterns: str | os.PathLike | list[str] | None = None, algorithm: str = "owlqn",
-                 rho1: float | None = None, rho2: float = 1e-4, max_iter: int | None = None,
-                 stopeps: float = 0.02, stopwin: int = 5, history: int = 5, threads: int | None = None,
-                 recursion: str = "auto", verbose: bool = False, penalty: str = "l1", seed: int = 0,
-                 n_jobs: int | None = None, max_features: int | None = None, order: int | None = None,
-                 forbid=None):
+    def __init__(self, algorithm: str | None = None, min_freq: float | None = None,
+                 all_possible_states: bool | None = None, all_possible_transitions: bool | None = None,
+                 c1: float | None = None, c2: float | None = None, max_iterations: int | None = None,
+                 num_memories: int | None = None, epsilon: float | None = None, period: int | None = None,
+                 delta: float | None = None, linesearch: str | None = None, max_linesearch: int | None = None,
+                 calibration_eta: float | None = None, calibration_rate: float | None = None,
+                 calibration_samples: int | None = None, calibration_candidates: int | None = None,
+                 calibration_max_trials: int | None = None, pa_type: int | None = None, c: float | None = None,
+                 error_sensitive: bool | None = None, averaging: bool | None = None, variance: float | None = None,
+                 gamma: float | None = None, verbose: bool = False, model_filename: str | os.PathLike | None = None,
+                 keep_tempfiles: bool = False, trainer_cls=None, *,
+                 patterns: str | os.PathLike | list[str] | None = None, rho1: float | None = None,
+                 rho2: float | None = None, max_iter: int | None = None, stopeps: float | None = None,
+                 stopwin: int | None = None, history: int | None = None, threads: int | None = None,
+                 recursion: str = "auto", penalty: str = "l1", seed: int = 0, n_jobs: int | None = None,
+                 max_features: int | None = None, order: int | None = None, forbid=None):
+        # sklearn-crfsuite's parameters, in its order (crf.compat)
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+        # ours
         self.patterns = patterns
         self.order = order
         self.forbid = forbid
-        self.algorithm = algorithm
         self.penalty = penalty
         self.seed = seed
         self.rho1 = rho1
@@ -453,7 +503,6 @@ class CRF(ParamsMixin):
         self.threads = threads
         self.n_jobs = n_jobs
         self.recursion = recursion
-        self.verbose = verbose
         self.max_features = max_features
 
     # ------------------------------------------------------------------ helpers
@@ -467,20 +516,15 @@ class CRF(ParamsMixin):
 
     def check_params(self) -> "CRF":
         """Raise ValueError on a bad combination of parameters (before any data is read)."""
-        self._rho1()
+        self._settings()
         return self
 
-    def _check_params(self) -> None:
-        """Each numeric parameter's type and range: ``TypeError`` for a value that is not
-        a number (bools included), ``ValueError`` naming the parameter for one outside its
-        range (``nan`` and infinities included)."""
-        def number(name, v, none_ok=False):
-            if v is None and none_ok:
-                return
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-                raise TypeError(f"{name} must be a number, got {v!r}")
-            if not (math.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+    def _settings(self):
+        """The :class:`crf.compat.Settings` a fit runs with, after checking every parameter:
+        ``TypeError`` for a value that is not a number (bools included), ``ValueError``
+        naming the parameter for one outside its range (``nan`` and infinities included) or
+        a bad combination (both names of a CRFsuite alias, a penalty the algorithm has not)."""
+        from .compat import resolve
 
         def integer(name, v, low, high=None, none_ok=False):
             if v is None and none_ok:
@@ -491,12 +535,7 @@ class CRF(ParamsMixin):
                 bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
                 raise ValueError(f"{name} must be an integer {bounds}, got {v!r}")
 
-        number("rho1", self.rho1, none_ok=True)
-        number("rho2", self.rho2)
-        number("stopeps", self.stopeps)
-        integer("max_iter", self.max_iter, 0, none_ok=True)
-        integer("stopwin", self.stopwin, 0)
-        integer("history", self.history, 1)
+        settings = resolve(self.get_params(), ALGORITHMS, PENALTIES)
         integer("seed", self.seed, 0, 2**32 - 1)
         integer("threads", self.threads, 1, none_ok=True)
         integer("max_features", getattr(self, "max_features", None), 1, none_ok=True)
@@ -510,6 +549,12 @@ class CRF(ParamsMixin):
         if isinstance(forbid, str) and forbid not in FORBID_CHOICES and not os.path.exists(forbid):
             raise ValueError(f"forbid must be 'none', 'unseen', a file of forbidden label pairs or a list of "
                              f"(prev, label) pairs; {forbid!r} is none of them (no such file)")
+        if not (settings.all_possible_states and settings.all_possible_transitions) or settings.min_freq:
+            raise ValueError("all_possible_states=False, all_possible_transitions=False and min_freq > 0 "
+                             "(CRFsuite's sparse features) are not supported yet: every (attribute, label) "
+                             "pair and every label pair has a weight here, as CRFsuite's "
+                             "all_possible_states=True, all_possible_transitions=True")
+        return settings
 
     def _pairwise_params(self) -> bool:
         """Whether the parameters ask for label-pair states (order 2 or forbidden pairs)."""
@@ -554,34 +599,31 @@ class CRF(ParamsMixin):
         return forbid
 
     def _rho1(self) -> float:
-        """rho1 after checking the parameters (``_check_params``) and the algorithm /
-        penalty combination (ValueError if invalid)."""
-        self._check_params()
-        a = self.algorithm
-        if a not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {a!r}")
-        if self.penalty not in PENALTIES:
-            raise ValueError(f"penalty must be one of {', '.join(PENALTIES)}, not {self.penalty!r}")
-        if self.penalty != "l1" and a != "fista":
-            raise ValueError(f"penalty {self.penalty!r} needs algorithm 'fista' (the proximal solver)")
-        if self.rho2 < 0 or (self.rho1 is not None and self.rho1 < 0):
-            raise ValueError("rho1 and rho2 must be >= 0")
-        if a in _L2_ONLY:
-            if self.rho1:
-                raise ValueError(f"algorithm {a!r} is for the l2 penalty only (rho1 = 0); "
-                                 "use 'owlqn', 'sgd-l1', 'bcd' or 'fista' for l1")
-            if a in ("sag", "sag-nus") and self.rho2 <= 0:
-                raise ValueError(f"algorithm {a!r} needs rho2 > 0")
-            return 0.0
-        if a == "perceptron":
-            if self.rho1:
-                raise ValueError("the perceptron has no penalty (rho1 = 0)")
-            return 0.0
-        return 0.5 if self.rho1 is None else float(self.rho1)
+        """The l1 strength a fit runs with (:meth:`_settings`)."""
+        return self._settings().rho1
 
     def _fitted(self) -> None:
-        if not hasattr(self, "theta_"):
+        if not self._is_fitted():
             raise ModelError("this CRF is not fitted yet: call fit() or CRF.load()")
+
+    def _is_fitted(self) -> bool:
+        """Whether there is a model: fitted, loaded, or read now from ``model_filename``
+        when that file exists (sklearn-crfsuite's ``CRF(model_filename=...)``)."""
+        if hasattr(self, "theta_"):
+            return True
+        path = getattr(self, "model_filename", None)
+        if path is None or not os.path.exists(path):
+            return False
+        m = type(self).load(path)
+        for key in ("space_", "theta_", "pattern_text_", "n_features_", "n_active_features_", "input_kind_",
+                    "settings_"):
+            setattr(self, key, getattr(m, key))
+        return True
+
+    def _save_model_filename(self) -> None:
+        """sklearn-crfsuite's ``model_filename``: the fitted model is saved there (our format)."""
+        if getattr(self, "model_filename", None) is not None:
+            self.save(self.model_filename)
 
     def _set_threads(self) -> int:
         """numba's thread count from ``threads`` / ``n_jobs`` (inside a method decorated
@@ -656,13 +698,13 @@ class CRF(ParamsMixin):
         ``client``: a ``distributed.Client``: the workers hold shards of the encoded
         training data and evaluate the gradient on them (:mod:`crf.distributed`); the
         solver runs here. Algorithms owlqn, lbfgs and fista; not with ``checkpoint``."""
-        self._rho1()
-        if checkpoint is not None and self.algorithm in _NO_CHECKPOINT:
+        settings = self._settings()
+        if checkpoint is not None and settings.algorithm in _NO_CHECKPOINT:
             raise ValueError(f"checkpoints are not supported with algorithm {self.algorithm!r}")
         if client is not None:
             from .distributed import DISTRIBUTED_ALGORITHMS
 
-            if self.algorithm not in DISTRIBUTED_ALGORITHMS:
+            if settings.algorithm not in DISTRIBUTED_ALGORITHMS:
                 raise ValueError(f"training on Dask workers supports {', '.join(DISTRIBUTED_ALGORITHMS)}, "
                                  f"not {self.algorithm!r}")
             if checkpoint is not None:
@@ -694,11 +736,12 @@ class CRF(ParamsMixin):
                   f"({time.perf_counter() - t_start:.2f}s)")
         log: list[dict[str, Any]] = []
         x0 = allocate(space.n_params, np.float64, "CRF weights (the start point)", zero=True)
-        result = self._train(space, train, dev, x0, n_threads, log, checkpoint, client)
+        result = self._train(settings, space, train, dev, x0, n_threads, log, checkpoint, client)
         self._log(f"* stopped after {result.n_iter} iterations ({result.reason}), "
                   f"{time.perf_counter() - t_start:.2f}s")
-        self._set_fitted(space, result, log, text)
+        self._set_fitted(settings, space, result, log, text)
         self.input_kind_ = kind
+        self._save_model_filename()
         return self
 
     @_threads.scoped
@@ -717,7 +760,7 @@ class CRF(ParamsMixin):
         """
         from .train.proximal import grow, rounds_by_depth
 
-        self._rho1()
+        settings = self._settings()
         if getattr(self, "input_kind_", "columns") != "columns":
             raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
@@ -741,7 +784,7 @@ class CRF(ParamsMixin):
         def train_round(space, data, x0):
             dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
             self._log(f"* round {len(last.get('rounds', []))}: training {space.n_params} features")
-            res = self._train(space, data, dev, x0, n_threads, log)
+            res = self._train(settings, space, data, dev, x0, n_threads, log)
             last["result"] = res
             return res
 
@@ -757,9 +800,10 @@ class CRF(ParamsMixin):
                                     check=budget.check, forbid=forbid)
         self._log(f"* {len(growth)} rounds, {time.perf_counter() - t_start:.2f}s")
         text = "".join(p.text + "\n" for p in space.patterns)
-        self._set_fitted(space, last["result"], log, text)
+        self._set_fitted(settings, space, last["result"], log, text)
         self.input_kind_ = "columns"
         self.growth_log_ = growth
+        self._save_model_filename()
         return self
 
     def _budget(self, y, n_patterns: int, n_bigram_patterns: int, n_threads: int):
@@ -768,21 +812,23 @@ class CRF(ParamsMixin):
 
         lengths = [len(seq) for seq in y]
         n_labels = len({lab for seq in y for lab in seq})
+        st = self._settings()
         return FeatureBudget(n_labels, n_patterns, n_bigram_patterns, max(lengths, default=1), sum(lengths),
-                             self.algorithm, self.history, n_threads, getattr(self, "max_features", None))
+                             st.algorithm, st.history, n_threads, getattr(self, "max_features", None))
 
-    def _set_fitted(self, space, result, log, pattern_text) -> None:
+    def _set_fitted(self, settings, space, result, log, pattern_text) -> None:
+        self.settings_ = settings
         self.n_features_ = space.n_params
         self.space_, self.theta_ = space.compact(result.x)
         self.n_active_features_ = int(np.count_nonzero(self.theta_))
-        self.training_log_ = log
+        self.training_log_ = TrainingLog(log)
         self.stop_reason_ = result.reason
         self.n_iter_ = result.n_iter
         # converged: by the solver's own rule or by the stopping window (Wapiti's)
         self.converged_ = bool(result.converged or result.reason == "stopping criterion")
         self.pattern_text_ = pattern_text
 
-    def _checkpoint_identity(self, space, train, dev) -> dict:
+    def _checkpoint_identity(self, st, space, train, dev) -> dict:
         """What a checkpoint of a fit must match to be resumed: the training and
         development data as the solver sees them (sha256 of the feature space and the
         encoded corpora: patterns, labels, observations, every token's features) and the
@@ -801,9 +847,9 @@ class CRF(ParamsMixin):
                               int(space.n_columns), encoded(train))
         if space.allowed is not None:
             data = content_digest(data, space.allowed)
-        return {"training data": data, "development data": encoded(dev), "algorithm": self.algorithm,
-                "penalty": self.penalty, "rho1": self._rho1(), "rho2": self.rho2, "stopeps": self.stopeps,
-                "stopwin": self.stopwin, "history": self.history, "seed": self.seed, "recursion": self.recursion}
+        return {"training data": data, "development data": encoded(dev), "algorithm": st.algorithm,
+                "penalty": st.penalty, "rho1": st.rho1, "rho2": st.rho2, "stopeps": st.stopeps,
+                "stopwin": st.stopwin, "history": st.history, "seed": self.seed, "recursion": self.recursion}
 
     def _resume_threads(self, resumed, n_threads: int) -> int:
         """The thread count of the checkpoint being resumed, set for numba: the gradient's
@@ -825,27 +871,27 @@ class CRF(ParamsMixin):
             numba.set_num_threads(t)
         return t
 
-    def _train(self, space, train, dev, x0, n_threads, log, checkpoint=None, client=None):
-        """Run the solver of ``self.algorithm`` from x0; progress lines and the stopping rule
+    def _train(self, st, space, train, dev, x0, n_threads, log, checkpoint=None, client=None):
+        """Run the solver of the settings ``st`` (:meth:`_settings`) from x0; progress lines and the stopping rule
         (objective window, or development error window) are the same for every solver.
         ``checkpoint``, ``client``: see :meth:`fit`."""
         from suffixlm.solvers import WindowRule
 
         from .inference import Objective, viterbi
 
-        a = self.algorithm
-        rho1 = self._rho1()
-        rule = WindowRule(self.stopeps, self.stopwin)
+        a = st.algorithm
+        rho1, rho2 = st.rho1, st.rho2
+        rule = WindowRule(st.stopeps, st.stopwin)
         state = hook = None
         if checkpoint is not None:
-            identity = self._checkpoint_identity(space, train, dev)
+            identity = self._checkpoint_identity(st, space, train, dev)
             resumed = checkpoint.resume_fit("CRF", identity)
             if resumed is not None:
                 n_threads = self._resume_threads(resumed, n_threads)
                 rule.objectives, rule.errors, log[:] = _checked_extra(resumed)
                 state = resumed.state(_solver_state(a), space.n_params)
-                if a in ("owlqn", "lbfgs") and state.s.shape[0] != self.history:
-                    raise resumed.bad_state(f"s: {state.s.shape[0]} L-BFGS pairs, history = {self.history}")
+                if a in ("owlqn", "lbfgs") and state.s.shape[0] != st.history:
+                    raise resumed.bad_state(f"s: {state.s.shape[0]} L-BFGS pairs, history = {st.history}")
             hook = checkpoint.hook("CRF", identity, lambda: {"threads": n_threads, "objectives": rule.objectives,
                                                              "errors": rule.errors, "log": log})
         objective = None
@@ -875,56 +921,134 @@ class CRF(ParamsMixin):
                       f"{err} time={info.seconds:.2f}s")
             return rule.update(info.objective, te if dev is not None else None)
 
-        cap = self.max_iter
+        cap = st.max_iter
         resume = {"state": state, "checkpoint": hook}
         if a in ("owlqn", "lbfgs"):
             from .train import owlqn
 
-            return owlqn(objective.value_and_gradient_parts, x0, rho1=rho1, rho2=self.rho2,
-                         history=self.history, max_iter=cap, callback=callback, **resume)
+            return owlqn(objective.value_and_gradient_parts, x0, rho1=rho1, rho2=rho2, history=st.history,
+                         max_iter=cap, gtol=st.gtol, max_linesearch=st.max_linesearch, callback=callback, **resume)
         if a == "fista":
             from .train.proximal import feature_forest, fista
 
-            return fista(objective.value_and_gradient, x0, feature_forest(space, train), self.penalty,
-                         kappa=rho1, rho2=self.rho2, max_iter=cap or 500, callback=callback, **resume)
+            return fista(objective.value_and_gradient, x0, feature_forest(space, train), st.penalty,
+                         kappa=rho1, rho2=rho2, max_iter=cap, callback=callback, **resume)
         if a == "sgd-l1":
             from .train.sgd_l1 import sgd_l1
 
-            return sgd_l1(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_iter=cap or 50,
+            return sgd_l1(space, train, rho1=rho1, rho2=rho2, x0=x0, max_iter=cap,
                           eta0=SGD_ETA0, seed=self.seed, callback=callback, **resume)
         if a == "bcd":
             from .train.bcd import bcd
 
-            return bcd(space, train, rho1=rho1, rho2=self.rho2, x0=x0, max_iter=cap or 20, seed=self.seed,
+            return bcd(space, train, rho1=rho1, rho2=rho2, x0=x0, max_iter=cap, seed=self.seed,
                        callback=callback, **resume)
         if a in ("sag", "sag-nus"):
             from .train.sag import sag
 
-            return sag(space, train, rho2=self.rho2, x0=x0, nus=a == "sag-nus", max_iter=cap or 50,
+            return sag(space, train, rho2=rho2, x0=x0, nus=a == "sag-nus", max_iter=cap,
                        seed=self.seed, callback=callback)
+        if a == "l2sgd":
+            from .train.l2sgd import l2sgd
+
+            o = st.options
+            return l2sgd(space, train, rho2=rho2, max_iter=cap, x0=x0, delta=st.stopeps,
+                         period=st.stopwin if st.stopwin else cap + 1,  # stopwin 0: no window rule
+                         calibration_eta=o["calibration_eta"], calibration_rate=o["calibration_rate"],
+                         calibration_samples=o["calibration_samples"],
+                         calibration_candidates=o["calibration_candidates"],
+                         calibration_max_trials=o["calibration_max_trials"], seed=self.seed, callback=callback)
+        if a == "pa":
+            from .train.online import passive_aggressive
+
+            o = st.options
+            return passive_aggressive(space, train, max_iter=cap, x0=x0, pa_type=o["pa_type"], c=o["c"],
+                                      error_sensitive=o["error_sensitive"], averaging=o["averaging"],
+                                      epsilon=st.epsilon, seed=self.seed, callback=callback)
+        if a == "arow":
+            from .train.online import arow
+
+            return arow(space, train, max_iter=cap, x0=x0, variance=st.options["variance"],
+                        gamma=st.options["gamma"], epsilon=st.epsilon, seed=self.seed, callback=callback)
         from .train.perceptron import averaged_perceptron
 
-        return averaged_perceptron(space, train, max_iter=cap or 10, x0=x0, seed=self.seed, callback=callback,
+        n_seq = train.n_sequences
+        if st.epsilon > 0:  # CRFsuite's ap: stop when the mean loss (here: sequences wrong) < epsilon
+            def callback(info, theta, inner=callback):
+                return inner(info, theta) or info.objective / n_seq < st.epsilon
+        return averaged_perceptron(space, train, max_iter=cap, x0=x0, seed=self.seed, callback=callback,
                                    **resume)
 
     # ------------------------------------------------------------------ prediction
+    # sklearn-crfsuite's attributes: None before fit, as there (docs/crfsuite.md)
     @property
-    def classes_(self) -> list[str]:
-        self._fitted()
+    def classes_(self) -> list[str] | None:
+        """The labels, in model order."""
+        if not self._is_fitted():
+            return None
         return list(self.space_.labels)
 
     # sklearn-crfsuite's views of the weights (eli5 and its tutorials read these)
     @property
-    def attributes_(self) -> list[str]:
+    def attributes_(self) -> list[str] | None:
         """The observations (attributes) that have unigram (label) features, in model order."""
-        self._fitted()
+        if not self._is_fitted():
+            return None
         sp = self.space_
         return [o for o, k in zip(sp.observations, sp.kinds) if k & 1]
 
     @property
-    def state_features_(self) -> dict[tuple[str, str], float]:
+    def num_attributes_(self) -> int | None:
+        """How many attributes have a non-zero state feature (``len(attributes_)``)."""
+        return None if not self._is_fitted() else len(self.attributes_)
+
+    @property
+    def size_(self) -> int | None:
+        """The size in bytes of the model file :meth:`save` writes (CRFsuite's ``size_``: its
+        model file's size)."""
+        if not self._is_fitted():
+            return None
+        key = (id(self.theta_), id(self.space_))
+        if getattr(self, "_size", (None, None))[0] != key:
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "model.crf")
+                self.save(path)
+                self._size = (key, os.path.getsize(path))
+        return self._size[1]
+
+    @property
+    def training_log_(self):
+        """The per-iteration log of the last fit (:class:`crf.compat.TrainingLog`: our records,
+        and CRFsuite's view through ``iterations`` / ``last_iteration``); None before fit or
+        for a loaded model."""
+        return getattr(self, "_training_log", None)
+
+    @training_log_.setter
+    def training_log_(self, log) -> None:
+        self._training_log = log
+
+    @property
+    def tagger_(self):
+        """python-crfsuite's ``Tagger`` on this model (:class:`crf.compat.Tagger`); None before fit."""
+        from .compat import Tagger
+
+        return Tagger(self) if self._is_fitted() else None
+
+    def predict_single(self, xseq) -> list[str]:
+        """The Viterbi labels of one sequence (sklearn-crfsuite's)."""
+        return self.predict([xseq])[0]
+
+    def predict_marginals_single(self, xseq) -> list[dict[str, float]]:
+        """The marginals of one sequence: for each token a dict label -> probability."""
+        return self.predict_marginals([xseq])[0]
+
+    @property
+    def state_features_(self) -> dict[tuple[str, str], float] | None:
         """{(attribute, label): weight} of the non-zero unigram features."""
-        self._fitted()
+        if not self._is_fitted():
+            return None
         return {(obs, lab): w for obs, prev, lab, w in self.space_.describe(self.theta_) if prev is None}
 
     @property
@@ -934,7 +1058,8 @@ class CRF(ParamsMixin):
         sklearn-crfsuite's; in a second-order model also {(label before, previous label,
         label): weight} of the lone trigram pattern ``T``. Label pairs (triples) conditioned
         on an observation are in :attr:`transition_state_features_`."""
-        self._fitted()
+        if not self._is_fitted():
+            return None
         pure = {p.text for p in self.space_.patterns if p.kind & (2 | TRIGRAM) and not p.commands}
         out: dict[tuple, float] = {}
         for obs, prev, lab, w in self.space_.describe(self.theta_):
@@ -947,7 +1072,8 @@ class CRF(ParamsMixin):
     def transition_state_features_(self) -> dict[tuple[str, str, str], float]:
         """{(attribute, previous label, label): weight} of the non-zero label-pair features
         conditioned on an observation (Wapiti's bigram patterns; CRFsuite has none)."""
-        self._fitted()
+        if not self._is_fitted():
+            return None
         pure = {p.text for p in self.space_.patterns if p.kind & (2 | TRIGRAM) and not p.commands}
         return {(obs, *prev, lab) if isinstance(prev, tuple) else (obs, prev, lab): w
                 for obs, prev, lab, w in self.space_.describe(self.theta_) if prev is not None and obs not in pure}
@@ -1088,6 +1214,7 @@ class CRF(ParamsMixin):
         of them (``suffixlm.io.SameFileError``)."""
         self._fitted()
         sp = self.space_
+        st = getattr(self, "settings_", None) or self._settings()
         _check_labels([sp.labels], "labels")
         try:
             encoded = [s.encode("utf-8") for s in sp.observations]
@@ -1102,9 +1229,9 @@ class CRF(ParamsMixin):
                   "theta": np.asarray(self.theta_, dtype=np.float64)}
         meta = {
             "labels": sp.labels, "patterns": self.pattern_text_, "n_columns": sp.n_columns,
-            "params": {"algorithm": self.algorithm, "penalty": self.penalty, "rho1": self._rho1(),
-                       "rho2": self.rho2, "max_iter": self.max_iter, "stopeps": self.stopeps,
-                       "stopwin": self.stopwin, "history": self.history, "seed": self.seed},
+            "params": {"algorithm": st.name, "penalty": st.penalty, "rho1": st.rho1, "rho2": st.rho2,
+                       "max_iter": st.max_iter, "stopeps": st.stopeps, "stopwin": st.stopwin,
+                       "history": st.history, "seed": self.seed},
             "n_features": int(self.n_features_),
         }
         kind = getattr(self, "input_kind_", "columns")
@@ -1151,7 +1278,7 @@ class CRF(ParamsMixin):
                         rho1=params["rho1"], rho2=params["rho2"],
                         max_iter=params.get("max_iter", params.get("max_iterations")), stopeps=params["stopeps"],
                         stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0))
-            model.check_params()
+            model._settings()
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"{path}: header entry 'params': {exc}") from None
         if meta["version"] < 2 and _V1_CHANGED_PATTERNS.search(meta["patterns"]):
@@ -1181,4 +1308,5 @@ class CRF(ParamsMixin):
         model.pattern_text_ = meta["patterns"]
         model.n_features_ = h["n_features"] if h["n_features"] is not None else space.n_params
         model.n_active_features_ = int(np.count_nonzero(model.theta_))
+        model.settings_ = model._settings()
         return model

@@ -32,12 +32,13 @@ LM_INITS = ("smoothed", "zeros")
 #: Base measures of the log-linear LM (:mod:`suffixlm.base`).
 LM_BASES = ("none", "kn")
 
-#: CRF training algorithms (:mod:`crf.train`).
-CRF_ALGORITHMS = ("owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "sag-nus", "perceptron", "fista")
+#: CRF training algorithms (:mod:`crf.train`); the last four are CRFsuite's: ``ap`` its name
+#: of the averaged perceptron (with its defaults), ``l2sgd``, passive-aggressive ``pa`` and
+#: ``arow`` (:mod:`crf.compat`).
+CRF_ALGORITHMS = ("owlqn", "lbfgs", "sgd-l1", "bcd", "sag", "sag-nus", "perceptron", "fista", "ap", "l2sgd", "pa",
+                  "arow")
 #: CRF penalties: l1, or a tree penalty on the nested-window features (needs fista).
 CRF_PENALTIES = ("l1", "l2-tree", "linf-tree")
-#: CRF algorithms for the l2 penalty only.
-CRF_L2_ONLY = ("lbfgs", "sag", "sag-nus")
 
 #: Suffix-tree constructions (:meth:`suffixlm.suffixtree.SuffixTree.build`).
 TREE_METHODS = ("sort", "ukkonen")

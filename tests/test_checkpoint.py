@@ -189,7 +189,7 @@ def test_crf_sag_is_refused(crf_data, tmp_path):
     X, y = crf_data
     for a in ("sag", "sag-nus"):
         with pytest.raises(ValueError, match=f"not supported with algorithm '{a}'"):
-            CRF(PATTERNS, algorithm=a, rho1=0.0).fit(X, y, checkpoint=Checkpoint(tmp_path / "ck.npz"))
+            CRF(patterns=PATTERNS, algorithm=a, rho1=0.0).fit(X, y, checkpoint=Checkpoint(tmp_path / "ck.npz"))
     assert not (tmp_path / "ck.npz").exists()
 
 
@@ -465,7 +465,7 @@ def test_the_estimator_refuses_a_checkpoint_of_other_parameters(corpus, tmp_path
     with pytest.raises(CheckpointError, match="written with lam = null, this run has 0.001"):
         LogLinearLM(order=3, tol=0.0, lam=1e-3).fit(corpus, checkpoint=Checkpoint(path, resume=True))
     with pytest.raises(CheckpointError, match="a checkpoint of LogLinearLM training, not of CRF"):
-        CRF(PATTERNS).fit([[["a", "b"]]], [["L"]], checkpoint=Checkpoint(path, resume=True))
+        CRF(patterns=PATTERNS).fit([[["a", "b"]]], [["L"]], checkpoint=Checkpoint(path, resume=True))
 
 
 def test_a_checkpoint_that_cannot_be_written_stops_with_one_line(corpus, tmp_path):

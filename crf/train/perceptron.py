@@ -100,10 +100,11 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
                                            data.bigram_base, data.labels, np.int64(space.n_labels), float(seen))
         seen += n
         info = clock.record(infos, epoch, float(mistakes), step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
+        stop = callback is not None and callback(info, averaged())  # every pass is logged, the last too
         if mistakes == 0:
             reason = "no mistake"
             break
-        if callback is not None and callback(info, averaged()):
+        if stop:
             reason = "stopping criterion"
             break
         if checkpoint is not None:

@@ -15,6 +15,8 @@ from crf.model import ALGORITHMS, ModelError
 from crf.patterns import parse_patterns
 from crf.train import owlqn
 from crf.train.bcd import bcd
+from crf.train.l2sgd import l2sgd
+from crf.train.online import arow, passive_aggressive
 from crf.train.perceptron import averaged_perceptron
 from crf.train.proximal import feature_forest, fista, rounds_by_depth
 from crf.train.sag import sag
@@ -63,7 +65,13 @@ def reference(algorithm, space, data, rho1, rho2, iters):
         return bcd(space, data, rho1=rho1, rho2=rho2, max_iter=iters).x
     if algorithm in ("sag", "sag-nus"):
         return sag(space, data, rho2=rho2, nus=algorithm == "sag-nus", max_iter=iters).x
-    if algorithm == "perceptron":
+    if algorithm == "pa":
+        return passive_aggressive(space, data, max_iter=iters).x
+    if algorithm == "arow":
+        return arow(space, data, max_iter=iters).x
+    if algorithm == "l2sgd":
+        return l2sgd(space, data, rho2=rho2, max_iter=iters, period=iters + 1).x
+    if algorithm in ("perceptron", "ap"):
         return averaged_perceptron(space, data, max_iter=iters).x
     return fista(obj.value_and_gradient, x0, feature_forest(space, data), "l1", kappa=rho1, rho2=rho2,
                  max_iter=iters).x
@@ -109,7 +117,7 @@ def check_predictions_by_enumeration(crf, X):
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_estimator_runs_the_solver_it_names(problem, algorithm):
     X, y, space, data = problem
-    l2_only = algorithm in ("lbfgs", "sag", "sag-nus", "perceptron")
+    l2_only = algorithm in ("lbfgs", "sag", "sag-nus", "perceptron", "ap", "l2sgd", "pa", "arow")
     rho1 = 0.0 if l2_only else 0.3
     rho2 = 0.5
     crf = CRF(patterns=PATTERNS, algorithm=algorithm, rho1=rho1, rho2=rho2, max_iter=8, stopwin=0,
@@ -139,7 +147,7 @@ def test_bad_combinations_are_value_errors(problem):
     for kw, msg in [({"algorithm": "sag", "rho1": 0.5}, "l2 penalty only"),
                     ({"algorithm": "sag", "rho2": 0.0}, "rho2 > 0"),
                     ({"algorithm": "perceptron", "rho1": 1.0}, "no penalty"),
-                    ({"penalty": "l2-tree"}, "needs algorithm 'fista'"),
+                    ({"algorithm": "owlqn", "penalty": "l2-tree"}, "needs algorithm 'fista'"),
                     ({"algorithm": "newton"}, "algorithm must be one of"),
                     ({"penalty": "group"}, "penalty must be one of"),
                     ({"rho2": -1.0}, ">= 0")]:
