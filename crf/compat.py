@@ -1,4 +1,5 @@
-"""sklearn-crfsuite's and python-crfsuite's names on :class:`crf.CRF` (docs/crfsuite.md).
+"""sklearn-crfsuite's and python-crfsuite's names on :class:`crf.CRF` (README: Coming from
+sklearn-crfsuite).
 
 :class:`crf.CRF` takes sklearn-crfsuite's constructor as it is, positional order included,
 and our own parameters keyword-only. Each CRFsuite name that has one of ours is an alias
@@ -213,8 +214,9 @@ def resolve(p: dict, algorithms, penalties) -> Settings:
     states = p.get("all_possible_states")
     transitions = p.get("all_possible_transitions")
     min_freq = p.get("min_freq")
-    return Settings(algorithm=algorithm, name="ap" if name == "ap" else algorithm, penalty=penalty, rho1=rho1, rho2=rho2, max_iter=max_iter, stopeps=stopeps,
-                    stopwin=stopwin, history=history, gtol=epsilon if algorithm in _QUASI_NEWTON else 1e-5,
+    return Settings(algorithm=algorithm, name="ap" if name == "ap" else algorithm, penalty=penalty, rho1=rho1,
+                    rho2=rho2, max_iter=max_iter, stopeps=stopeps, stopwin=stopwin, history=history,
+                    gtol=epsilon if algorithm in _QUASI_NEWTON else 1e-5,
                     max_linesearch=max_linesearch, epsilon=epsilon, options=options,
                     all_possible_states=True if states is None else _flag("all_possible_states", states),
                     all_possible_transitions=True if transitions is None else _flag("all_possible_transitions",

@@ -379,7 +379,8 @@ class CRF(ParamsMixin):
     ``CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
     all_possible_transitions=True)``); CRFsuite's names are aliases of ours with CRFsuite's
     scaling (c1 = rho1, c2 = rho2 / 2, ...) and CRFsuite's defaults when its names are used:
-    :mod:`crf.compat` and docs/crfsuite.md. Our own parameters are keyword-only.
+    :mod:`crf.compat` and the README (Coming from sklearn-crfsuite). Our own parameters
+    are keyword-only.
 
     Parameters
     ----------
@@ -980,7 +981,7 @@ class CRF(ParamsMixin):
                                    **resume)
 
     # ------------------------------------------------------------------ prediction
-    # sklearn-crfsuite's attributes: None before fit, as there (docs/crfsuite.md)
+    # sklearn-crfsuite's attributes: None before fit, as there
     @property
     def classes_(self) -> list[str] | None:
         """The labels, in model order."""

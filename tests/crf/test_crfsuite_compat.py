@@ -1,5 +1,5 @@
 """sklearn-crfsuite's constructor, names, algorithms and attributes on crf.CRF
-(crf.compat, docs/crfsuite.md): code written for sklearn_crfsuite.CRF runs unchanged."""
+(crf.compat, README: Coming from sklearn-crfsuite): code written for sklearn_crfsuite.CRF runs unchanged."""
 
 import inspect
 import itertools
@@ -209,3 +209,37 @@ def test_lbfgs_with_c2_reaches_pycrfsuites_optimum(tmp_path):
     for k in set(info.transitions) | set(ours.transition_features_):
         assert ours.transition_features_.get(k, 0.0) == pytest.approx(info.transitions.get(k, 0.0),
                                                                      abs=1e-4 * scale), k
+
+
+def test_sklearn_crfsuites_tutorial_code_runs_unchanged():
+    """The tutorial's steps as sklearn-crfsuite's documentation writes them (its metrics
+    module replaced by scikit-learn's on the flattened labels): fit, classes_ without
+    'O', a weighted F1, RandomizedSearchCV over c1 and c2, the weights' views."""
+    from collections import Counter
+
+    stats = pytest.importorskip("scipy.stats")
+    ms = pytest.importorskip("sklearn.model_selection")
+    metrics = pytest.importorskip("sklearn.metrics")
+    X_train, y_train = toy(10, n_seq=30)
+
+    def flat(ys):
+        return [lab for s in ys for lab in s]
+
+    crf = CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100, all_possible_transitions=True)
+    crf.fit(X_train, y_train)
+    labels = list(crf.classes_)
+    labels.remove("O")
+    y_pred = crf.predict(X_train)
+    f1 = metrics.f1_score(flat(y_train), flat(y_pred), average="weighted", labels=labels)
+    assert 0.5 < f1 <= 1.0
+    params_space = {"c1": stats.expon(scale=0.5), "c2": stats.expon(scale=0.05)}
+    f1_scorer = metrics.make_scorer(lambda yt, yp: metrics.f1_score(flat(yt), flat(yp), average="weighted",
+                                                                    labels=labels))
+    rs = ms.RandomizedSearchCV(CRF(algorithm="lbfgs", max_iterations=100, all_possible_transitions=True),
+                               params_space, cv=3, n_iter=3, scoring=f1_scorer, random_state=0)
+    rs.fit(X_train, y_train)
+    assert set(rs.best_params_) == {"c1", "c2"} and rs.best_estimator_.settings_.algorithm == "owlqn"
+    best = rs.best_estimator_
+    for view in (best.transition_features_, best.state_features_):
+        top = Counter(view).most_common(5)
+        assert 1 <= len(top) <= 5 and [w for _, w in top] == sorted(view.values(), reverse=True)[:len(top)]
