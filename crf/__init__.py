@@ -4,7 +4,7 @@
 modules lazily, so that the ``suffixlm crf`` command group loads without numpy.
 """
 
-__all__ = ["CRF", "ModelError"]
+__all__ = ["CRF", "ModelError", "Tagger"]
 
 
 def __getattr__(name):

@@ -261,7 +261,11 @@ class Tagger:
     """python-crfsuite's ``Tagger`` on a :class:`crf.CRF` model (sklearn-crfsuite's
     ``tagger_``): ``set(xseq)`` then ``tag()``, ``probability(yseq)``, ``marginal(y, t)``;
     ``tag(xseq)`` in one call; ``labels()``, ``info()``; ``open(path)`` reads a model file of
-    ours (not a CRFsuite binary)."""
+    ours (not a CRFsuite binary). ``crf.Tagger`` (:class:`crf.model.Tagger`) is this class
+    bound to :class:`crf.CRF`: ``crf.Tagger().open(path)``."""
+
+    #: the estimator class whose ``load`` reads a model file (``crf.model.Tagger``: ``crf.CRF``)
+    model_class = None
 
     def __init__(self, model=None):
         self._model = model
@@ -269,9 +273,10 @@ class Tagger:
         self._marginals = None
 
     def open(self, path) -> "Tagger":
-        from .model import CRF
-
-        self._model = CRF.load(path)
+        cls = self.model_class or (type(self._model) if self._model is not None else None)
+        if cls is None:
+            raise TypeError("this Tagger cannot read model files: use crf.Tagger (or crf.model.Tagger)")
+        self._model = cls.load(path)
         self._xseq = self._marginals = None
         return self
 

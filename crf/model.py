@@ -46,12 +46,13 @@ from suffixlm.io import load_container, save_container, utf8_encodable, word_pro
 from suffixlm.memory import allocate
 from suffixlm.options import CRF_ALGORITHMS, CRF_PENALTIES
 
+from . import compat as _compat
 from .compat import TrainingLog
 from .features import EncodedCorpus, FeatureSpace
 from .patterns import TRIGRAM, Pattern, parse_patterns, read_patterns
 from .transitions import FORBID_CHOICES, allowed_pairs
 
-__all__ = ["CRF", "ModelError", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
+__all__ = ["CRF", "ModelError", "Tagger", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
 ALGORITHMS = CRF_ALGORITHMS
 #: the patterns of a model of feature dicts or attribute lists: (kind, text) at order 1 and 2
@@ -1033,8 +1034,6 @@ class CRF(ParamsMixin):
     @property
     def tagger_(self):
         """python-crfsuite's ``Tagger`` on this model (:class:`crf.compat.Tagger`); None before fit."""
-        from .compat import Tagger
-
         return Tagger(self) if self._is_fitted() else None
 
     def predict_single(self, xseq) -> list[str]:
@@ -1311,3 +1310,10 @@ class CRF(ParamsMixin):
         model.n_active_features_ = int(np.count_nonzero(model.theta_))
         model.settings_ = model._settings()
         return model
+
+
+class Tagger(_compat.Tagger):
+    """python-crfsuite's ``Tagger`` on this package's model files: ``Tagger().open(path)``,
+    then ``set`` / ``tag`` / ``probability`` / ``marginal`` (:class:`crf.compat.Tagger`)."""
+
+    model_class = CRF

@@ -243,3 +243,19 @@ def test_sklearn_crfsuites_tutorial_code_runs_unchanged():
     for view in (best.transition_features_, best.state_features_):
         top = Counter(view).most_common(5)
         assert 1 <= len(top) <= 5 and [w for _, w in top] == sorted(view.values(), reverse=True)[:len(top)]
+
+
+def test_a_tagger_opens_a_model_file_as_pycrfsuites(tmp_path):
+    from crf import Tagger
+
+    X, y = toy(11, n_seq=15)
+    crf = CRF(algorithm="lbfgs", c2=0.1, max_iterations=20).fit(X, y)
+    crf.save(tmp_path / "m.crf")
+    tagger = Tagger()
+    tagger.open(str(tmp_path / "m.crf"))
+    assert tagger.tag(X[0]) == crf.predict_single(X[0]) and tagger.labels() == crf.classes_
+    with pytest.raises(ValueError, match="no model"):
+        Tagger().labels()
+    tagger.close()
+    with pytest.raises(ValueError, match="no model"):
+        tagger.tag(X[0])
