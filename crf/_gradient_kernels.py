@@ -26,8 +26,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._inference_kernels import (_FAST, _forward_backward, _gold_score, _same_bigram_row, fb_workspace,
+from ._inference_kernels import (_FAST, STATE_LABEL, _forward_backward, _gold_score, _same_bigram_row, fb_workspace,
                                  pair_marginals, pair_size)
+
+
+@njit(cache=True)
+def unigram_offset(o, L, uptr):
+    """The offset of unigram observation rank o's block (o = n_uobs: the end of the blocks);
+    uptr: the seen-states blocks' offsets, or empty (blocks of L)."""
+    return o * L if uptr.shape[0] == 0 else uptr[o]
+
+
+@njit(cache=True)
+def unigram_rank(b, L, uptr):
+    """The rank of the unigram observation whose block starts at offset b."""
+    return b // L if uptr.shape[0] == 0 else np.searchsorted(uptr, b, side="right") - 1
 
 
 @njit(cache=True)
@@ -54,9 +67,10 @@ def bigram_rows(seq_offsets, bbase, uniform, brow_start):
 
 
 @njit(cache=True)
-def occurrence_counts(seq_offsets, ubase, bbase, uniform, L, bstart, n_uobs, occ_ptr):
+def occurrence_counts(seq_offsets, ubase, bbase, uniform, L, bstart, n_uobs, uptr, occ_ptr):
     """occ_ptr (n_uobs + n_bobs + 1,): cumulative occurrence counts of the observations
-    (unigram ones, then bigram ones; a uniform sequence's bigram row counts once)."""
+    (unigram ones, then bigram ones; a uniform sequence's bigram row counts once); uptr: the
+    unigram blocks' offsets of a seen-states space (``FeatureSpace.uptr``), or empty."""
     L2 = L * L
     nu = ubase.shape[1]
     nb = bbase.shape[1]
@@ -69,7 +83,7 @@ def occurrence_counts(seq_offsets, ubase, bbase, uniform, L, bstart, n_uobs, occ
             for j in range(nu):
                 b = ubase[t, j]
                 if b >= 0:
-                    occ_ptr[b // L + 1] += 1
+                    occ_ptr[unigram_rank(b, L, uptr) + 1] += 1
         last = s + 2 if uniform[i] else e
         for t in range(s + 1, last):
             for j in range(nb):
@@ -81,7 +95,7 @@ def occurrence_counts(seq_offsets, ubase, bbase, uniform, L, bstart, n_uobs, occ
 
 
 @njit(cache=True, fastmath=_FAST)
-def _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx, uniform,
+def _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx, uniform,
                    brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err):
     """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows."""
     U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = ws
@@ -93,7 +107,7 @@ def _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bs
         seq_loss[i] = 0.0
         seq_err[i] = 0
         return
-    logz = _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+    logz = _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                              U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val)
     seq_loss[i] = logz - _gold_score(theta, U, bbase, labels, s, e, L)
     errs = 0
@@ -148,7 +162,7 @@ def _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bs
 
 
 @njit(cache=True, fastmath=_FAST)
-def _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, o0, o1, s0, s1, tok0, brow0,
+def _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, o1, s0, s1, tok0, brow0,
              Pu, Pb, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids) and the
     batch of sequences s0..s1-1: every occurrence in corpus order adds its row to its block."""
@@ -156,15 +170,20 @@ def _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_
     nu = ubase.shape[1]
     nb = bbase.shape[1]
     valued = uval.shape[0] > 0
-    lo = o0 * L
-    hi = min(o1, n_uobs) * L
+    seen = ustates.shape[0] > 0
+    lo = unigram_offset(o0, L, uptr)
+    hi = unigram_offset(min(o1, n_uobs), L, uptr)
     if lo < hi:
         for t in range(seq_offsets[s0], seq_offsets[s1]):
             r = t - tok0
             for j in range(nu):
                 b = ubase[t, j]
                 if b >= lo and b < hi:
-                    if valued:
+                    if seen:
+                        v = uval[t, j] if valued else 1.0
+                        for k in range(b, ustates[b] >> 32):
+                            g[k] += v * Pu[r, ustates[k] & STATE_LABEL]
+                    elif valued:
                         v = uval[t, j]
                         for y in range(L):
                             g[b + y] += v * Pu[r, y]
@@ -190,13 +209,14 @@ def _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_
 
 
 @njit(cache=True)
-def zero_blocks(g, o0, o1, n_uobs, n_bobs, L, bstart, tstart):
+def zero_blocks(g, o0, o1, n_uobs, n_bobs, L, bstart, tstart, uptr):
     """g = 0 on the blocks of observations o0..o1-1 (unigram ids, then n_uobs + bigram ids,
     then n_uobs + n_bobs + trigram ids): phase 2's ranges, zeroed by their own thread."""
     L2 = L * L
     for o in range(o0, o1):
         if o < n_uobs:
-            lo, n = o * L, L
+            lo = unigram_offset(o, L, uptr)
+            n = unigram_offset(o + 1, L, uptr) - lo
         elif o < n_uobs + n_bobs:
             lo, n = bstart + (o - n_uobs) * L2, L2
         else:
@@ -220,8 +240,8 @@ def group_bounds(s0, ns, ng, gi, seq_offsets):
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
-                  uniform, brow_start, batches, n_groups, units, n_uobs, Pu, Pb, seq_loss, seq_err, g):
+def loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+                  uniform, brow_start, batches, n_groups, units, n_uobs, uptr, Pu, Pb, seq_loss, seq_err, g):
     """Negative log-likelihood (returned) and its gradient, written into g float64 (n_params,).
 
     uniform bool (n_seq,), brow_start int64 (n_seq + 1,): from :func:`bigram_rows`;
@@ -235,7 +255,7 @@ def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bst
     n_units = units.shape[0] - 1
     n_bobs = (g.shape[0] - bstart) // (L * L)
     for u in prange(n_units):
-        zero_blocks(g, units[u], units[u + 1], n_uobs, n_bobs, L, bstart, g.shape[0])
+        zero_blocks(g, units[u], units[u + 1], n_uobs, n_bobs, L, bstart, g.shape[0], uptr)
     for bi in range(batches.shape[0] - 1):
         s0 = batches[bi]
         s1 = batches[bi + 1]
@@ -248,10 +268,10 @@ def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bst
             ws = fb_workspace(maxT, L, sparse, bbase.shape[1])
             pp = np.empty(pair_size(L, bbase.shape[1]))
             for i in range(a, b):
-                _sequence_rows(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+                _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                                uniform, brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err)
         for u in prange(n_units):
-            _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, units[u],
+            _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, units[u],
                      units[u + 1], s0, s1, tok0, brow0, Pu, Pb, g)
     loss = 0.0
     for i in range(seq_loss.shape[0]):

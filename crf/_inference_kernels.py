@@ -10,6 +10,9 @@ All kernels take a batch of sequences as flat arrays (see ``features.EncodedCorp
                  empty (0, n_unigram_patterns) array: every value is 1
     bbase        int64 (n_tokens, n_bigram_patterns)   theta offset of (., ., x) or -1
     labels       int64 (n_tokens,)                     gold label ids (-1: none)
+    ustates      int64 (n_unigram_weights,) or empty   seen states (``crf.features``): the
+                 unigram weight k is label ustates[k] & STATE_LABEL of the block ending at
+                 ustates[k] >> 32; empty: a unigram block at b holds labels 0..L-1 at b + y
 
 Forward-backward uses scaling (section 4.2): alpha_t and beta_t are normalised at
 every position and log Z = sum_t log c_t (plus the per-position maxima removed
@@ -31,25 +34,32 @@ import numpy as np
 from numba import njit, prange
 
 _NEG_INF = -np.inf
+#: the label bits of a seen-states entry (``crf.features.STATE_LABEL``)
+STATE_LABEL = np.int64((1 << 32) - 1)
 # Re-association lets LLVM vectorise the sums of the recursions (no inf/nan
 # assumptions: those stay exact IEEE).  Not used where -inf is a value (Viterbi).
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
 @njit(cache=True, fastmath=_FAST)
-def unary_scores(theta, ubase, uval, s, e, L, U):
+def unary_scores(theta, ubase, uval, ustates, s, e, L, U):
     """U[t, y] = sum_j uval[s + t, j] theta[ubase[s + t, j] + y] for t < e - s (values 1
-    when uval is empty).  U: float64 (>= T, L)."""
+    when uval is empty; with seen states, the block's weights of the labels it has, see
+    ``ustates`` in the module doc).  U: float64 (>= T, L)."""
     nu = ubase.shape[1]
     valued = uval.shape[0] > 0
+    seen = ustates.shape[0] > 0
     for t in range(e - s):
         for y in range(L):
             U[t, y] = 0.0
         for j in range(nu):
             b = ubase[s + t, j]
             if b >= 0:
-                if valued:
-                    v = uval[s + t, j]
+                v = uval[s + t, j] if valued else 1.0
+                if seen:
+                    for k in range(b, ustates[b] >> 32):
+                        U[t, ustates[k] & STATE_LABEL] += v * theta[k]
+                elif valued:
                     for y in range(L):
                         U[t, y] += v * theta[b + y]
                 else:
@@ -58,11 +68,11 @@ def unary_scores(theta, ubase, uval, s, e, L, U):
 
 
 @njit(cache=True, fastmath=_FAST)
-def exp_unary(theta, ubase, uval, s, e, L, U, eU):
+def exp_unary(theta, ubase, uval, ustates, s, e, L, U, eU):
     """The unary scores U of tokens s..e-1 (:func:`unary_scores`) and eU[t, y] = exp(U[t, y] -
     max_y U[t, y]); returns the sum of the maxima removed (range safety of the scaled
     recursions)."""
-    unary_scores(theta, ubase, uval, s, e, L, U)
+    unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     shift = 0.0
     for t in range(e - s):
         mx = U[t, 0]
@@ -177,7 +187,7 @@ def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_i
 
 
 @njit(cache=True, fastmath=_FAST)
-def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+def _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                       U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
     """Scaled forward-backward on sequence [s, e); returns log Z.
 
@@ -188,7 +198,7 @@ def _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr
     """
     T = e - s
     trans = bbase.shape[1] > 0
-    logz = exp_unary(theta, ubase, uval, s, e, L, U, eU)
+    logz = exp_unary(theta, ubase, uval, ustates, s, e, L, U, eU)
     if not trans:
         pass
     elif sparse:
@@ -317,6 +327,44 @@ def add_expectation(g, bases, vals, p, gold):
                 g[b + gold] -= 1.0
 
 
+@njit(cache=True, fastmath=_FAST)
+def add_unigram_expectation(g, bases, vals, ustates, p, gold):
+    """:func:`add_expectation` for one token's unigram blocks (p: its label marginals),
+    seen states included (a block adds p of the labels it has)."""
+    if ustates.shape[0] == 0:
+        add_expectation(g, bases, vals, p, gold)
+        return
+    valued = vals.shape[0] > 0
+    for j in range(bases.shape[0]):
+        b = bases[j]
+        if b >= 0:
+            v = vals[j] if valued else 1.0
+            for k in range(b, ustates[b] >> 32):
+                y = ustates[k] & STATE_LABEL
+                g[k] += v * p[y]
+                if y == gold:
+                    g[k] -= v
+
+
+@njit(cache=True)
+def state_index(ustates, b, y):
+    """The weight of label y in the unigram block at b: b + y (every label), else its index
+    in a seen-states block, or -1 when the block does not have y."""
+    if ustates.shape[0] == 0:
+        return b + y
+    lo = b
+    hi = ustates[b] >> 32
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (ustates[mid] & STATE_LABEL) < y:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < ustates[b] >> 32 and (ustates[lo] & STATE_LABEL) == y:
+        return lo
+    return -1
+
+
 @njit(cache=True)
 def fb_workspace(maxT, L, sparse, nb):
     """Work space of ``_forward_backward`` for sequences of up to maxT tokens and nb
@@ -346,7 +394,7 @@ def fb_workspace(maxT, L, sparse, nb):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr,
+def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr,
                          nz_idx, first, last, maxT, g, errs):
     """Sum over sequences first..last-1 of -log p(y|x); adds the gradient into g.
 
@@ -365,7 +413,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, spar
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
         T = e - s
-        logz = _forward_backward(theta, ubase, uval, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+        logz = _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                                  U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
                                  m_idx, m_val)
         loss += logz - _gold_score(theta, U, bbase, labels, s, e, L)
@@ -380,7 +428,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, spar
             if best != yg:
                 seq_err = 1
                 errs[0] += 1
-            add_expectation(g, ubase[s + t], value_row(uval, s + t, none), tmp, yg)
+            add_unigram_expectation(g, ubase[s + t], value_row(uval, s + t, none), ustates, tmp, yg)
         errs[1] += seq_err
         if nb == 0:
             continue
@@ -416,7 +464,7 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, spar
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
+def loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                   chunks, G, errors):
     """Negative log-likelihood and its gradient (model expectations - empirical counts).
 
@@ -438,20 +486,20 @@ def loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse, bst
             T = seq_offsets[i + 1] - seq_offsets[i]
             if T > maxT:
                 maxT = T
-        losses[c] = _chunk_loss_gradient(theta, seq_offsets, ubase, uval, bbase, labels, L, sparse,
+        losses[c] = _chunk_loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse,
                                          bstart, nz_ptr, nz_idx, chunks[c], chunks[c + 1], maxT, Gc,
                                          errors[c])
     return losses.sum()
 
 
 @njit(cache=True, parallel=True)
-def marginals(theta, seq_offsets, ubase, uval, bbase, L, sparse, bstart, nz_ptr, nz_idx, out, logz):
+def marginals(theta, seq_offsets, ubase, uval, ustates, bbase, L, sparse, bstart, nz_ptr, nz_idx, out, logz):
     """Posterior marginals out[i, y] = p(y_i = y | x) (float64 (n_tokens, L)); logz (n_seq,)."""
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse, bbase.shape[1])
-        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, bbase, s, s + T, L, sparse, bstart, nz_ptr,
+        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, ustates, bbase, s, s + T, L, sparse, bstart, nz_ptr,
                                                        nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
                                                        mark, m_ptr, m_idx, m_val)
         for t in range(T):
@@ -489,7 +537,7 @@ def _best(delta, t, L):
 
 
 @njit(cache=True)
-def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back, W, out, o):
+def viterbi_sequence(theta, ubase, uval, ustates, bbase, forced, s, e, L, U, delta, back, W, out, o):
     """Most probable labels of the sequence of tokens s..e-1 (e > s) into out[o:o+e-s]
     (agreeing with ``forced``: see :func:`restrict_to_forced`); returns its score.
     Work space: U, delta float64 (>= T, L), back int64 (>= T, L), W float64
@@ -500,7 +548,7 @@ def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back,
     if T <= 0:
         return 0.0
     L2 = L * L
-    unary_scores(theta, ubase, uval, s, e, L, U)
+    unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     restrict_to_forced(U, forced, s, T, L)
     for y in range(L):
         delta[0, y] = U[0, y]
@@ -532,7 +580,7 @@ def viterbi_sequence(theta, ubase, uval, bbase, forced, s, e, L, U, delta, back,
 
 
 @njit(cache=True, parallel=True)
-def viterbi(theta, seq_offsets, ubase, uval, bbase, forced, L, out, best):
+def viterbi(theta, seq_offsets, ubase, uval, ustates, bbase, forced, L, out, best):
     """Most probable label sequences (agreeing with ``forced``, see
     :func:`restrict_to_forced`): out int64 (n_tokens,), best float64 (n_seq,) its score.
     The parallel loop only calls the per-sequence kernel (a small parfor body also
@@ -540,12 +588,12 @@ def viterbi(theta, seq_offsets, ubase, uval, bbase, forced, L, out, best):
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
-        best[i] = viterbi_sequence(theta, ubase, uval, bbase, forced, s, s + T, L, np.empty((T, L)),
+        best[i] = viterbi_sequence(theta, ubase, uval, ustates, bbase, forced, s, s + T, L, np.empty((T, L)),
                                    np.empty((T, L)), np.empty((T, L), dtype=np.int64), np.empty(pair_size(L, bbase.shape[1])), out, s)
 
 
 @njit(cache=True)
-def nbest_sequence(theta, ubase, uval, bbase, forced, s, e, L, N, out, scores):
+def nbest_sequence(theta, ubase, uval, ustates, bbase, forced, s, e, L, N, out, scores):
     """The N best labelings of the tokens s..e-1 (list Viterbi; agreeing with ``forced``,
     see :func:`restrict_to_forced`): out[s:e, n] and scores[n] (float64 (N,)) for the n-th
     best path (-inf where fewer exist); nothing for an empty sequence."""
@@ -554,7 +602,7 @@ def nbest_sequence(theta, ubase, uval, bbase, forced, s, e, L, N, out, scores):
         return
     L2 = L * L
     U = np.empty((T, L))
-    unary_scores(theta, ubase, uval, s, e, L, U)
+    unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     restrict_to_forced(U, forced, s, T, L)
     delta = np.full((T, L, N), _NEG_INF)
     bstate = np.zeros((T, L, N), dtype=np.int64)
@@ -597,11 +645,11 @@ def nbest_sequence(theta, ubase, uval, bbase, forced, s, e, L, N, out, scores):
 
 
 @njit(cache=True, parallel=True)
-def nbest_viterbi(theta, seq_offsets, ubase, uval, bbase, forced, L, N, out, scores):
+def nbest_viterbi(theta, seq_offsets, ubase, uval, ustates, bbase, forced, L, N, out, scores):
     """The N best label sequences: out int64 (n_tokens, N) labels of the n-th best
     path; scores float64 (n_seq, N) (-inf where fewer than N paths exist, e.g. L**T < N)."""
     for i in prange(len(seq_offsets) - 1):
-        nbest_sequence(theta, ubase, uval, bbase, forced, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
+        nbest_sequence(theta, ubase, uval, ustates, bbase, forced, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
 
 
 @njit(cache=True)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._gradient_kernels import _scatter, group_bounds, zero_blocks
+from ._gradient_kernels import _scatter, group_bounds, unigram_rank, zero_blocks
 from ._inference_kernels import (_FAST, _NEG_INF, _dense_psi, _same_bigram_row, exp_unary, restrict_to_forced,
                                  row_slot, transition_scores, unary_scores)
 
@@ -99,7 +99,7 @@ def _into_pair(t, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp):
 
 
 @njit(cache=True, fastmath=_FAST)
-def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws, Pt=None, rb=0,
+def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws, Pt=None, rb=0,
                       u=False):
     """Scaled forward-backward on the pair states of sequence [s, e); returns log Z (-inf
     when no labelling uses allowed pairs only). On return tmp is free work space.
@@ -114,7 +114,7 @@ def forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr
     P = pairs.shape[0]
     hasB = bbase.shape[1] > 0
     hasT = tbase.shape[1] > 0
-    logz = exp_unary(theta, ubase, uval, s, e, L, U, eU)
+    logz = exp_unary(theta, ubase, uval, ustates, s, e, L, U, eU)
     if hasB:
         _dense_psi(theta, bbase, s, T, L, psi, psi_of)
     if hasT:
@@ -296,7 +296,7 @@ def rows2(seq_offsets, bbase, tbase, uniform, brow_start):
 
 
 @njit(cache=True)
-def occurrence_counts2(seq_offsets, ubase, bbase, tbase, uniform, L, bstart, tstart, n_uobs, n_bobs, occ_ptr):
+def occurrence_counts2(seq_offsets, ubase, bbase, tbase, uniform, L, bstart, tstart, n_uobs, n_bobs, uptr, occ_ptr):
     """occ_ptr (n_uobs + n_bobs + n_tobs + 1,): cumulative occurrence counts of the
     observations (a uniform sequence's bigram and trigram rows count once)."""
     L2 = L * L
@@ -310,7 +310,7 @@ def occurrence_counts2(seq_offsets, ubase, bbase, tbase, uniform, L, bstart, tst
             for j in range(ubase.shape[1]):
                 b = ubase[t, j]
                 if b >= 0:
-                    occ_ptr[b // L + 1] += 1
+                    occ_ptr[unigram_rank(b, L, uptr) + 1] += 1
         last = s + 2 if uniform[i] else e
         for t in range(s + 1, min(last, e)):
             for j in range(bbase.shape[1]):
@@ -328,7 +328,7 @@ def occurrence_counts2(seq_offsets, ubase, bbase, tbase, uniform, L, bstart, tst
 
 
 @njit(cache=True, fastmath=_FAST)
-def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr, pred_j,
+def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr, pred_j,
                     pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err):
     """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows (tag
     marginals, pair marginals over L*L, triple marginals over the transition lists)."""
@@ -349,10 +349,10 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pa
         for q in range(Pt.shape[1]):
             Pt[rb, q] = 0.0
     if hasT and has_rows:  # the triple marginals are made in the backward pass
-        logz = forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws,
+        logz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws,
                                  Pt, rb, u)
     else:
-        logz = forward_backward2(theta, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws)
+        logz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws)
     seq_loss[i] = logz - gold_score2(theta, U, bbase, tbase, labels, s, e, L)
     errs = 0
     for t in range(T):
@@ -388,14 +388,14 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pa
 
 
 @njit(cache=True, fastmath=_FAST)
-def _scatter2(ubase, uval, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs, pred_r,
+def _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs, uptr, pred_r,
               o0, o1, s0, s1, tok0, brow0, Pu, Pb, Pt, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids, then
     n_uobs + n_bobs + trigram ids) and the sequences s0..s1-1 of the batch."""
     L3 = L * L * L
     n_bt = n_uobs + n_bobs
     if o0 < n_bt:
-        _scatter(ubase, uval, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, o0, min(o1, n_bt), s0, s1,
+        _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, min(o1, n_bt), s0, s1,
                  tok0, brow0, Pu, Pb, g)
     lo = tstart + max(o0 - n_bt, 0) * L3
     hi = tstart + (o1 - n_bt) * L3
@@ -416,9 +416,9 @@ def _scatter2(ubase, uval, bbase, tbase, seq_offsets, uniform, brow_start, L, bs
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
-def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr, pred_j,
-                   pred_r, bstart, tstart, uniform, brow_start, batches, n_groups, units, n_uobs, n_bobs, Pu, Pb, Pt,
-                   seq_loss, seq_err, g):
+def loss_gradient2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr, pred_j,
+                   pred_r, bstart, tstart, uniform, brow_start, batches, n_groups, units, n_uobs, n_bobs, uptr, Pu, Pb,
+                   Pt, seq_loss, seq_err, g):
     """Negative log-likelihood (returned) and its gradient, written into g, in the two
     phases of ``_gradient_kernels.loss_gradient`` (the same bits for any thread count):
     Pu (>= batch tokens, L), Pb (>= batch rows, L*L or 1), Pt (>= batch rows, n3 or 1)."""
@@ -427,7 +427,7 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
     nt = tbase.shape[1]
     n_units = units.shape[0] - 1
     for u in prange(n_units):
-        zero_blocks(g, units[u], units[u + 1], n_uobs, n_bobs, L, bstart, tstart)
+        zero_blocks(g, units[u], units[u + 1], n_uobs, n_bobs, L, bstart, tstart, uptr)
     for bi in range(batches.shape[0] - 1):
         s0 = batches[bi]
         s1 = batches[bi + 1]
@@ -439,11 +439,11 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
             a, b, maxT = group_bounds(s0, ns, ng, gi, seq_offsets)
             ws = workspace2(maxT, L, pairs, n3, nb, nt)
             for i in range(a, b):
-                _sequence_rows2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,
+                _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,
                                 pred_j, pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err)
         for u in prange(n_units):
-            _scatter2(ubase, uval, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs,
-                      pred_r, units[u], units[u + 1], s0, s1, tok0, brow0, Pu, Pb, Pt, g)
+            _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs,
+                      uptr, pred_r, units[u], units[u + 1], s0, s1, tok0, brow0, Pu, Pb, Pt, g)
     loss = 0.0
     for i in range(seq_loss.shape[0]):
         loss += seq_loss[i]
@@ -451,7 +451,7 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, bbase, tbase, labels, L, pai
 
 
 @njit(cache=True, parallel=True)
-def marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pred_ptr, pred_j, pred_r, out, logz):
+def marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, pairs, pred_ptr, pred_j, pred_r, out, logz):
     """Label marginals out[i, y] = p(y_i = y | x) (float64 (n_tokens, L)); logz (n_seq,)
     (-inf, and rows of zeros, for a sequence no allowed labelling fits)."""
     for i in prange(len(seq_offsets) - 1):
@@ -462,7 +462,7 @@ def marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pred_ptr
             continue
         ws = workspace2(T, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
         U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb = ws
-        logz[i] = forward_backward2(theta, ubase, uval, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
+        logz[i] = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
         for t in range(T):
             if logz[i] == _NEG_INF:
                 for y in range(L):
@@ -472,7 +472,7 @@ def marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pred_ptr
 
 
 @njit(cache=True, parallel=True)
-def pair_marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pred_ptr, pred_j, pred_r, out):
+def pair_marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, pairs, pred_ptr, pred_j, pred_r, out):
     """Label-pair marginals out[i, y' L + y] = p(y_{i-1} = y', y_i = y | x) (float64
     (n_tokens, L*L); rows of the first tokens zero)."""
     P = pairs.shape[0]
@@ -487,7 +487,7 @@ def pair_marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pre
         ws = workspace2(T, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
         alpha = ws[2]
         beta = ws[3]
-        lz = forward_backward2(theta, ubase, uval, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
+        lz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
         if lz == _NEG_INF:
             continue
         for t in range(1, T):
@@ -496,7 +496,7 @@ def pair_marginals2(theta, seq_offsets, ubase, uval, bbase, tbase, L, pairs, pre
 
 
 @njit(cache=True)
-def viterbi_sequence2(theta, ubase, uval, bbase, tbase, forced, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, delta,
+def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, delta,
                       back, W, X, out, o):
     """Best labels of tokens s..e-1 over the allowed pairs into out[o:o+e-s]; returns the
     score (-inf: no labelling agrees with ``forced`` and the allowed pairs). Work space:
@@ -508,7 +508,7 @@ def viterbi_sequence2(theta, ubase, uval, bbase, tbase, forced, s, e, L, pairs, 
     hasB = bbase.shape[1] > 0
     hasT = tbase.shape[1] > 0
     L2 = L * L
-    unary_scores(theta, ubase, uval, s, e, L, U)
+    unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     restrict_to_forced(U, forced, s, T, L)
     if T == 1:
         bv = _NEG_INF
@@ -559,20 +559,20 @@ def viterbi_sequence2(theta, ubase, uval, bbase, tbase, forced, s, e, L, pairs, 
 
 
 @njit(cache=True, parallel=True)
-def viterbi2(theta, seq_offsets, ubase, uval, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, out, best):
+def viterbi2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, out, best):
     """Most probable label sequences over the allowed pairs: out int64 (n_tokens,), best (n_seq,)."""
     P = max(pairs.shape[0], 1)
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
-        best[i] = viterbi_sequence2(theta, ubase, uval, bbase, tbase, forced, s, s + T, L, pairs, pred_ptr, pred_j,
+        best[i] = viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, s + T, L, pairs, pred_ptr, pred_j,
                                     pred_r, np.empty((T, L)), np.empty((T, P)), np.zeros((T, P), dtype=np.int64),
                                     np.empty(L * L if bbase.shape[1] > 0 else 1),
                                     np.empty(pred_r.shape[0] if tbase.shape[1] > 0 else 1), out, s)
 
 
 @njit(cache=True)
-def nbest_sequence2(theta, ubase, uval, bbase, tbase, forced, s, e, L, pairs, pred_ptr, pred_j, pred_r, N, out,
+def nbest_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L, pairs, pred_ptr, pred_j, pred_r, N, out,
                     scores):
     """The N best labelings of tokens s..e-1 over the allowed pairs (list Viterbi on the
     pair states): out[s:e, n], scores[n] (-inf where fewer exist)."""
@@ -584,7 +584,7 @@ def nbest_sequence2(theta, ubase, uval, bbase, tbase, forced, s, e, L, pairs, pr
     hasT = tbase.shape[1] > 0
     L2 = L * L
     U = np.empty((T, L))
-    unary_scores(theta, ubase, uval, s, e, L, U)
+    unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     restrict_to_forced(U, forced, s, T, L)
     if T == 1:
         order = np.argsort(-U[0], kind="mergesort")
@@ -643,9 +643,9 @@ def nbest_sequence2(theta, ubase, uval, bbase, tbase, forced, s, e, L, pairs, pr
 
 
 @njit(cache=True, parallel=True)
-def nbest_viterbi2(theta, seq_offsets, ubase, uval, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, N, out,
+def nbest_viterbi2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, N, out,
                    scores):
     """The N best label sequences over the allowed pairs: out int64 (n_tokens, N), scores (n_seq, N)."""
     for i in prange(len(seq_offsets) - 1):
-        nbest_sequence2(theta, ubase, uval, bbase, tbase, forced, seq_offsets[i], seq_offsets[i + 1], L, pairs,
+        nbest_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, seq_offsets[i], seq_offsets[i + 1], L, pairs,
                         pred_ptr, pred_j, pred_r, N, out, scores[i])

@@ -90,8 +90,9 @@ class FeatureBudget:
 
     def __init__(self, n_labels: int, n_patterns: int, n_bigram_patterns: int, max_len: int, n_tokens: int,
                  algorithm: str = "owlqn", history: int = 5, n_threads: int = 1, max_features: int | None = None,
-                 memory: tuple[int, str] | None = None):
+                 memory: tuple[int, str] | None = None, seen_states: bool = False):
         self.L = int(n_labels)
+        self.seen_states = bool(seen_states)
         self.n_patterns = int(n_patterns)
         self.n_tokens = int(n_tokens)
         self.max_features = max_features
@@ -107,7 +108,12 @@ class FeatureBudget:
         self.memory, self.memory_source = memory
 
     def n_features(self, n_unigram_obs: int, n_bigram_obs: int, n_trigram_obs: int = 0) -> int:
-        return int(n_unigram_obs) * self.L + int(n_bigram_obs) * self.L * self.L + int(n_trigram_obs) * self.L ** 3
+        """The features of these observations: L per unigram observation, or with seen states
+        at most one per occurrence (a token and a pattern), L^2 and L^3 for the others."""
+        n_u = int(n_unigram_obs) * self.L
+        if self.seen_states:
+            n_u = min(n_u, self.n_tokens * self.n_patterns)
+        return n_u + int(n_bigram_obs) * self.L * self.L + int(n_trigram_obs) * self.L ** 3
 
     def bytes(self, n_features: int, n_obs: int) -> int:
         """The estimated memory of training a model of that many features and observations."""
@@ -133,7 +139,9 @@ class FeatureBudget:
         L = self.L
         parts = []
         if n_unigram_obs:
-            parts.append(f"{n_unigram_obs:,} unigram observations x {L:,} labels")
+            parts.append(f"{n_unigram_obs:,} unigram observations x {L:,} labels" if not self.seen_states else
+                         f"{n_unigram_obs:,} unigram observations with the labels seen, at most "
+                         f"{self.n_features(n_unigram_obs, 0):,}")
         if n_bigram_obs:
             parts.append(f"{n_bigram_obs:,} bigram observations x {L:,}^2 label pairs")
         if n_trigram_obs:

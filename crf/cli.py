@@ -86,6 +86,10 @@ def command() -> None:
 @click.option("--forbid", default=None, metavar="none|unseen|FILE",
               help="Label pairs no labelling may use, in training and labelling: none, unseen (pairs the "
                    "training labels never have; the default at order 2) or a file of 'PREV LABEL' lines.")
+@click.option("--states", type=click.Choice(["all", "seen"]), default="all", show_default=True,
+              help="The labels of each unigram observation's weights: all (every label) or seen (only the labels "
+                   "it has in the training data: CRFsuite's default, all_possible_states=False; far fewer weights "
+                   "with many labels). Not with -a bcd, --grow or --init.")
 @threads_option(forward=True)
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
@@ -94,7 +98,7 @@ def command() -> None:
 @click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, max_features, grow,
           init_model,
-          seed, order, forbid, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
+          seed, order, forbid, states, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
           model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
@@ -133,6 +137,8 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
                "rho2": rho2, "stopeps": stopeps, "stopwin": stopwin, "history": history, "seed": seed}
     if order is not None or forbid is not None:  # checkpoints of first-order runs stay as they were
         context.update(order=order, forbid=forbid)
+    if states != "all":
+        context.update(states=states)
     ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, model,
                          [None if train == "-" else train, devel, forbid_file, *patterns])
     t0 = time.perf_counter()
@@ -142,6 +148,10 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
                         seed=seed, threads=threads, verbose=not quiet, max_features=max_features)
         if order is not None or forbid is not None:
             settings.update(order=order, forbid=forbid)
+        if states == "seen":
+            if grow or init_model:
+                raise click.UsageError(f"--states seen is not supported with {'--grow' if grow else '--init'} yet")
+            settings.update(all_possible_states=False)
         if init_model:
             crf = CRF.load(init_model)
             crf.set_params(**settings)

@@ -277,7 +277,7 @@ def _corpus(space: FeatureSpace, obs_ids: np.ndarray, val: np.ndarray, lengths, 
     # values all 1 (indicator features only): no value array, the kernels' fast path
     valued = bool(np.any((val != 1.0) & (ubase >= 0)))
     return EncodedCorpus(offsets, ubase, bbase, gold, np.ascontiguousarray(val) if valued else None,
-                         trigram_base=tbase)
+                         trigram_base=tbase, unigram_states=space.ustates)
 
 
 def _first_by_column(ids, counts, n_ids):

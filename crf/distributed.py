@@ -44,7 +44,7 @@ def split_shards(data: EncodedCorpus, n_shards: int) -> list[EncodedCorpus]:
                                  np.ascontiguousarray(data.bigram_base[s:e]),
                                  np.ascontiguousarray(data.labels[s:e]),
                                  np.ascontiguousarray(data.unigram_value[s:e] if data.valued else data.unigram_value),
-                                 np.ascontiguousarray(data.trigram_base[s:e])))
+                                 np.ascontiguousarray(data.trigram_base[s:e]), data.unigram_states))
     return out
 
 
@@ -64,7 +64,7 @@ def _shard_loss_gradient(theta, shard: EncodedCorpus, n_labels, sparse, bigram_s
     chunks = np.array([0, shard.n_sequences], dtype=np.int64)
     G = np.empty((1, theta.shape[0]))
     errors = np.zeros((1, 2), dtype=np.int64)
-    loss = K.loss_gradient(theta, shard.seq_offsets, shard.unigram_base, shard.unigram_value, shard.bigram_base,
+    loss = K.loss_gradient(theta, shard.seq_offsets, shard.unigram_base, shard.unigram_value, shard.unigram_states, shard.bigram_base,
                            shard.labels, np.int64(n_labels), sparse, np.int64(bigram_start), nz_ptr, nz_idx, chunks,
                            G, errors)
     return float(loss), G[0], errors[0]
@@ -154,7 +154,8 @@ class DistributedObjective:
         theta_f = self.client.scatter(theta, broadcast=True, hash=False)
         if sp.pairwise:
             if self._layout is None:  # the space without its strings, once on every worker
-                light = FeatureSpace(sp.patterns, [], sp.kinds, sp.labels, sp.n_columns, sp.allowed)
+                light = FeatureSpace(sp.patterns, [], sp.kinds, sp.labels, sp.n_columns, sp.allowed,
+                                     state_ptr=sp.state_ptr, state_labels=sp.state_labels)
                 self._layout = self.client.scatter(light, broadcast=True, hash=False)
             level = [self.client.submit(_shard_loss_gradient2, theta_f, f, self._layout,
                                         key=f"crf-gradient-{i}-{tag}", pure=False)

@@ -37,6 +37,18 @@ from .patterns import BIGRAM, TRIGRAM, UNIGRAM, Pattern, expand_patterns
 
 __all__ = ["EncodedCorpus", "FeatureSpace"]
 
+#: ``ustates`` of a space whose unigram blocks have every label
+_DENSE = np.zeros(0, dtype=np.int64)
+#: the label bits of a ``ustates`` entry (the block's end above them)
+STATE_LABEL = (1 << 32) - 1
+
+
+def pack_states(state_ptr: np.ndarray, state_labels: np.ndarray) -> np.ndarray:
+    """``ustates`` of a seen-states layout: entry k (the unigram weight k) is
+    ``end << 32 | label``, where end is the offset past the weight's block."""
+    counts = np.diff(state_ptr)
+    return (np.repeat(state_ptr[1:], counts) << 32) | state_labels.astype(np.int64)
+
 
 @dataclass
 class EncodedCorpus:
@@ -53,6 +65,8 @@ class EncodedCorpus:
         array (the default): every value is 1, as for pattern observations.
     trigram_base: int64 (n_tokens, n_trigram_patterns) likewise for trigram blocks (rows
         0 and 1 of each sequence are ignored); None: no trigram pattern.
+    unigram_states: int64 the unigram blocks' labels of a space with seen states only
+        (:attr:`FeatureSpace.ustates`), or empty (the default): every block has the L labels.
     """
 
     seq_offsets: np.ndarray
@@ -61,8 +75,11 @@ class EncodedCorpus:
     labels: np.ndarray
     unigram_value: np.ndarray | None = None
     trigram_base: np.ndarray | None = None
+    unigram_states: np.ndarray | None = None
 
     def __post_init__(self):
+        if self.unigram_states is None:
+            self.unigram_states = _DENSE
         if self.trigram_base is None:
             self.trigram_base = np.empty((self.unigram_base.shape[0], 0), dtype=np.int64)
         k = self.unigram_base.shape[1]
@@ -108,8 +125,11 @@ class FeatureSpace:
     """
 
     def __init__(self, patterns: list[Pattern], observations: list[str], kinds: np.ndarray,
-                 labels: list[str], n_columns: int, allowed: np.ndarray | None = None):
+                 labels: list[str], n_columns: int, allowed: np.ndarray | None = None,
+                 state_ptr: np.ndarray | None = None, state_labels: np.ndarray | None = None):
         self.patterns = patterns
+        self.state_ptr = None if state_ptr is None else np.ascontiguousarray(state_ptr, dtype=np.int64)
+        self.state_labels = None if state_labels is None else np.ascontiguousarray(state_labels, dtype=np.int64)
         self.observations = observations
         self.kinds = np.asarray(kinds, dtype=np.int8)
         self.labels = list(labels)
@@ -185,11 +205,22 @@ class FeatureSpace:
         self.n_unigram_obs = int(is_u.sum())
         self.n_bigram_obs = int(is_b.sum())
         self.n_trigram_obs = int(is_t.sum())
-        self.bigram_start = self.n_unigram_obs * L
+        if self.state_ptr is None:
+            self.bigram_start = self.n_unigram_obs * L
+            self.ustates = _DENSE
+            self.uptr = _DENSE
+        else:
+            ptr, lab = self.state_ptr, self.state_labels
+            if ptr.shape != (self.n_unigram_obs + 1,) or ptr[0] != 0 or lab is None or lab.shape != (ptr[-1],):
+                raise ValueError("state_ptr / state_labels: not the blocks of the unigram observations")
+            self.bigram_start = int(ptr[-1])
+            self.ustates = pack_states(ptr, lab)
+            self.uptr = ptr
         self.trigram_start = self.bigram_start + self.n_bigram_obs * L * L
         self.n_params = self.trigram_start + self.n_trigram_obs * L ** 3
         self.unigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
-        self.unigram_offset[is_u] = np.arange(self.n_unigram_obs, dtype=np.int64) * L
+        self.unigram_offset[is_u] = (np.arange(self.n_unigram_obs, dtype=np.int64) * L if self.state_ptr is None
+                                     else self.state_ptr[:-1])
         self.bigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
         self.bigram_offset[is_b] = self.bigram_start + np.arange(self.n_bigram_obs, dtype=np.int64) * L * L
         self.trigram_offset = np.full(len(self.kinds), -1, dtype=np.int64)
@@ -201,6 +232,46 @@ class FeatureSpace:
     @property
     def n_labels(self) -> int:
         return len(self.labels)
+
+    @property
+    def seen_states(self) -> bool:
+        """Whether the unigram blocks hold only the labels seen with their observation in
+        training (CRFsuite's ``all_possible_states=False``) instead of all L."""
+        return self.state_ptr is not None
+
+    def unigram_labels(self, u: int) -> np.ndarray:
+        """The labels of unigram observation rank u's weights, in weight order."""
+        if self.state_ptr is None:
+            return np.arange(self.n_labels)
+        return self.state_labels[self.state_ptr[u]: self.state_ptr[u + 1]]
+
+    def restrict_states(self, data: EncodedCorpus) -> "FeatureSpace":
+        """The same space with seen states only: each unigram observation keeps the labels its
+        tokens have in ``data`` (the training corpus it was built from, encoded in this
+        dense space), which is re-encoded in place for the new space."""
+        if self.seen_states:
+            return self
+        L = self.n_labels
+        ub = data.unigram_base
+        seen = np.zeros(0, dtype=np.int64)
+        for j in range(ub.shape[1]):  # a column at a time: temporaries of one column
+            col = ub[:, j]
+            known = col >= 0
+            seen = np.union1d(seen, col[known].astype(np.int64) + data.labels[known])
+        ptr = np.zeros(self.n_unigram_obs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(seen // L, minlength=self.n_unigram_obs), out=ptr[1:])
+        space = FeatureSpace(self.patterns, self.observations, self.kinds, self.labels, self.n_columns, self.allowed,
+                             state_ptr=ptr, state_labels=seen % L)
+        shift = space.bigram_start - self.bigram_start
+        for j in range(ub.shape[1]):
+            col = ub[:, j]
+            known = col >= 0
+            col[known] = ptr[col[known] // L]
+        for base in (data.bigram_base, data.trigram_base):
+            base[base >= 0] += shift
+        data.unigram_states = space.ustates
+        space._obs_index = self._obs_index
+        return space
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -292,11 +363,15 @@ class FeatureSpace:
         np.cumsum(lengths, out=seq_offsets[1:])
         return EncodedCorpus(seq_offsets, base(self.unigram_patterns, self.unigram_offset),
                              base(self.bigram_patterns, self.bigram_offset), gold,
-                             trigram_base=base(self.trigram_patterns, self.trigram_offset))
+                             trigram_base=base(self.trigram_patterns, self.trigram_offset), unigram_states=self.ustates)
 
     # ------------------------------------------------------------------ pruning
     def compact(self, theta: np.ndarray) -> tuple["FeatureSpace", np.ndarray]:
-        """Drop observations whose features are all zero: ``(space, theta)`` smaller, same model."""
+        """Drop observations whose features are all zero: ``(space, theta)`` smaller, same model.
+        With seen states, the zero weights of the unigram blocks go too (an observation whose
+        unigram block empties keeps its other blocks)."""
+        if self.seen_states:
+            return self._compact_seen(theta)
         L = self.n_labels
         keep = np.zeros(len(self.kinds), dtype=bool)
         u = self.unigram_offset >= 0
@@ -330,6 +405,40 @@ class FeatureSpace:
             new_theta[space.trigram_start:] = src.ravel()
         return space, new_theta
 
+    def _compact_seen(self, theta: np.ndarray) -> tuple["FeatureSpace", np.ndarray]:
+        L = self.n_labels
+        nz = theta[: self.bigram_start] != 0
+        u_nz = np.add.reduceat(nz, self.state_ptr[:-1]) if self.n_unigram_obs else np.zeros(0, dtype=np.int64)
+        kinds = self.kinds.copy()
+        u = np.flatnonzero(self.unigram_offset >= 0)
+        kinds[u[u_nz == 0]] &= ~np.int8(UNIGRAM)
+        keep = np.zeros(len(kinds), dtype=bool)
+        keep[u] = u_nz > 0
+        for offsets, lo, hi, size in ((self.bigram_offset, self.bigram_start, self.trigram_start, L * L),
+                                      (self.trigram_offset, self.trigram_start, self.n_params, L ** 3)):
+            has = offsets >= 0
+            if has.any():
+                keep[has] |= (theta[lo:hi].reshape(-1, size) != 0).any(axis=1)
+        keep &= kinds != 0
+        counts = u_nz[keep[u] & (u_nz > 0)]
+        ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        kept_u = np.repeat(keep[u], np.diff(self.state_ptr)) & nz
+        space = FeatureSpace(self.patterns, [o for o, k in zip(self.observations, keep) if k], kinds[keep],
+                             self.labels, self.n_columns, self.allowed, state_ptr=ptr,
+                             state_labels=self.state_labels[kept_u])
+        new_theta = allocate(space.n_params, np.float64, "the compacted CRF weights", zero=True)
+        new_theta[: space.bigram_start] = theta[: self.bigram_start][kept_u]
+        for offsets, lo, hi, nlo, size in ((self.bigram_offset, self.bigram_start, self.trigram_start,
+                                            space.bigram_start, L * L),
+                                           (self.trigram_offset, self.trigram_start, self.n_params,
+                                            space.trigram_start, L ** 3)):
+            has = offsets >= 0
+            if has.any():
+                src = theta[lo:hi].reshape(-1, size)[keep[has]]
+                new_theta[nlo: nlo + src.size] = src.ravel()
+        return space, new_theta
+
     def describe(self, theta: np.ndarray):
         """Yield ``(observation, prev_label or None, label, weight)`` for every non-zero feature;
         a trigram feature's prev_label is the pair of labels before (a tuple)."""
@@ -337,8 +446,13 @@ class FeatureSpace:
         for o, s in enumerate(self.observations):
             off = self.unigram_offset[o]
             if off >= 0:
-                for yy in np.flatnonzero(theta[off: off + L]):
-                    yield s, None, self.labels[yy], float(theta[off + yy])
+                if self.seen_states:
+                    for k in range(off, int(self.ustates[off] >> 32)):
+                        if theta[k] != 0:
+                            yield s, None, self.labels[self.state_labels[k]], float(theta[k])
+                else:
+                    for yy in np.flatnonzero(theta[off: off + L]):
+                        yield s, None, self.labels[yy], float(theta[off + yy])
             off = self.bigram_offset[o]
             if off >= 0:
                 for k in np.flatnonzero(theta[off: off + L * L]):

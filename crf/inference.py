@@ -129,18 +129,18 @@ class Objective:
             K2.rows2(data.seq_offsets, data.bigram_base, data.trigram_base, self.uniform, self.brow_start)
             K2.occurrence_counts2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base,
                                   self.uniform, np.int64(L), np.int64(space.bigram_start),
-                                  np.int64(space.trigram_start), np.int64(n_uobs), np.int64(n_bobs), occ_ptr)
+                                  np.int64(space.trigram_start), np.int64(n_uobs), np.int64(n_bobs), space.uptr, occ_ptr)
             bad = np.flatnonzero(~space.allowed_of(data))
             if bad.size:
                 raise ValueError(f"training data: sequence {int(bad[0]) + 1} uses a label pair the model forbids")
         else:
             G.bigram_rows(data.seq_offsets, data.bigram_base, self.uniform, self.brow_start)
             G.occurrence_counts(data.seq_offsets, data.unigram_base, data.bigram_base, self.uniform, np.int64(L),
-                                np.int64(space.bigram_start), np.int64(n_uobs), occ_ptr)
+                                np.int64(space.bigram_start), np.int64(n_uobs), space.uptr, occ_ptr)
         # phase 2's work per observation (its occurrences times its block size), cumulated
         work = np.diff(occ_ptr).astype(np.float64) + 1.0
         del occ_ptr
-        work[:n_uobs] *= L
+        work[:n_uobs] *= np.diff(space.state_ptr) if space.seen_states else L
         work[n_uobs:n_uobs + n_bobs] *= L2
         if n_tobs:
             work[n_uobs + n_bobs:] *= st.n3
@@ -210,20 +210,20 @@ class Objective:
             with named_allocations("CRF gradient (forward-backward on label pairs)",
                                    n_threads * fb_bytes2(sp, d.max_length)):
                 loss = K2.loss_gradient2(
-                    theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.trigram_base, d.labels,
+                    theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states, d.bigram_base, d.trigram_base, d.labels,
                     np.int64(sp.n_labels), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r,
                     np.int64(sp.bigram_start), np.int64(sp.trigram_start), self.uniform, self.brow_start,
                     self.batches, np.int64(4 * n_threads), self.units(n_threads), np.int64(sp.n_unigram_obs),
-                    np.int64(sp.n_bigram_obs), self.Pu, self.Pb, self.Pt, self.seq_loss, self.seq_err, out)
+                    np.int64(sp.n_bigram_obs), sp.uptr, self.Pu, self.Pb, self.Pt, self.seq_loss, self.seq_err, out)
             return float(loss), out
         sparse = choose_sparse(theta, sp, self.recursion)
         self.last_sparse = sparse
         nz_ptr, nz_idx = _sparse_args(theta, sp, sparse)
         with named_allocations("CRF gradient (forward-backward)", n_threads * fb_bytes(sp, d.max_length, sparse)):
-            loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.bigram_base, d.labels,
+            loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states, d.bigram_base, d.labels,
                                    np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr, nz_idx,
                                    self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
-                                   self.units(n_threads), np.int64(sp.n_unigram_obs), self.Pu, self.Pb,
+                                   self.units(n_threads), np.int64(sp.n_unigram_obs), sp.uptr, self.Pu, self.Pb,
                                    self.seq_loss, self.seq_err, out)
         return float(loss), out
 
@@ -240,7 +240,7 @@ def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: Enc
     if space.pairwise:
         with named_allocations("CRF marginals (forward-backward on label pairs)", numba.get_num_threads() *
                                fb_bytes2(space, data.max_length)):
-            K2.marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+            K2.marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
                           data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out, logz)
         _check_reachable(logz)
         return out, logz
@@ -248,7 +248,7 @@ def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: Enc
     nz_ptr, nz_idx = _sparse_args(theta, space, sparse)
     with named_allocations("CRF marginals (forward-backward)", numba.get_num_threads() *
                            fb_bytes(space, data.max_length, sparse)):
-        K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+        K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
                     np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
                     out, logz)
     return out, logz
@@ -268,7 +268,7 @@ def pair_marginals(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus) 
     out = allocate((data.n_tokens, space.n_labels ** 2), np.float64, "CRF label-pair marginals")
     with named_allocations("CRF marginals (forward-backward on label pairs)", numba.get_num_threads() *
                            fb_bytes2(space, data.max_length)):
-        K2.pair_marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+        K2.pair_marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
                            data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out)
     return out
 
@@ -310,12 +310,12 @@ def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
     if space.pairwise:
         with named_allocations("Viterbi decoding"):
-            K2.viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+            K2.viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
                         data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(), out, best)
         _check_reachable(best, not free)
         return out, best
     with named_allocations("Viterbi decoding"):
-        K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
+        K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, forced,
                   np.int64(space.n_labels), out, best)
     return out, best
 
@@ -332,13 +332,13 @@ def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int,
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
     if space.pairwise:
         with named_allocations("n-best decoding"):
-            K2.nbest_viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+            K2.nbest_viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
                               data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(),
                               np.int64(n), out, scores)
         _check_reachable(scores[:, 0], not free)
         return out, scores
     with named_allocations("n-best decoding"):
-        K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base, forced,
+        K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, forced,
                         np.int64(space.n_labels), np.int64(n), out, scores)
     return out, scores
 

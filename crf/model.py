@@ -134,6 +134,14 @@ def _patterns_of(spec) -> list[Pattern]:
 # arrays of a model file, in the order of their checksum, with their (dtype, ndim)
 _CONTAINER_SPEC = {"obs_blob": (np.uint8, 1), "obs_offsets": (np.int64, 1), "kinds": (np.int8, 1),
                    "theta": (np.float64, 1)}
+# the arrays of a model with seen states only (header entry "states": "seen"): the number of
+# labels of each unigram observation's block, and the labels, block after block
+_STATES_SPEC = {"state_counts": (np.int32, 1), "state_labels": (np.int32, 1)}
+
+
+def _container_spec(meta: dict) -> dict:
+    """The arrays a model file with this header holds."""
+    return {**_CONTAINER_SPEC, **_STATES_SPEC} if meta.get("states") == "seen" else _CONTAINER_SPEC
 _PARAMS = ("algorithm", "penalty", "rho1", "rho2", "max_iter", "max_iterations", "stopeps", "stopwin", "history",
            "seed")
 
@@ -146,7 +154,7 @@ def _digest(meta: dict, arrays) -> str:
     h = hashlib.sha256()
     header = {k: v for k, v in meta.items() if k != "sha256"}
     h.update(json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8"))
-    for name in _CONTAINER_SPEC:
+    for name in _container_spec(meta):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"\n{name} {a.dtype.str} {a.shape}\n".encode("ascii"))
         h.update(a.tobytes())
@@ -179,13 +187,15 @@ def _checked_header(path, meta: dict) -> dict:
         return ModelError(f"{path}: header entry {key!r}: {what}")
 
     known = {"format", "version", "labels", "patterns", "n_columns", "params", "n_features", "sha256", "input",
-             "allowed_pairs"}
+             "allowed_pairs", "states"}
     for key in meta:
         if key not in known:
             raise ModelError(f"{path}: header: unexpected entry {key!r}")
     for key in ("labels", "patterns", "n_columns", "params"):
         if key not in meta:
             raise ModelError(f"{path}: header: missing entry {key!r}")
+    if meta.get("states", "seen") != "seen":
+        raise bad("states", f"{meta['states']!r}; the only value is 'seen' (absent: every label in every block)")
     labels = meta["labels"]
     if not (isinstance(labels, list) and labels and all(isinstance(lab, str) for lab in labels)):
         raise bad("labels", "not a non-empty list of strings")
@@ -288,15 +298,46 @@ MAX_COLUMNS = 1 << 16
 MAX_TRANSITION_SCORE = 700.0
 
 
-def _check_score_range(path, theta: np.ndarray, kinds: np.ndarray, L: int, patterns) -> None:
+def _checked_states(path, data, kinds: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """(state_ptr, state_labels) of a seen-states model, checked as the kernels need them: one
+    count per unigram observation, each in 1..L (a block has a label at least: the kernels
+    read a block's end at its first weight), as many labels as the counts sum to, and the
+    labels of each block strictly increasing in 0..L-1 (the lookups bisect them)."""
+    counts, labels = data["state_counts"], data["state_labels"]
+    n_uobs = int(np.count_nonzero(kinds & 1))
+    if counts.shape[0] != n_uobs:
+        raise ModelError(f"{path}: state_counts: {counts.shape[0]} entries for {n_uobs} unigram observations")
+    bad = np.flatnonzero((counts < 1) | (counts > L))
+    if bad.size:
+        raise ModelError(f"{path}: state_counts: entry {int(bad[0])} is {int(counts[bad[0]])}, not in 1..{L}")
+    ptr = np.zeros(n_uobs + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    if labels.shape[0] != ptr[-1]:
+        raise ModelError(f"{path}: state_labels: {labels.shape[0]} labels, state_counts sum to {int(ptr[-1])}")
+    bad = np.flatnonzero((labels < 0) | (labels >= L))
+    if bad.size:
+        raise ModelError(f"{path}: state_labels: entry {int(bad[0])} is {int(labels[bad[0]])}, not a label id "
+                         f"(0..{L - 1})")
+    lab = labels.astype(np.int64)
+    step = np.diff(lab)
+    first = np.zeros(lab.shape[0], dtype=bool)
+    first[ptr[:-1]] = True
+    bad = np.flatnonzero((step <= 0) & ~first[1:])
+    if bad.size:
+        raise ModelError(f"{path}: state_labels: entry {int(bad[0]) + 1} does not follow the label before it "
+                         "in its block (the labels of a block are increasing)")
+    return ptr, lab
+
+
+def _check_score_range(path, theta: np.ndarray, start: int, kinds: np.ndarray, L: int, patterns) -> None:
     """Finite weights can still overflow inference: a position sums one weight per pattern
     (unary scores, taken relative to their maximum, need only a finite sum) and the
     label-pair scores are exponentiated as they are. Refuse weights for which either can
-    happen (trained models stay far below: their weights are of order 1-100)."""
+    happen (trained models stay far below: their weights are of order 1-100). ``start``:
+    the number of unigram weights."""
     n_uni_pat = sum(1 for p in patterns if p.kind & 1)
     n_bi_pat = sum(1 for p in patterns if p.kind & 2)
     n_tri_pat = sum(1 for p in patterns if p.kind & TRIGRAM)
-    start = int(np.count_nonzero(kinds & 1)) * L
     tstart = start + int(np.count_nonzero(kinds & 2)) * L * L
     max_u = float(np.abs(theta[:start]).max()) if start else 0.0
     max_b = float(np.abs(theta[start:tstart]).max()) if tstart > start else 0.0
@@ -324,6 +365,8 @@ def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> N
 
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
 _NO_CHECKPOINT = ("sag", "sag-nus", "l2sgd", "pa", "arow")
+#: the algorithms that need every label in every unigram block (all_possible_states=True)
+_ALL_STATES_ONLY = ("bcd",)
 
 
 def _solver_state(algorithm: str):
@@ -551,11 +594,14 @@ class CRF(ParamsMixin):
         if isinstance(forbid, str) and forbid not in FORBID_CHOICES and not os.path.exists(forbid):
             raise ValueError(f"forbid must be 'none', 'unseen', a file of forbidden label pairs or a list of "
                              f"(prev, label) pairs; {forbid!r} is none of them (no such file)")
-        if not (settings.all_possible_states and settings.all_possible_transitions) or settings.min_freq:
-            raise ValueError("all_possible_states=False, all_possible_transitions=False and min_freq > 0 "
-                             "(CRFsuite's sparse features) are not supported yet: every (attribute, label) "
-                             "pair and every label pair has a weight here, as CRFsuite's "
-                             "all_possible_states=True, all_possible_transitions=True")
+        if not settings.all_possible_transitions or settings.min_freq:
+            raise ValueError("all_possible_transitions=False and min_freq > 0 (CRFsuite's sparse transitions and "
+                             "feature cut-off) are not supported yet: every label pair has a weight here, as "
+                             "CRFsuite's all_possible_transitions=True")
+        if not settings.all_possible_states and settings.algorithm in _ALL_STATES_ONLY:
+            raise ValueError(f"all_possible_states=False (seen states) is not supported with algorithm "
+                             f"{settings.algorithm!r} yet; use one of "
+                             f"{', '.join(a for a in ALGORITHMS if a not in _ALL_STATES_ONLY)}")
         return settings
 
     def _pairwise_params(self) -> bool:
@@ -719,6 +765,8 @@ class CRF(ParamsMixin):
             text, patterns = self._order_patterns(*self._pattern_text())
             budget = self._budget(y, len(patterns), sum(1 for p in patterns if p.kind & 2), n_threads)
             space, train = FeatureSpace.build(patterns, X, y, "training data", check=budget.check)
+            if not settings.all_possible_states:
+                space = space.restrict_states(train)
             space.set_allowed(allowed_pairs(self._forbid_value(space.order), space.labels, train.labels,
                                             train.seq_offsets))
             dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
@@ -727,6 +775,8 @@ class CRF(ParamsMixin):
 
             order = 2 if self.order == 2 else 1
             space, train = dicts.build(X, y, "X", order)
+            if not settings.all_possible_states:
+                space = space.restrict_states(train)
             self._budget(y, train.unigram_base.shape[1] + order, 1, n_threads).check(
                 space.n_unigram_obs, space.n_bigram_obs, len(space.observations), n_trigram_obs=order - 1)
             space.set_allowed(allowed_pairs(self._forbid_value(order), space.labels, train.labels,
@@ -765,6 +815,8 @@ class CRF(ParamsMixin):
         settings = self._settings()
         if getattr(self, "input_kind_", "columns") != "columns":
             raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
+        if not settings.all_possible_states or (self._is_fitted() and self.space_.seen_states):
+            raise ValueError("grow with seen states (all_possible_states=False) is not supported yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         self._check_fit_input(X, y, X_dev, y_dev, "columns")
         if rounds is None:
@@ -816,7 +868,8 @@ class CRF(ParamsMixin):
         n_labels = len({lab for seq in y for lab in seq})
         st = self._settings()
         return FeatureBudget(n_labels, n_patterns, n_bigram_patterns, max(lengths, default=1), sum(lengths),
-                             st.algorithm, st.history, n_threads, getattr(self, "max_features", None))
+                             st.algorithm, st.history, n_threads, getattr(self, "max_features", None),
+                             seen_states=not st.all_possible_states)
 
     def _set_fitted(self, settings, space, result, log, pattern_text) -> None:
         self.settings_ = settings
@@ -1237,6 +1290,10 @@ class CRF(ParamsMixin):
         kind = getattr(self, "input_kind_", "columns")
         if kind != "columns":  # column models' files stay as they were
             meta["input"] = kind
+        if sp.seen_states:
+            meta["states"] = "seen"
+            arrays["state_counts"] = np.diff(sp.state_ptr).astype(np.int32)
+            arrays["state_labels"] = sp.state_labels.astype(np.int32)
         if sp.allowed is not None:
             meta["allowed_pairs"] = [[sp.labels[k // sp.n_labels], sp.labels[k % sp.n_labels]]
                                      for k in np.flatnonzero(sp.allowed).tolist()]
@@ -1252,7 +1309,7 @@ class CRF(ParamsMixin):
         patterns, column count, training parameters), the observation arrays and the
         weights, whose number must be the one the labels and observations give and which
         must be finite. ModelError, naming the file and the field, on any inconsistency."""
-        data, meta = load_container(path, FORMAT_NAME, (1, FORMAT_VERSION), _CONTAINER_SPEC, meta_key="meta",
+        data, meta = load_container(path, FORMAT_NAME, (1, FORMAT_VERSION), _container_spec, meta_key="meta",
                                     error=ModelError)
         digest = _digest(meta, data) if meta["version"] >= 2 else _digest_v1(data)
         if digest != meta.get("sha256"):
@@ -1261,14 +1318,16 @@ class CRF(ParamsMixin):
         observations, kinds = _checked_observations(path, data)
         theta = data["theta"]
         L = len(h["labels"])  # FeatureSpace's layout, before the space is built
-        n_params = (int(np.count_nonzero(kinds & 1)) * L + int(np.count_nonzero(kinds & 2)) * L * L
+        state_ptr, state_labels = _checked_states(path, data, kinds, L) if meta.get("states") else (None, None)
+        n_unigram = int(np.count_nonzero(kinds & 1)) * L if state_ptr is None else int(state_ptr[-1])
+        n_params = (n_unigram + int(np.count_nonzero(kinds & 2)) * L * L
                     + int(np.count_nonzero(kinds & TRIGRAM)) * L ** 3)
         if theta.shape[0] != n_params:
             raise ModelError(f"{path}: theta: {theta.shape[0]} weights, the {L} labels and the observations' "
                              f"kinds need {n_params}")
         if not np.all(np.isfinite(theta)):
             raise ModelError(f"{path}: theta: weight {int(np.flatnonzero(~np.isfinite(theta))[0])} is not finite")
-        _check_score_range(path, theta, kinds, L, h["patterns"])
+        _check_score_range(path, theta, n_unigram, kinds, L, h["patterns"])
         if h["n_features"] is not None and h["n_features"] < n_params:
             raise ModelError(f"{path}: header entry 'n_features': {h['n_features']}, fewer than the "
                              f"{n_params} weights kept")
@@ -1277,7 +1336,8 @@ class CRF(ParamsMixin):
             model = cls(patterns=None, algorithm=params["algorithm"], penalty=params.get("penalty", "l1"),
                         rho1=params["rho1"], rho2=params["rho2"],
                         max_iter=params.get("max_iter", params.get("max_iterations")), stopeps=params["stopeps"],
-                        stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0))
+                        stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0),
+                        all_possible_states=False if state_ptr is not None else None)
             model._settings()
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"{path}: header entry 'params': {exc}") from None
@@ -1301,7 +1361,8 @@ class CRF(ParamsMixin):
                 PairStructure(L, np.ones(L * L, dtype=np.bool_) if h["allowed"] is None else h["allowed"])
             except ValueError as exc:
                 raise ModelError(f"{path}: {exc}") from None
-        space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"], h["allowed"])
+        space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"], h["allowed"],
+                             state_ptr=state_ptr, state_labels=state_labels)
         model.input_kind_ = h["input"]
         model.space_ = space
         model.theta_ = np.ascontiguousarray(theta, dtype=np.float64)

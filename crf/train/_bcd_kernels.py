@@ -55,15 +55,15 @@ def block_sequences(seq_offsets, blk_ptr, blocks, obs_of_block_rank, L, bstart, 
 
 
 @njit(cache=True)
-def _block_loss(w, seq_offsets, ubase, uval, bbase, labels, seqs, L, ws, pair_states, o2, ws2):
+def _block_loss(w, seq_offsets, ubase, uval, ustates, bbase, labels, seqs, L, ws, pair_states, o2, ws2):
     tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r = o2
     tot = 0.0
     for i in seqs:
         if pair_states:
-            tot += sequence_loss2(w, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
+            tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
                                   pred_ptr, pred_j, pred_r, ws2)
         else:
-            tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+            tot += sequence_loss(w, ubase, uval, ustates, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot
 
 
@@ -84,7 +84,7 @@ def _add(g, h, k, c, p):
 
 
 @njit(cache=True)
-def _accumulate1(s, e, ub, bb, ubase, uval, bbase, labels, L, ws, pp, g, h, nU):
+def _accumulate1(s, e, ub, bb, ubase, uval, ustates, bbase, labels, L, ws, pp, g, h, nU):
     """g, h += the block's gradient and Hessian diagonal from sequence [s, e) at first order
     (after forward_backward): unigram weights at g[:nU], bigram weights (L*L) after."""
     valued = uval.shape[0] > 0
@@ -105,7 +105,7 @@ def _accumulate1(s, e, ub, bb, ubase, uval, bbase, labels, L, ws, pp, g, h, nU):
 
 
 @njit(cache=True)
-def _accumulate2(s, e, ub, bb, tb, ubase, uval, bbase, labels, L, o2, ws2, Pt, row, g, h, nU, nB):
+def _accumulate2(s, e, ub, bb, tb, ubase, uval, ustates, bbase, labels, L, o2, ws2, Pt, row, g, h, nU, nB):
     """:func:`_accumulate1` on label-pair states: unigram weights at g[:nU] (the tags), the
     allowed pairs' bigram weights at g[nU:nU + nB], the allowed triples' trigram weights after."""
     tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r = o2
@@ -138,7 +138,7 @@ def _accumulate2(s, e, ub, bb, tb, ubase, uval, bbase, labels, L, o2, ws2, Pt, r
 
 
 @njit(cache=True)
-def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, bbase, labels, L, rho1,
+def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, ustates, bbase, labels, L, rho1,
              rho2, kappa, counts, pair_states, toff, o2):
     """One pass of block coordinate descent (Sokolovska et al. 2010; Lavergne et al.
     section 3.4, eq. 10-11) over the observations in ``order``.
@@ -203,12 +203,12 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, b
             s = seq_offsets[i]
             e = seq_offsets[i + 1]
             if pair_states:
-                f_old += fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr,
+                f_old += fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr,
                                                  pred_j, pred_r, ws2, Pt)
-                _accumulate2(s, e, ub, bb, tb, ubase, uval, bbase, labels, L, o2, ws2, Pt, row, g, h, nU, nB)
+                _accumulate2(s, e, ub, bb, tb, ubase, uval, ustates, bbase, labels, L, o2, ws2, Pt, row, g, h, nU, nB)
             else:
-                f_old += sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
-                _accumulate1(s, e, ub, bb, ubase, uval, bbase, labels, L, ws, pp, g, h, nU)
+                f_old += sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
+                _accumulate1(s, e, ub, bb, ubase, uval, ustates, bbase, labels, L, ws, pp, g, h, nU)
             counts[0] += 1
         pen_old = 0.0
         for k in range(n):
@@ -233,7 +233,7 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, b
                 pen_new += rho1 * abs(v) + 0.5 * rho2 * v * v
             if not moved:
                 break
-            f_new = _block_loss(w, seq_offsets, ubase, uval, bbase, labels, seqs, L, ws, pair_states, o2, ws2)
+            f_new = _block_loss(w, seq_offsets, ubase, uval, ustates, bbase, labels, seqs, L, ws, pair_states, o2, ws2)
             counts[0] += seqs.shape[0]
             if f_new + pen_new <= f_old + pen_old:
                 changed += 1

@@ -31,20 +31,20 @@ from ._sequence_kernels import (add_gradient, block_size2, longest_sequence, seq
 
 
 @njit(cache=True)
-def _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L):
+def _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L, ustates):
     """v = decay * w on the blocks lo..hi-1: the model's weights the sequence reads."""
     for r in range(lo, hi):
         b = blocks[r]
-        for j in range(b, b + block_size2(b, bstart, tstart, L)):
+        for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
             v[j] = decay * w[j]
 
 
 @njit(cache=True)
-def _descend(w, g, blocks, lo, hi, gain, bstart, tstart, L):
+def _descend(w, g, blocks, lo, hi, gain, bstart, tstart, L, ustates):
     """w -= gain * g on the blocks lo..hi-1 (g left zero there)."""
     for r in range(lo, hi):
         b = blocks[r]
-        for j in range(b, b + block_size2(b, bstart, tstart, L)):
+        for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
             w[j] -= gain * g[j]
             g[j] = 0.0
 
@@ -74,7 +74,7 @@ def _finish_epoch(w, decay, t, eta, state):
 
 
 @njit(cache=True)
-def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, bstart,
+def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, bstart,
                 state):
     """One epoch of CRFsuite's l2sgd over the sequences in ``order`` (see the module doc).
 
@@ -105,19 +105,19 @@ def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, bbase, labels
             return np.nan
         lo = blk_ptr[i]
         hi = blk_ptr[i + 1]
-        _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L)
+        _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L, ustates)
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        total += sequence_loss(v, ubase, uval, bbase, labels, s, e, L, ws)
-        add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g)
-        _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L)
+        total += sequence_loss(v, ubase, uval, ustates, bbase, labels, s, e, L, ws)
+        add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g)
+        _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L, ustates)
         t += 1.0
     _finish_epoch(w, decay, t, eta, state)
     return total
 
 
 @njit(cache=True)
-def l2sgd_epoch2(w, v, g, order, t0, lam, seq_offsets, ubase, uval, bbase, tbase, labels, blk_ptr, blocks, L,
+def l2sgd_epoch2(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, blk_ptr, blocks, L,
                  bstart, tstart, pairs, pair_pos, pred_ptr, pred_j, pred_r, state):
     """:func:`l2sgd_epoch` on the label-pair states of a second-order model (or one with
     forbidden pairs): the same steps, each sequence's loss and gradient from
@@ -144,34 +144,34 @@ def l2sgd_epoch2(w, v, g, order, t0, lam, seq_offsets, ubase, uval, bbase, tbase
             return np.nan
         lo = blk_ptr[i]
         hi = blk_ptr[i + 1]
-        _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L)
-        total += sequence_loss_gradient2(v, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+        _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L, ustates)
+        total += sequence_loss_gradient2(v, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
                                          pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row, g)
-        _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L)
+        _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L, ustates)
         t += 1.0
     _finish_epoch(w, decay, t, eta, state)
     return total
 
 
 @njit(cache=True)
-def sample_loss(w, order, seq_offsets, ubase, uval, bbase, labels, L):
+def sample_loss(w, order, seq_offsets, ubase, uval, ustates, bbase, labels, L):
     """sum over the sequences in ``order`` of -log p(y|x, w) (CRFsuite's initial loss of
     the calibration sample)."""
     ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
     tot = 0.0
     for k in range(order.shape[0]):
         i = order[k]
-        tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+        tot += sequence_loss(w, ubase, uval, ustates, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot
 
 
 @njit(cache=True)
-def sample_loss2(w, order, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pred_ptr, pred_j, pred_r):
+def sample_loss2(w, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pred_ptr, pred_j, pred_r):
     """:func:`sample_loss` on label-pair states."""
     ws2 = K2.workspace2(longest_sequence(seq_offsets), L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
     tot = 0.0
     for k in range(order.shape[0]):
         i = order[k]
-        tot += sequence_loss2(w, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
+        tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
                               pred_ptr, pred_j, pred_r, ws2)
     return tot

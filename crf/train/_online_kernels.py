@@ -41,7 +41,7 @@ def _touch(dlt, mark, act, na, k, x):
 
 
 @njit(cache=True)
-def _gather(dlt, mark, act, na, ubase, uval, bbase, tbase, s, t, L, y, y1, y2, v):
+def _gather(dlt, mark, act, na, ubase, uval, ustates, bbase, tbase, s, t, L, y, y1, y2, v):
     """dlt += v * (the features of labels (y2, y1, y) at position t of the sequence
     starting at token s): unigram (times its value), bigram (t >= 1), trigram (t >= 2);
     every index met for the first time is appended to act.  Returns the new length of act."""
@@ -50,7 +50,9 @@ def _gather(dlt, mark, act, na, ubase, uval, bbase, tbase, s, t, L, y, y1, y2, v
     for j in range(ubase.shape[1]):
         b = ubase[i, j]
         if b >= 0:
-            na = _touch(dlt, mark, act, na, b + y, v * uval[i, j] if valued else v)
+            k = K.state_index(ustates, b, y)
+            if k >= 0:  # seen states: no feature of label y
+                na = _touch(dlt, mark, act, na, k, v * uval[i, j] if valued else v)
     if t > 0:
         r = y1 * L + y
         for j in range(bbase.shape[1]):
@@ -77,7 +79,7 @@ def _differs(labels, pred, s, t, trigram):
 
 
 @njit(cache=True)
-def _difference(dlt, mark, act, ubase, uval, bbase, tbase, labels, pred, s, e, L):
+def _difference(dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, pred, s, e, L):
     """Delta = phi(gold) - phi(pred) of the sequence [s, e) into dlt / act (the gold
     features first, then the predicted ones, as CRFsuite collects them). Returns the
     number of indices in act."""
@@ -87,12 +89,12 @@ def _difference(dlt, mark, act, ubase, uval, bbase, tbase, labels, pred, s, e, L
         if _differs(labels, pred, s, t, trigram):
             y1 = labels[s + t - 1] if t > 0 else 0
             y2 = labels[s + t - 2] if t > 1 else 0
-            na = _gather(dlt, mark, act, na, ubase, uval, bbase, tbase, s, t, L, labels[s + t], y1, y2, 1.0)
+            na = _gather(dlt, mark, act, na, ubase, uval, ustates, bbase, tbase, s, t, L, labels[s + t], y1, y2, 1.0)
     for t in range(e - s):
         if _differs(labels, pred, s, t, trigram):
             y1 = pred[t - 1] if t > 0 else 0
             y2 = pred[t - 2] if t > 1 else 0
-            na = _gather(dlt, mark, act, na, ubase, uval, bbase, tbase, s, t, L, pred[t], y1, y2, -1.0)
+            na = _gather(dlt, mark, act, na, ubase, uval, ustates, bbase, tbase, s, t, L, pred[t], y1, y2, -1.0)
     return na
 
 
@@ -105,23 +107,23 @@ def _clear(dlt, mark, act, na):
 
 
 @njit(cache=True)
-def _decode(w, ubase, uval, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1,
+def _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1,
             d2, b2, W2, X, free, pred):
     """Viterbi of the sequence [s, e) at w into pred[:e-s] (first order or pair states)."""
     if pairwise:
-        K2.viterbi_sequence2(w, ubase, uval, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, d2,
+        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, d2,
                              b2, W2, X, pred, 0)
     else:
-        K.viterbi_sequence(w, ubase, uval, bbase, free, s, e, L, U, d1, b1, W1, pred, 0)
+        K.viterbi_sequence(w, ubase, uval, ustates, bbase, free, s, e, L, U, d1, b1, W1, pred, 0)
 
 
 @njit(cache=True)
-def _mistake(w, dlt, mark, act, ubase, uval, bbase, tbase, labels, s, e, L, pairwise, pairs, pred_ptr, pred_j,
+def _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise, pairs, pred_ptr, pred_j,
              pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred):
     """Decode the sequence [s, e) at w; returns (d, na, err): d the number of wrong labels,
     and when d > 0 Delta in dlt / act[:na] and err = score(pred) - score(gold) = -w . Delta
     (CRFsuite's sv - sc, at the weights before the update)."""
-    _decode(w, ubase, uval, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2,
+    _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2,
             b2, W2, X, free, pred)
     d = 0
     for t in range(e - s):
@@ -129,7 +131,7 @@ def _mistake(w, dlt, mark, act, ubase, uval, bbase, tbase, labels, s, e, L, pair
             d += 1
     if d == 0:
         return 0, 0, 0.0
-    na = _difference(dlt, mark, act, ubase, uval, bbase, tbase, labels, pred, s, e, L)
+    na = _difference(dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, pred, s, e, L)
     err = 0.0
     for j in range(na):
         k = act[j]
@@ -154,7 +156,7 @@ def _workspace(seq_offsets, ubase, bbase, tbase, L, pairs):
 
 
 @njit(cache=True)
-def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairwise, pairs, pred_ptr,
+def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairwise, pairs, pred_ptr,
              pred_j, pred_r, pa_type, c, error_sensitive, u0):
     """One epoch of CRFsuite's passive-aggressive over ``order``; returns (sum of the
     costs, number of sequences with a wrong label).
@@ -176,7 +178,7 @@ def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, bbase, tbase, la
         i = order[n]
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        d, na, err = _mistake(w, dlt, mark, act, ubase, uval, bbase, tbase, labels, s, e, L, pairwise, pairs,
+        d, na, err = _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise, pairs,
                               pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred)
         if d > 0:
             cost = err + (np.sqrt(float(d)) if error_sensitive else 1.0)
@@ -205,7 +207,7 @@ def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, bbase, tbase, la
 
 
 @njit(cache=True)
-def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairwise, pairs,
+def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairwise, pairs,
                pred_ptr, pred_j, pred_r, gamma):
     """One epoch of CRFsuite's AROW over ``order``; returns (sum of the costs, number of
     sequences with a wrong label).
@@ -224,7 +226,7 @@ def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, bbase, tba
         i = order[n]
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        d, na, err = _mistake(mean, dlt, mark, act, ubase, uval, bbase, tbase, labels, s, e, L, pairwise, pairs,
+        d, na, err = _mistake(mean, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise, pairs,
                               pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred)
         if d > 0:
             cost = err + float(d)

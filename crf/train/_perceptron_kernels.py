@@ -11,14 +11,17 @@ from ._sequence_kernels import longest_sequence
 
 
 @njit(cache=True)
-def _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, y, yprev, v):
+def _perceptron_add(w, wa, c, ubase, uval, ustates, bbase, s, t, L, y, yprev, v):
     valued = uval.shape[0] > 0
     for j in range(ubase.shape[1]):
         b = ubase[s + t, j]
         if b >= 0:
+            k = K.state_index(ustates, b, y)
+            if k < 0:  # seen states: the observation has no feature of label y
+                continue
             x = v * uval[s + t, j] if valued else v
-            w[b + y] += x
-            wa[b + y] += c * x
+            w[k] += x
+            wa[k] += c * x
     if t > 0:
         k = yprev * L + y
         for j in range(bbase.shape[1]):
@@ -29,7 +32,7 @@ def _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, y, yprev, v):
 
 
 @njit(cache=True)
-def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c0):
+def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, ustates, bbase, labels, L, c0):
     """One pass of the structured perceptron (Collins 2002) over ``order``.
 
     For sequence i (the c-th example seen, c = c0 + 1, c0 + 2, ...): Viterbi at w;
@@ -52,7 +55,7 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c
         c += 1.0
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        K.viterbi_sequence(w, ubase, uval, bbase, free, s, e, L, U, delta, back, W, pred, 0)
+        K.viterbi_sequence(w, ubase, uval, ustates, bbase, free, s, e, L, U, delta, back, W, pred, 0)
         wrong = False
         for t in range(e - s):
             if pred[t] != labels[s + t]:
@@ -66,16 +69,16 @@ def perceptron_epoch(w, wa, order, seq_offsets, ubase, uval, bbase, labels, L, c
             gp = labels[s + t - 1] if t > 0 else 0
             pprev = pred[t - 1] if t > 0 else 0
             if yg != yp or (t > 0 and gp != pprev):
-                _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, yg, gp, 1.0)
-                _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, yp, pprev, -1.0)
+                _perceptron_add(w, wa, c, ubase, uval, ustates, bbase, s, t, L, yg, gp, 1.0)
+                _perceptron_add(w, wa, c, ubase, uval, ustates, bbase, s, t, L, yp, pprev, -1.0)
     return mistakes
 
 
 @njit(cache=True)
-def _perceptron_add2(w, wa, c, ubase, uval, bbase, tbase, s, t, L, y, yprev, yprev2, v):
+def _perceptron_add2(w, wa, c, ubase, uval, ustates, bbase, tbase, s, t, L, y, yprev, yprev2, v):
     """The features of labels (yprev2, yprev, y) at position t (pair states), times v, into w
     and (weighted by c) into wa: unigram, then bigram (t >= 1), then trigram (t >= 2)."""
-    _perceptron_add(w, wa, c, ubase, uval, bbase, s, t, L, y, yprev, v)
+    _perceptron_add(w, wa, c, ubase, uval, ustates, bbase, s, t, L, y, yprev, v)
     if t > 1:
         r = (yprev2 * L + yprev) * L + y
         for j in range(tbase.shape[1]):
@@ -86,7 +89,7 @@ def _perceptron_add2(w, wa, c, ubase, uval, bbase, tbase, s, t, L, y, yprev, ypr
 
 
 @njit(cache=True)
-def perceptron_epoch2(w, wa, order, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pred_ptr, pred_j,
+def perceptron_epoch2(w, wa, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pred_ptr, pred_j,
                       pred_r, c0):
     """:func:`perceptron_epoch` on the pair states of a second-order model (or one with
     forbidden pairs): Viterbi over the allowed pairs, and on a mistake the updates of every
@@ -107,7 +110,7 @@ def perceptron_epoch2(w, wa, order, seq_offsets, ubase, uval, bbase, tbase, labe
         c += 1.0
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        K2.viterbi_sequence2(w, ubase, uval, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, delta,
+        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, delta,
                              back, W, X, pred, 0)
         wrong = False
         for t in range(e - s):
@@ -123,6 +126,6 @@ def perceptron_epoch2(w, wa, order, seq_offsets, ubase, uval, bbase, tbase, labe
             g2 = labels[s + t - 2] if t > 1 else 0
             p2 = pred[t - 2] if t > 1 else 0
             if g0 != p0 or g1 != p1 or g2 != p2:
-                _perceptron_add2(w, wa, c, ubase, uval, bbase, tbase, s, t, L, g0, g1, g2, 1.0)
-                _perceptron_add2(w, wa, c, ubase, uval, bbase, tbase, s, t, L, p0, p1, p2, -1.0)
+                _perceptron_add2(w, wa, c, ubase, uval, ustates, bbase, tbase, s, t, L, g0, g1, g2, 1.0)
+                _perceptron_add2(w, wa, c, ubase, uval, ustates, bbase, tbase, s, t, L, p0, p1, p2, -1.0)
     return mistakes

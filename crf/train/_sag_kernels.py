@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import _inference_kernels as K
 from .._inference_kernels import pair_size
 from .._order2_kernels import tag_marginals, triple_of, workspace2
 from ._sequence_kernels import (block_size2, find_block, longest_sequence, pair_args, pairwise, sequence_loss,
@@ -96,7 +97,7 @@ def seed(s):
 
 
 @njit(cache=True)
-def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
+def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
                    pscratch, ws, pp):
     """Sequence i at first order: its loss; g += its gradient E_new - gold; d += E_new -
     E_stored, and the stored marginals (mu, pair) become E_new."""
@@ -106,7 +107,7 @@ def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr,
     alpha, beta = ws.alpha, ws.beta
     L2 = L * L
     valued = uval.shape[0] > 0
-    fi = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
+    fi = sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
     # d += g_new - g_old = E_new - E_old; g = g_new = E_new - gold (each times the
     # feature's value v, constant per token: the stored marginals need no values)
     for t in range(e - s):
@@ -118,13 +119,15 @@ def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr,
             for j in range(ubase.shape[1]):
                 b = ubase[s + t, j]
                 if b >= 0:
-                    v = uval[s + t, j] if valued else 1.0
-                    d[b + y] += v * diff
-                    g[b + y] += v * p
+                    k = K.state_index(ustates, b, y)
+                    if k >= 0:
+                        v = uval[s + t, j] if valued else 1.0
+                        d[k] += v * diff
+                        g[k] += v * p
         for j in range(ubase.shape[1]):
             b = ubase[s + t, j]
             if b >= 0:
-                g[b + yg] -= uval[s + t, j] if valued else 1.0
+                g[K.state_index(ustates, b, yg)] -= uval[s + t, j] if valued else 1.0
     pf = pair_first[i]
     npair = pair_first[i + 1] - pf
     plo = hi - npair
@@ -149,7 +152,7 @@ def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr,
 
 
 @njit(cache=True)
-def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
+def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
                    pscratch, o2, ws2, Pt, row, tscratch):
     """:func:`_sag_gradient1` on label-pair states (``crf._order2_kernels``): the stored
     marginals are those of the tags (mu), of the allowed pairs summed per bigram block
@@ -158,7 +161,7 @@ def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr,
     s = seq_offsets[i]
     e = seq_offsets[i + 1]
     hi = blk_ptr[i + 1]
-    fi = sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
+    fi = sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
                                  pred_r, ws2, Pt, row, g)
     alpha, beta, a0, b0, pb = ws2[2], ws2[3], ws2[4], ws2[5], ws2[13]
     valued = uval.shape[0] > 0
@@ -170,7 +173,9 @@ def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr,
             for j in range(ubase.shape[1]):
                 b = ubase[s + t, j]
                 if b >= 0:
-                    d[b + y] += (uval[s + t, j] if valued else 1.0) * diff
+                    k = K.state_index(ustates, b, y)
+                    if k >= 0:
+                        d[k] += (uval[s + t, j] if valued else 1.0) * diff
     tf = trip_first[i]
     ntrip = trip_first[i + 1] - tf
     tlo = hi - ntrip
@@ -208,7 +213,7 @@ def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr,
 
 
 @njit(cache=True)
-def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L,
+def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L,
              bstart, lam, mu, pair_first, pair, pscratch, f_store, visited, tsum, size, nus, state,
              counts, pair_states, tstart, o2):
     """n iterations of SAG (Schmidt et al., Algorithm 1) with stored marginals.
@@ -268,16 +273,16 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
         Sk = Sacc[k]
         for r in range(lo, hi):
             b = blocks[r]
-            for j in range(b, b + block_size2(b, bstart, tstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                 lj = last[j]
                 if lj != k:
                     w[j] = (Ak / A[lj]) * w[j] - d[j] * Ak * (Sk - Sacc[lj])
                     last[j] = k
         if pair_states:
-            fi = _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu,
+            fi = _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu,
                                 pair_first, pair, pscratch, o2, ws2, Pt, row, tscratch)
         else:
-            fi = _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks, L, mu,
+            fi = _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu,
                                 pair_first, pair, pscratch, ws, pp)
         counts[0] += 1
         f_store[i] = fi
@@ -291,7 +296,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
         c = 0
         for r in range(lo, hi):
             b = blocks[r]
-            for j in range(b, b + block_size2(b, bstart, tstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                 gg += g[j] * g[j]
                 wsave[c] = w[j]
                 c += 1
@@ -300,18 +305,18 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
             for _ in range(60):
                 for r in range(lo, hi):
                     b = blocks[r]
-                    for j in range(b, b + block_size2(b, bstart, tstart, L)):
+                    for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                         w[j] -= g[j] / Lcur
                 if pair_states:
-                    f_new = sequence_loss2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j,
+                    f_new = sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j,
                                            pred_r, ws2)
                 else:
-                    f_new = sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
+                    f_new = sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
                 counts[1] += 1
                 c = 0
                 for r in range(lo, hi):
                     b = blocks[r]
-                    for j in range(b, b + block_size2(b, bstart, tstart, L)):
+                    for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                         w[j] = wsave[c]
                         c += 1
                 if f_new <= fi - gg / (2.0 * Lcur):
@@ -319,7 +324,7 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, bbase, lab
                 Lcur *= 2.0
         for r in range(lo, hi):
             b = blocks[r]
-            for j in range(b, b + block_size2(b, bstart, tstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                 g[j] = 0.0
         if nus:
             Lg = max(Lg, Lcur)

@@ -106,8 +106,11 @@ def block_size(b, bstart, L):
 
 
 @njit(cache=True)
-def block_size2(b, bstart, tstart, L):
-    """The weights of the block at offset b: L (unigram), L*L (bigram) or L^3 (trigram, b >= tstart)."""
+def block_size2(b, bstart, tstart, L, ustates):
+    """The weights of the block at offset b: L (unigram; with seen states, the labels it has),
+    L*L (bigram) or L^3 (trigram, b >= tstart)."""
+    if b < bstart and ustates.shape[0] > 0:
+        return (ustates[b] >> 32) - b
     return L * L * L if b >= tstart else block_size(b, bstart, L)
 
 
@@ -151,22 +154,22 @@ def workspace(maxT, L, nb=1):
 
 
 @njit(cache=True)
-def forward_backward(w, ubase, uval, bbase, s, e, L, ws):
+def forward_backward(w, ubase, uval, ustates, bbase, s, e, L, ws):
     """The core's scaled forward-backward (dense recursion) on [s, e); returns log Z.
 
     The solvers change w between sequences, so the transition matrix cached in
     psi[0] from an earlier call is never reused (psi_of[0] = -1).
     """
     ws.psi_of[0] = -1
-    return K._forward_backward(w, ubase, uval, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU, ws.alpha,
+    return K._forward_backward(w, ubase, uval, ustates, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU, ws.alpha,
                                ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr, ws.m_idx,
                                ws.m_val)
 
 
 @njit(cache=True)
-def sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws):
+def sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws):
     """-log p(y|x) of sequence [s, e)."""
-    logz = forward_backward(w, ubase, uval, bbase, s, e, L, ws)
+    logz = forward_backward(w, ubase, uval, ustates, bbase, s, e, L, ws)
     return logz - K._gold_score(w, ws.U, bbase, labels, s, e, L)
 
 
@@ -177,72 +180,72 @@ def pairwise(t, L, ws, pp):
 
 
 @njit(cache=True)
-def add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g):
+def add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g):
     """g += gradient of -log p(y|x) (model expectations - gold counts), after _forward_backward."""
     none = np.empty(0)
     for t in range(e - s):
         yg = labels[s + t]
         for y in range(L):
             ws.tmp[y] = ws.alpha[t, y] * ws.beta[t, y]
-        K.add_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), ws.tmp, yg)
+        K.add_unigram_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), ustates, ws.tmp, yg)
         if t > 0 and bbase.shape[1] > 0:
             pairwise(t, L, ws, pp)
             K.add_expectation(g, bbase[s + t], none, pp, labels[s + t - 1] * L + yg)
 
 
 @njit(cache=True)
-def total_loss(w, seq_offsets, ubase, uval, bbase, labels, L):
+def total_loss(w, seq_offsets, ubase, uval, ustates, bbase, labels, L):
     """sum_i -log p(y_i|x_i, w) over all sequences (sequential; for checks and benchmarks)."""
     ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
     tot = 0.0
     for i in range(len(seq_offsets) - 1):
-        tot += sequence_loss(w, ubase, uval, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
+        tot += sequence_loss(w, ubase, uval, ustates, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot
 
 
 @njit(cache=True)
-def total_loss2(w, seq_offsets, ubase, uval, bbase, tbase, labels, L, pairs, pred_ptr, pred_j, pred_r):
+def total_loss2(w, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pred_ptr, pred_j, pred_r):
     """:func:`total_loss` on label-pair states."""
     ws2 = K2.workspace2(longest_sequence(seq_offsets), L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
     tot = 0.0
     for i in range(len(seq_offsets) - 1):
-        tot += sequence_loss2(w, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
+        tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
                               pred_ptr, pred_j, pred_r, ws2)
     return tot
 
 
 @njit(cache=True)
-def sequence_loss2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2):
+def sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2):
     """-log p(y|x) of sequence [s, e) on label-pair states (weights changed since the last
     call: no exponentiated row is reused; no triple marginals made)."""
-    return fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+    return fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
                                    ws2, None)
 
 
 @njit(cache=True)
-def fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2, Pt):
+def fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2, Pt):
     """-log p(y|x) of sequence [s, e) on label-pair states, leaving the recursions in ws2 and,
     with trigram patterns, the triple marginals of positions t >= 2 in Pt's rows t (the
     weights changed since the last call: no exponentiated row is reused)."""
     ws2[9][0] = -1
     ws2[11][0] = -1
     if tbase.shape[1] > 0 and e - s > 2:
-        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2,
+        logz = K2.forward_backward2(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2,
                                     Pt, 0, False)
     else:
-        logz = K2.forward_backward2(w, ubase, uval, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2)
+        logz = K2.forward_backward2(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2)
     return logz - K2.gold_score2(w, ws2[0], bbase, tbase, labels, s, e, L)
 
 
 @njit(cache=True)
-def sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
+def sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
                             pred_r, ws2, Pt, row, g):
     """-log p(y|x) of sequence [s, e) on the label-pair states of ``crf._order2_kernels``
     (second order, or forbidden pairs); adds its gradient (marginals of labels, label
     pairs and label triples minus the gold counts) into g. ws2: ``K2.workspace2`` for the
     longest sequence; Pt float64 (>= T, n3 or 1); row float64 (L,). The weights change
     between calls, so no exponentiated row of an earlier call is reused."""
-    loss = fresh_forward_backward2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+    loss = fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
                                    ws2, Pt)
     T = e - s
     hasT = tbase.shape[1] > 0
@@ -251,7 +254,7 @@ def sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, s, e, L, pairs
     none = np.empty(0)
     for t in range(T):
         K2.tag_marginals(t, L, pb, alpha, beta, a0, b0, row)
-        K.add_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), row, labels[s + t])
+        K.add_unigram_expectation(g, ubase[s + t], K.value_row(uval, s + t, none), ustates, row, labels[s + t])
         if t > 0:
             gold = labels[s + t - 1] * L + labels[s + t]
             for j in range(bbase.shape[1]):

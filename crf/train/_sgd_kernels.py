@@ -23,23 +23,23 @@ def _clip(w, q, j, u):
 
 
 @njit(cache=True)
-def _pending_l2(w, lastc, blocks, lo, hi, c, bstart, tstart, L):
+def _pending_l2(w, lastc, blocks, lo, hi, c, bstart, tstart, L, ustates):
     """The blocks lo..hi-1 get their pending l2 shrink exp(c - lastc[b]) (see sgd_l1_epoch)."""
     for r in range(lo, hi):
         b = blocks[r]
         if lastc[b] != c:
             f = np.exp(c - lastc[b])
             lastc[b] = c
-            for j in range(b, b + block_size2(b, bstart, tstart, L)):
+            for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                 w[j] *= f
 
 
 @njit(cache=True)
-def _step(w, q, g, blocks, lo, hi, eta, u, rho1_n, bstart, tstart, L):
+def _step(w, q, g, blocks, lo, hi, eta, u, rho1_n, bstart, tstart, L, ustates):
     """w -= eta g on the blocks lo..hi-1 (g left zero there), then the cumulative l1 clipping."""
     for r in range(lo, hi):
         b = blocks[r]
-        for j in range(b, b + block_size2(b, bstart, tstart, L)):
+        for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
             w[j] -= eta * g[j]
             g[j] = 0.0
             if rho1_n > 0.0:
@@ -47,12 +47,12 @@ def _step(w, q, g, blocks, lo, hi, eta, u, rho1_n, bstart, tstart, L):
 
 
 @njit(cache=True)
-def _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L):
+def _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates):
     """Every weight gets its pending l2 shrink and l1 clipping: w is the current iterate."""
     if rho2_n > 0.0:
         b = 0
         while b < w.shape[0]:
-            size = block_size2(b, bstart, tstart, L)
+            size = block_size2(b, bstart, tstart, L, ustates)
             if lastc[b] != c:
                 f = np.exp(c - lastc[b])
                 for j in range(b, b + size):
@@ -65,7 +65,7 @@ def _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L):
 
 
 @njit(cache=True)
-def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, labels, blk_ptr, blocks,
+def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks,
                  L, bstart, rho1_n, rho2_n, state):
     """One pass of SGD with the cumulative l1 penalty over the sequences in ``order``.
 
@@ -92,20 +92,20 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, l
         u += eta * rho1_n
         if rho2_n > 0.0:
             c += np.log1p(-eta * rho2_n)
-            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L)
+            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L, ustates)
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        total += sequence_loss(w, ubase, uval, bbase, labels, s, e, L, ws)
-        add_gradient(ubase, uval, bbase, labels, s, e, L, ws, pp, g)
-        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L)
-    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L)
+        total += sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
+        add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g)
+        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L, ustates)
+    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates)
     state[0] = u
     state[1] = 0.0
     return total
 
 
 @njit(cache=True)
-def sgd_l1_epoch2(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, tbase, labels, blk_ptr, blocks,
+def sgd_l1_epoch2(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, blk_ptr, blocks,
                   L, bstart, tstart, pairs, pair_pos, pred_ptr, pred_j, pred_r, rho1_n, rho2_n, state):
     """:func:`sgd_l1_epoch` on the label-pair states of a second-order model (or one with
     forbidden pairs): the same steps, each sequence's loss and gradient from
@@ -125,11 +125,11 @@ def sgd_l1_epoch2(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, bbase, 
         u += eta * rho1_n
         if rho2_n > 0.0:
             c += np.log1p(-eta * rho2_n)
-            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L)
-        total += sequence_loss_gradient2(w, ubase, uval, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L, ustates)
+        total += sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
                                          pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row, g)
-        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L)
-    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L)
+        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L, ustates)
+    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates)
     state[0] = u
     state[1] = 0.0
     return total

@@ -132,7 +132,7 @@ def passive_aggressive(space, data, max_iter: int = 100, x0: np.ndarray | None =
             loss, mistakes = 0.0, 0
         else:
             loss, mistakes = OK.pa_epoch(w, ws, dlt, mark, order, data.seq_offsets, data.unigram_base,
-                                         data.unigram_value, data.bigram_base, tbase, data.labels,
+                                         data.unigram_value, data.unigram_states, data.bigram_base, tbase, data.labels,
                                          np.int64(space.n_labels), pairwise, pairs, pred_ptr, pred_j, pred_r,
                                          np.int64(pa_type), float(c), bool(error_sensitive), u)
         u += n
@@ -185,7 +185,7 @@ def arow(space, data, max_iter: int = 100, x0: np.ndarray | None = None, varianc
     for epoch in range(1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
         loss, mistakes = OK.arow_epoch(mean, cov, dlt, mark, order, data.seq_offsets, data.unigram_base,
-                                       data.unigram_value, data.bigram_base, tbase, data.labels,
+                                       data.unigram_value, data.unigram_states, data.bigram_base, tbase, data.labels,
                                        np.int64(space.n_labels), pairwise, pairs, pred_ptr, pred_j, pred_r,
                                        float(gamma))
         info = clock.record(infos, epoch, float(loss), n_evals=epoch, active=int(np.count_nonzero(mean)),

@@ -90,7 +90,10 @@ def feature_forest(space, data) -> np.ndarray:
     L = space.n_labels
     parents = pattern_parents(space.patterns)
     col = {p: j for j, p in enumerate(space.unigram_patterns)}
-    parent_block = np.full(space.bigram_start // L if L else 0, -1, dtype=np.int64)
+    seen = space.seen_states
+    # a block's rank from its offset: offset // L, or its place among the seen-states blocks
+    rank_of = (lambda b: np.searchsorted(space.state_ptr, b, side="right") - 1) if seen else (lambda b: b // L)
+    parent_block = np.full(space.n_unigram_obs, -1, dtype=np.int64)
     ub = data.unigram_base
     for p, q in enumerate(parents):
         if q < 0:
@@ -98,15 +101,28 @@ def feature_forest(space, data) -> np.ndarray:
         child = ub[:, col[p]]
         par = ub[:, col[q]]
         ok = (child >= 0) & (par >= 0)
-        ranks = child[ok] // L
+        ranks = rank_of(child[ok].astype(np.int64))
         pblocks = par[ok]
         if ranks.size:
             parent_block[ranks] = pblocks
     parent = allocate(space.n_params, np.int64, "the feature forest of the tree penalty")
     parent[:] = -1
     has = np.flatnonzero(parent_block >= 0)
-    for y in range(L):
-        parent[has * L + y] = parent_block[has] + y
+    if not seen:
+        for y in range(L):
+            parent[has * L + y] = parent_block[has] + y
+        return parent
+    # seen states: the weight (child, y) has the parent (parent block, y); the parent
+    # observation occurs wherever the child does, with the same labels, so it has y too
+    ptr, lab = space.state_ptr, space.state_labels
+    key = np.repeat(np.arange(space.n_unigram_obs, dtype=np.int64), np.diff(ptr)) * L + lab  # sorted
+    counts = np.diff(ptr)[has]
+    k = np.repeat(ptr[has], counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    pkey = rank_of(np.repeat(parent_block[has], counts)) * L + lab[k]
+    where = np.searchsorted(key, pkey)
+    if where.size and (where.max() >= key.shape[0] or np.any(key[where] != pkey)):
+        raise ValueError("feature forest: a parent observation lacks a label of its child (data not the training data)")
+    parent[k] = where
     return parent
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from crf import CRF
 from crf.compat import ALIASES, APPLIES_TO, SKLEARN_CRFSUITE_PARAMS, TrainingLog
+from crf.dicts import item_attributes
 
 from .test_dicts import toy
 
@@ -84,7 +85,8 @@ def test_a_crfsuite_parameter_is_refused_where_it_does_not_apply(key):
     ({"algorithm": "arow", "variance": -1}, "> 0"), ({"algorithm": "lbfgs", "linesearch": "Wolfe"}, "linesearch"),
     ({"algorithm": "l2sgd", "calibration_rate": 1.0}, "> 1"), ({"algorithm": "ap", "c2": 1}, "no penalty"),
     ({"algorithm": "l2sgd", "c1": 0.5}, "does not apply"), ({"trainer_cls": object}, "trainer_cls"),
-    ({"all_possible_states": False}, "not supported yet"), ({"min_freq": 2}, "not supported yet"),
+    ({"all_possible_states": False, "algorithm": "bcd"}, "not supported with algorithm"),
+    ({"min_freq": 2}, "not supported yet"),
 ])
 def test_bad_crfsuite_values_are_clear_errors(kw, msg):
     with pytest.raises((ValueError, TypeError), match=msg):
@@ -184,9 +186,11 @@ def test_crfsuites_algorithms_learn_the_toy_problem(algorithm):
     assert crf.training_log_.last_iteration["num"] == crf.n_iter_
 
 
-def test_lbfgs_with_c2_reaches_pycrfsuites_optimum(tmp_path):
-    """The same data, both features sets dense (possible states and transitions), trained
-    to convergence by python-crfsuite and by us with c2: the same weights."""
+@pytest.mark.parametrize("states", [True, False])
+def test_lbfgs_with_c2_reaches_pycrfsuites_optimum(tmp_path, states):
+    """The same data, possible transitions, possible states or only the (attribute, label)
+    pairs seen in training (CRFsuite's default, our seen states), trained to convergence
+    by python-crfsuite and by us with c2: the same weights, on the same features."""
     pycrfsuite = pytest.importorskip("pycrfsuite")
     X, y = toy(9, n_seq=25, real=False)
     trainer = pycrfsuite.Trainer(verbose=False)
@@ -194,14 +198,20 @@ def test_lbfgs_with_c2_reaches_pycrfsuites_optimum(tmp_path):
         trainer.append(xs, ys)
     c2 = 0.3
     trainer.set_params({"c1": 0.0, "c2": c2, "max_iterations": 2000, "epsilon": 1e-9, "delta": 1e-12,
-                        "period": 10, "feature.possible_states": True, "feature.possible_transitions": True})
+                        "period": 10, "feature.possible_states": states, "feature.possible_transitions": True})
     trainer.train(str(tmp_path / "m.crfsuite"))
     tagger = pycrfsuite.Tagger()
     tagger.open(str(tmp_path / "m.crfsuite"))
     info = tagger.info()
-    ours = CRF(algorithm="lbfgs", c2=c2, epsilon=1e-9, delta=1e-12, period=10).fit(X, y)
+    ours = CRF(algorithm="lbfgs", c2=c2, epsilon=1e-9, delta=1e-12, period=10, all_possible_states=states).fit(X, y)
+    assert ours.space_.seen_states is not states
     theirs = info.state_features
     mine = ours.state_features_
+    if not states:  # the same features: the pairs seen in training
+        seen = {(a, lab) for xs, ys in zip(X, y) for x, lab in zip(xs, ys) for a in item_attributes(x)[0]}
+        assert set(mine) <= seen and set(theirs) <= seen
+        assert ours.space_.n_params - ours.space_.bigram_start == len(ours.classes_) ** 2
+        assert ours.space_.bigram_start == len(seen)
     keys = set(theirs) | set(mine)
     scale = max(abs(v) for v in theirs.values())
     for k in keys:

@@ -19,7 +19,7 @@ from .crf_testutil import PATTERNS, random_corpus
 
 # unigram, '*' (unigram + bigram), a pure bigram, the pure triple and an observation triple
 PATTERNS2 = ["u:a=%x[0,0]", "*:d=%x[1,0]", "B", "T", "t:e=%x[0,1]"]
-KINDS = ["first", "valued", "forbid", "second"]
+KINDS = ["first", "valued", "forbid", "second", "seen", "seen2"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,14 +29,21 @@ def problem(kind, seed=0, n_seq=6, max_len=4, L=3):
     pairs, or second order (pair states, trigram features)."""
     rng = np.random.default_rng(seed)
     X, y = random_corpus(rng, n_seq, max_len, L)
-    pats = PATTERNS2 if kind == "second" else PATTERNS
+    pats = PATTERNS2 if kind in ("second", "seen2") else PATTERNS
     space, data = FeatureSpace.build(parse_patterns("\n".join(pats) + "\n"), X, y)
+    if kind.startswith("seen"):  # seen states (valued at first order): blocks of the labels seen
+        space = space.restrict_states(data)
+        assert space.bigram_start < space.n_unigram_obs * L
+    if kind == "seen":
+        data = EncodedCorpus(data.seq_offsets, data.unigram_base, data.bigram_base, data.labels,
+                             rng.uniform(0.2, 2.0, size=data.unigram_base.shape), data.trigram_base,
+                             data.unigram_states)
     if kind == "forbid":  # the pairs of the gold labels only (pair states even when all are seen)
         space.set_allowed(allowed_pairs("unseen", space.labels, data.labels, data.seq_offsets))
     if kind == "valued":
         data = EncodedCorpus(data.seq_offsets, data.unigram_base, data.bigram_base, data.labels,
                              rng.uniform(0.2, 2.0, size=data.unigram_base.shape), data.trigram_base)
-    assert space.pairwise == (kind in ("forbid", "second"))
+    assert space.pairwise == (kind in ("forbid", "second", "seen2"))
     return space, data, Paths(space, data)
 
 
@@ -66,8 +73,9 @@ def features(space, data, i, ys):
     s = data.seq_offsets[i]
     for t in range(len(ys)):
         for j, b in enumerate(data.unigram_base[s + t]):
-            if b >= 0:
-                phi[b + ys[t]] += data.unigram_value[s + t, j] if data.valued else 1.0
+            k = unigram_index(space, b, ys[t])
+            if k >= 0:
+                phi[k] += data.unigram_value[s + t, j] if data.valued else 1.0
         if t > 0:
             for b in data.bigram_base[s + t]:
                 if b >= 0:
@@ -77,6 +85,17 @@ def features(space, data, i, ys):
                 if b >= 0:
                     phi[b + (ys[t - 2] * L + ys[t - 1]) * L + ys[t]] += 1.0
     return phi
+
+
+def unigram_index(space, b, y):
+    """The weight of label y in the unigram block at b (-1: no block, or seen states without y)."""
+    if b < 0:
+        return -1
+    if not space.seen_states:
+        return b + y
+    u = int(np.searchsorted(space.state_ptr, b, side="right")) - 1
+    labels = list(space.unigram_labels(u))
+    return b + labels.index(y) if y in labels else -1
 
 
 def brute_viterbi(P, space, data, w, i):

@@ -399,7 +399,7 @@ def test_perceptron_at_order2_replays_by_enumeration():
     rng = np.random.default_rng(0)
     for epoch in range(3):
         order = rng.permutation(data.n_sequences).astype(np.int64)
-        PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.bigram_base,
+        PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
                              data.trigram_base, data.labels, np.int64(L), *space.structure.args(), c)
         for i in order:
             c += 1.0
@@ -478,7 +478,7 @@ def test_sgd_at_order2_replays_plain_steps(patterns, forbid):
     etas = np.linspace(0.5, 0.2, len(order))
     blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base)
     total = GK.sgd_l1_epoch2(w, np.zeros(n), np.zeros(1), np.zeros(n), order, etas, data.seq_offsets,
-                             data.unigram_base, data.unigram_value, data.bigram_base, data.trigram_base, data.labels,
+                             data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.trigram_base, data.labels,
                              blk_ptr, blocks, np.int64(space.n_labels), np.int64(space.bigram_start),
                              np.int64(space.trigram_start), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r,
                              0.0, 0.0, np.zeros(2))

@@ -164,7 +164,7 @@ def run_sgd_kernel(space, data, w, q, lastc, order, etas, rho1_n, rho2_n, state)
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     g = np.zeros(space.n_params)
     total = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                            data.unigram_value, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(space.n_labels),
+                            data.unigram_value, data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(space.n_labels),
                             np.int64(space.bigram_start), rho1_n, rho2_n, state)
     assert not g.any()  # the scratch gradient is left zero
     return total
@@ -309,7 +309,7 @@ class SagKernel:
     def one_pass(self):
         data, space = self.data, self.space
         AK.sag_pass(self.w, self.d, self.last, self.A, self.Sacc, self.g, self.wsave, data.seq_offsets,
-                    data.unigram_base, data.unigram_value, data.bigram_base, data.labels, self.blk_ptr, self.blocks,
+                    data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, self.blk_ptr, self.blocks,
                     np.int64(space.n_labels), np.int64(space.bigram_start), self.lam, self.mu, self.pair_first,
                     self.pair, self.pscratch, self.f_store, self.visited, self.tsum, np.int64(self.size),
                     bool(self.nus), self.state, self.counts, False, np.int64(space.trigram_start), self.o2)
@@ -427,7 +427,7 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
     for _pass in range(2):
         for o in rng.permutation(n_obs):
             changed = BK.bcd_pass(w, np.array([o], dtype=np.int64), obs_ptr, obs_seq, uo, bo, data.seq_offsets,
-                                  data.unigram_base, data.unigram_value, data.bigram_base, data.labels,
+                                  data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels,
                                   np.int64(space.n_labels),
                                   float(rho1), float(rho2), float(kappa), counts, False, space.trigram_offset, o2)
             want = reference_bcd_step(ref, space, data, w_ref, o, rho1, rho2, kappa, counts_ref)

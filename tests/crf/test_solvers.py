@@ -50,8 +50,8 @@ def test_per_sequence_gradients_sum_to_the_objective_gradient():
     loss = 0.0
     for i in range(data.n_sequences):
         s, e = data.seq_offsets[i], data.seq_offsets[i + 1]
-        loss += SQ.sequence_loss(theta, data.unigram_base, data.unigram_value, data.bigram_base, data.labels, s, e, L, ws)
-        SQ.add_gradient(data.unigram_base, data.unigram_value, data.bigram_base, data.labels, s, e, L, ws, pp, g)
+        loss += SQ.sequence_loss(theta, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e, L, ws)
+        SQ.add_gradient(data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e, L, ws, pp, g)
     assert loss == pytest.approx(loss_ref, rel=1e-12)
     np.testing.assert_allclose(g, grad_ref, atol=1e-10)
 
