@@ -168,9 +168,11 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
         if not seqs:
             raise DataError(f"{train}: no sequence found (empty file?)")
         X, y = split_labels(seqs)
+        n_columns = len(seqs[0][0])
+        del seqs  # the rows live on in X
         Xd = yd = None
         if devel:
-            dseqs = read_sequences(devel, n_columns=len(seqs[0][0]))
+            dseqs = read_sequences(devel, n_columns=n_columns)
             if not dseqs:
                 raise DataError(f"{devel}: no sequence found (empty file?)")
             Xd, yd = split_labels(dseqs)
@@ -180,6 +182,7 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             elif grow:
                 crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
             else:
+                crf._release_inputs = True  # X, y, Xd, yd are ours: fit frees them once encoded
                 crf.fit(X, y, Xd, yd, checkpoint=ck, client=client)
     except (DataError, PatternError, ModelError, ValueError) as exc:
         raise _fail(exc) from None

@@ -41,7 +41,7 @@ from itertools import repeat
 
 import numpy as np
 
-from .features import EncodedCorpus, FeatureSpace
+from .features import EncodedCorpus, FeatureSpace, unigram_base_type
 from .patterns import parse_patterns
 
 __all__ = ["ITEM_INPUTS", "input_kind", "item_attributes", "build", "encode"]
@@ -267,6 +267,8 @@ def _corpus(space: FeatureSpace, obs_ids: np.ndarray, val: np.ndarray, lengths, 
         np.take(uoff, ubase, out=ubase)
     ubase[unknown] = -1
     del unknown
+    if unigram_base_type(space) is np.int32:
+        ubase = ubase.astype(np.int32)
     t = space.obs_index.get(TRANSITION, -1)
     b = space.bigram_offset[t] if t >= 0 else -1
     bbase = np.full((obs_ids.shape[0], 1), b, dtype=np.int64)

@@ -43,6 +43,12 @@ _DENSE = np.zeros(0, dtype=np.int64)
 STATE_LABEL = (1 << 32) - 1
 
 
+def unigram_base_type(space) -> type:
+    """The dtype of an encoded corpus' unigram offsets: int32 when every offset fits (half
+    the memory of the largest array of the corpus; every kernel takes int32 or int64)."""
+    return np.int32 if space.n_params < 2**31 else np.int64
+
+
 def pack_states(state_ptr: np.ndarray, state_labels: np.ndarray) -> np.ndarray:
     """``ustates`` of a seen-states layout: entry k (the unigram weight k) is
     ``end << 32 | label``, where end is the offset past the weight's block."""
@@ -291,13 +297,15 @@ class FeatureSpace:
                            dtype=np.int64, count=sum(lengths))
         index: dict[str, int] = {}
         obs_ids = []
+        # the ids fit int32 unless there could be 2^31 observations: half the memory
+        id_type = np.int32 if sum(lengths) * max(len(patterns), 1) < 2**31 else np.int64
         n_u = n_b = n_t = 0  # observations first met with a unigram / bigram / trigram pattern (lower bounds)
         for strs, p in zip(expand_patterns(patterns, cols, lengths, name), patterns):
             # ids for the distinct strings only, then one C-level map over all tokens
             before = len(index)
             distinct = dict.fromkeys(strs)
             local = dict(zip(distinct, [index.setdefault(s, len(index)) for s in distinct]))
-            obs_ids.append(np.fromiter(map(local.__getitem__, strs), dtype=np.int64, count=len(strs)))
+            obs_ids.append(np.fromiter(map(local.__getitem__, strs), dtype=id_type, count=len(strs)))
             if check is not None:
                 new = len(index) - before
                 n_u += new if p.kind & UNIGRAM else 0
@@ -310,7 +318,7 @@ class FeatureSpace:
         for ids in obs_ids:
             counts += np.bincount(ids, minlength=len(index))
         order = np.argsort(-counts, kind="stable")
-        rank = np.empty_like(order)
+        rank = np.empty(len(order), dtype=id_type)
         rank[order] = np.arange(len(order))
         obs_ids = [rank[ids] for ids in obs_ids]
         kinds = np.zeros(len(index), dtype=np.int8)
@@ -352,8 +360,8 @@ class FeatureSpace:
     def _encode_ids(self, obs_ids, lengths, gold) -> EncodedCorpus:
         n = sum(lengths)
 
-        def base(pattern_ids, offsets):
-            out = allocate((n, len(pattern_ids)), np.int64, "the encoded corpus (feature offsets of every token)")
+        def base(pattern_ids, offsets, dtype=np.int64):
+            out = allocate((n, len(pattern_ids)), dtype, "the encoded corpus (feature offsets of every token)")
             for j, i in enumerate(pattern_ids):
                 ids = obs_ids[i]
                 out[:, j] = np.where(ids >= 0, offsets[np.maximum(ids, 0)], -1) if len(offsets) else -1
@@ -361,7 +369,7 @@ class FeatureSpace:
 
         seq_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=seq_offsets[1:])
-        return EncodedCorpus(seq_offsets, base(self.unigram_patterns, self.unigram_offset),
+        return EncodedCorpus(seq_offsets, base(self.unigram_patterns, self.unigram_offset, unigram_base_type(self)),
                              base(self.bigram_patterns, self.bigram_offset), gold,
                              trigram_base=base(self.trigram_patterns, self.trigram_offset), unigram_states=self.ustates)
 

@@ -783,7 +783,11 @@ class CRF(ParamsMixin):
                                             train.seq_offsets))
             text = dicts.PATTERN_TEXT[order]
             dev = dicts.encode(space, X_dev, y_dev, "X_dev") if X_dev is not None else None
-        self._log(f"* {len(X)} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
+        if getattr(self, "_release_inputs", False):  # lists the command line made for this fit alone: free
+            for seqs in (X, y, X_dev, y_dev):            # their strings for the training (~45 MB on CoNLL-2000)
+                if isinstance(seqs, list):
+                    seqs.clear()
+        self._log(f"* {train.n_sequences} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
         log: list[dict[str, Any]] = []
@@ -1269,15 +1273,18 @@ class CRF(ParamsMixin):
         sp = self.space_
         st = getattr(self, "settings_", None) or self._settings()
         _check_labels([sp.labels], "labels")
+        obs = sp.observations
+        joined = "".join(obs)  # one string, one encoding: no bytes object per observation
         try:
-            encoded = [s.encode("utf-8") for s in sp.observations]
+            blob = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
         except UnicodeEncodeError as exc:
-            bad = next(o for o in sp.observations if not utf8_encodable(o))
+            bad = next(o for o in obs if not utf8_encodable(o))
             raise ValueError(f"{path}: observation {bad!r} is not encodable as UTF-8 ({exc.reason}); "
                              "nothing written") from None
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
-        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        sizes = map(len, obs) if joined.isascii() else (len(o.encode("utf-8")) for o in obs)
+        joined = None
+        offsets = np.zeros(len(obs) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(sizes, dtype=np.int64, count=len(obs)), out=offsets[1:])
         arrays = {"obs_blob": blob, "obs_offsets": offsets, "kinds": sp.kinds.astype(np.int8),
                   "theta": np.asarray(self.theta_, dtype=np.float64)}
         meta = {
