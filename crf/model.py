@@ -366,7 +366,7 @@ def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> N
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
 _NO_CHECKPOINT = ("sag", "sag-nus", "l2sgd", "pa", "arow")
 #: the algorithms that need every label in every unigram block (all_possible_states=True)
-_ALL_STATES_ONLY = ("bcd",)
+_ALL_STATES_ONLY: tuple[str, ...] = ()
 
 
 def _solver_state(algorithm: str):

@@ -5,23 +5,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._inference_kernels import pair_size
+from .._gradient_kernels import unigram_rank
+from .._inference_kernels import STATE_LABEL, pair_size
 from .._order2_kernels import tag_marginals, triple_of, workspace2
 from ._sequence_kernels import (fresh_forward_backward2, longest_sequence, pairwise, sequence_loss, sequence_loss2,
                                 workspace)
 
 
 @njit(cache=True)
-def block_sequences(seq_offsets, blk_ptr, blocks, obs_of_block_rank, L, bstart, n_obs, tstart):
+def block_sequences(seq_offsets, blk_ptr, blocks, obs_of_block_rank, L, bstart, n_obs, tstart, uptr):
     """(obs_ptr, obs_seq): CSR of the sequences where each observation occurs.
 
     obs_of_block_rank: int64 (n_unigram_obs + n_bigram_obs + n_trigram_obs,) observation
     id of the unigram block of rank r (r < n_unigram_obs), of the bigram block of rank
     r - n_unigram_obs, then of the trigram blocks (offsets from tstart, L^3 each); a
-    sequence is listed once per observation.
+    sequence is listed once per observation; uptr: the unigram blocks' offsets with seen
+    states (``FeatureSpace.uptr``), or empty.
     """
     n_seq = len(seq_offsets) - 1
-    n_uni = bstart // L
+    n_uni = bstart // L if uptr.shape[0] == 0 else uptr.shape[0] - 1
     L2 = L * L
     n_bi = (tstart - bstart) // L2
     count = np.zeros(n_obs + 1, dtype=np.int64)
@@ -37,7 +39,7 @@ def block_sequences(seq_offsets, blk_ptr, blocks, obs_of_block_rank, L, bstart, 
             for r in range(blk_ptr[i], blk_ptr[i + 1]):
                 b = blocks[r]
                 if b < bstart:
-                    rank = b // L
+                    rank = unigram_rank(b, L, uptr)
                 elif b < tstart:
                     rank = n_uni + (b - bstart) // L2
                 else:
@@ -92,9 +94,16 @@ def _accumulate1(s, e, ub, bb, ubase, uval, ustates, bbase, labels, L, ws, pp, g
         if ub >= 0:
             c = _count(ubase, s + t, ub, uval, valued)
             if c != 0.0:  # the feature value at t (values may be negative)
-                for y in range(L):
-                    _add(g, h, y, c, ws.alpha[t, y] * ws.beta[t, y])
-                g[labels[s + t]] -= c
+                if ustates.shape[0] == 0:
+                    for y in range(L):
+                        _add(g, h, y, c, ws.alpha[t, y] * ws.beta[t, y])
+                    g[labels[s + t]] -= c
+                else:  # seen states: the block's labels, at their places in the block
+                    for k in range(ub, ustates[ub] >> 32):
+                        y = ustates[k] & STATE_LABEL
+                        _add(g, h, k - ub, c, ws.alpha[t, y] * ws.beta[t, y])
+                        if y == labels[s + t]:
+                            g[k - ub] -= c
         if bb >= 0 and t > 0:
             c = _count(bbase, s + t, bb, uval, False)
             if c > 0.0:
@@ -116,9 +125,16 @@ def _accumulate2(s, e, ub, bb, tb, ubase, uval, ustates, bbase, labels, L, o2, w
             c = _count(ubase, s + t, ub, uval, valued)
             if c != 0.0:
                 tag_marginals(t, L, pb, alpha, beta, a0, b0, row)
-                for y in range(L):
-                    _add(g, h, y, c, row[y])
-                g[labels[s + t]] -= c
+                if ustates.shape[0] == 0:
+                    for y in range(L):
+                        _add(g, h, y, c, row[y])
+                    g[labels[s + t]] -= c
+                else:
+                    for k in range(ub, ustates[ub] >> 32):
+                        y = ustates[k] & STATE_LABEL
+                        _add(g, h, k - ub, c, row[y])
+                        if y == labels[s + t]:
+                            g[k - ub] -= c
         if bb >= 0 and t > 0:
             c = _count(bbase, s + t, bb, uval, False)
             if c > 0.0:
@@ -183,8 +199,8 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, u
         # the block's weights, in the order of g and h: unigram, bigram, trigram
         n = 0
         if ub >= 0:
-            for y in range(L):
-                idx[n] = ub + y
+            for k in range(ub, ub + L if ustates.shape[0] == 0 else ustates[ub] >> 32):
+                idx[n] = k
                 n += 1
         nU = n
         if bb >= 0:

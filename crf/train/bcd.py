@@ -102,7 +102,8 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     # observation of every block rank (ranks follow observation order in features.py)
     obs_of_rank = np.concatenate([obs_ids[uo >= 0], obs_ids[bo >= 0], obs_ids[to >= 0]]).astype(np.int64)
     obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(L),
-                                          np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start))
+                                          np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start),
+                                          space.uptr)
     o2 = SQ.pair_args(space, data)
     _, pairs, _, pred_ptr, pred_j, pred_r = o2
     counts = np.zeros(2, dtype=np.int64)

@@ -85,7 +85,6 @@ def test_a_crfsuite_parameter_is_refused_where_it_does_not_apply(key):
     ({"algorithm": "arow", "variance": -1}, "> 0"), ({"algorithm": "lbfgs", "linesearch": "Wolfe"}, "linesearch"),
     ({"algorithm": "l2sgd", "calibration_rate": 1.0}, "> 1"), ({"algorithm": "ap", "c2": 1}, "no penalty"),
     ({"algorithm": "l2sgd", "c1": 0.5}, "does not apply"), ({"trainer_cls": object}, "trainer_cls"),
-    ({"all_possible_states": False, "algorithm": "bcd"}, "not supported with algorithm"),
     ({"min_freq": 2}, "not supported yet"),
 ])
 def test_bad_crfsuite_values_are_clear_errors(kw, msg):
