@@ -89,7 +89,7 @@ def command() -> None:
 @click.option("--states", type=click.Choice(["all", "seen"]), default="all", show_default=True,
               help="The labels of each unigram observation's weights: all (every label) or seen (only the labels "
                    "it has in the training data: CRFsuite's default, all_possible_states=False; far fewer weights "
-                   "with many labels). Not with -a bcd, --grow or --init.")
+                   "with many labels). Not with --grow or --init.")
 @threads_option(forward=True)
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
