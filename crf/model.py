@@ -365,8 +365,6 @@ def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> N
 
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
 _NO_CHECKPOINT = ("sag", "sag-nus", "l2sgd", "pa", "arow")
-#: the algorithms that need every label in every unigram block (all_possible_states=True)
-_ALL_STATES_ONLY: tuple[str, ...] = ()
 
 
 def _solver_state(algorithm: str):
@@ -598,10 +596,6 @@ class CRF(ParamsMixin):
             raise ValueError("all_possible_transitions=False and min_freq > 0 (CRFsuite's sparse transitions and "
                              "feature cut-off) are not supported yet: every label pair has a weight here, as "
                              "CRFsuite's all_possible_transitions=True")
-        if not settings.all_possible_states and settings.algorithm in _ALL_STATES_ONLY:
-            raise ValueError(f"all_possible_states=False (seen states) is not supported with algorithm "
-                             f"{settings.algorithm!r} yet; use one of "
-                             f"{', '.join(a for a in ALGORITHMS if a not in _ALL_STATES_ONLY)}")
         return settings
 
     def _pairwise_params(self) -> bool:
