@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from crf.tutorial import sent2features  # noqa: E402
+from crf.tutorial import sent2features  # noqa: E402 (plain Python: imports neither numpy nor numba)
 
 SYSTEMS = ("ours", "sklearn-crfsuite", "ours-defaults")
 SETTINGS = {
@@ -53,10 +53,49 @@ SETTINGS = {
 
 
 def read(path):
-    """Sentences as lists of (word, POS, label) rows."""
-    from crf.data import read_sequences
+    """Sentences as lists of (word, POS, label) rows (plain Python: a worker loads only its system)."""
+    sents, cur = [], []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            cols = line.split()
+            if not cols:
+                if cur:
+                    sents.append(cur)
+                    cur = []
+                continue
+            if len(cols) != 3:
+                raise SystemExit(f"{path}: expected 3 columns, found {len(cols)}: {line!r}")
+            cur.append(cols)
+    if cur:
+        sents.append(cur)
+    return sents
 
-    return read_sequences(path, n_columns=3)
+
+def chunk_scores(gold, pred):
+    """(precision, recall, F1, token accuracy) in percent, conlleval's: IOB2 chunks, a chunk
+    is right when its type and both ends are (plain Python, as ``read``)."""
+    def chunks(seq):
+        out, start, typ = set(), None, None
+        for i, tag in enumerate(list(seq) + ["O"]):
+            b, _, t = tag.partition("-")
+            if start is not None and (b in ("B", "O") or t != typ):
+                out.add((start, i, typ))
+                start = None
+            if b == "B" or (b == "I" and start is None):
+                start, typ = i, t
+        return out
+
+    tp = fp = fn = right = n = 0
+    for g, p in zip(gold, pred):
+        cg, cp = chunks(g), chunks(p)
+        tp += len(cg & cp)
+        fp += len(cp - cg)
+        fn += len(cg - cp)
+        right += sum(a == b for a, b in zip(g, p))
+        n += len(g)
+    prec = 100.0 * tp / max(tp + fp, 1)
+    rec = 100.0 * tp / max(tp + fn, 1)
+    return prec, rec, 2 * prec * rec / (prec + rec) if prec + rec else 0.0, 100.0 * right / max(n, 1)
 
 
 # ---------------------------------------------------------------- one system in one process
@@ -77,8 +116,6 @@ def _estimator(system: str):
 
 
 def worker(args) -> dict:
-    from crf.evaluate import chunk_scores
-
     train, test = read(Path(args.shared) / "esp.train"), read(Path(args.shared) / "esp.testb")
     y = [[row[2] for row in s] for s in train]
     yt = [[row[2] for row in s] for s in test]
@@ -102,14 +139,13 @@ def worker(args) -> dict:
     pred = crf.predict(Xt)
     label_s = time.perf_counter() - t0
     labels = [lab for lab in crf.classes_ if lab != "O"]  # the tutorial's labels
-    sc = chunk_scores(yt, pred)
-    p, r, f = sc.precision_recall_f1
+    p, r, f, accuracy = chunk_scores(yt, pred)
     if args.worker == "sklearn-crfsuite":
         iterations = len(crf.training_log_.iterations)
         active = int(crf.training_log_.last_iteration.get("active_features", 0))
     else:
         iterations, active = crf.n_iter_, crf.n_active_features_
-    return {"f1": f, "precision": p, "recall": r, "token_accuracy": sc.accuracy, "labels": labels,
+    return {"f1": f, "precision": p, "recall": r, "token_accuracy": accuracy, "labels": labels,
             "train_seconds": train_s, "train_cpu_seconds": train_cpu, "feature_seconds": features_s,
             "train_with_features_seconds": train_s + features_s, "label_seconds": label_s,
             "test_feature_seconds": test_features_s, "iterations": iterations, "active_features": active,
