@@ -194,6 +194,8 @@ class DistributedObjective:
                 self.n_rescatters += len(lost)
                 self._scatter(lost)
         self.errors = np.asarray(errors, dtype=np.int64)
+        if self.space.frozen is not None:  # weights held at zero, as Objective does
+            grad[self.space.frozen] = 0.0
         return float(loss), grad
 
     def value_and_gradient_parts(self, theta: np.ndarray) -> tuple[float, np.ndarray]:

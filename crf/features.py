@@ -141,6 +141,7 @@ class FeatureSpace:
         self.labels = list(labels)
         self.n_columns = n_columns
         self.label_index = {lab: i for i, lab in enumerate(self.labels)}
+        self.frozen = None  # weights held at zero in training (``freeze_transitions``)
         self._obs_index = None
         self._structure = None
         self.allowed = None
@@ -251,33 +252,77 @@ class FeatureSpace:
             return np.arange(self.n_labels)
         return self.state_labels[self.state_ptr[u]: self.state_ptr[u + 1]]
 
-    def restrict_states(self, data: EncodedCorpus) -> "FeatureSpace":
-        """The same space with seen states only: each unigram observation keeps the labels its
-        tokens have in ``data`` (the training corpus it was built from, encoded in this
-        dense space), which is re-encoded in place for the new space."""
+    def restrict_states(self, data: EncodedCorpus, min_freq: float = 0.0) -> "FeatureSpace":
+        """The same space with seen states only (CRFsuite's ``feature.possible_states=0``):
+        each unigram observation keeps the labels whose frequency in ``data`` (the training
+        corpus it was built from, encoded in this dense space) is at least ``min_freq``. A
+        label's frequency is the sum of the observation's values over the tokens of that label
+        (1 per occurrence without values), as CRFsuite counts it (its ``feature.minfreq``);
+        so a pair whose values sum below 0 has no weight even with min_freq 0, as there. An
+        observation left without labels loses its unigram block (and the space the
+        observation if it had no other). ``data`` is re-encoded in place for the new space."""
         if self.seen_states:
             return self
         L = self.n_labels
         ub = data.unigram_base
-        seen = np.zeros(0, dtype=np.int64)
+        keys = np.zeros(0, dtype=np.int64)  # sorted (rank * L + label) seen so far
+        freq = np.zeros(0)
         for j in range(ub.shape[1]):  # a column at a time: temporaries of one column
             col = ub[:, j]
             known = col >= 0
-            seen = np.union1d(seen, col[known].astype(np.int64) + data.labels[known])
-        ptr = np.zeros(self.n_unigram_obs + 1, dtype=np.int64)
-        np.cumsum(np.bincount(seen // L, minlength=self.n_unigram_obs), out=ptr[1:])
-        space = FeatureSpace(self.patterns, self.observations, self.kinds, self.labels, self.n_columns, self.allowed,
+            u, inv = np.unique(col[known].astype(np.int64) + data.labels[known], return_inverse=True)
+            f = np.bincount(inv, weights=data.unigram_value[known, j] if data.valued else None, minlength=len(u))
+            merged = np.union1d(keys, u)
+            acc = np.zeros(len(merged))
+            acc[np.searchsorted(merged, keys)] += freq
+            acc[np.searchsorted(merged, u)] += f
+            keys, freq = merged, acc
+        seen = keys[freq >= min_freq]
+        keys = freq = None
+        counts = np.bincount(seen // L, minlength=self.n_unigram_obs)
+        has = counts > 0
+        kinds, observations = self.kinds, self.observations
+        if not has.all():  # observations left without a label: no unigram block (nor observation)
+            kinds = kinds.copy()
+            kinds[np.flatnonzero(self.unigram_offset >= 0)[~has]] &= ~np.int8(UNIGRAM)
+            kept = kinds != 0
+            if not kept.all():
+                observations = [o for o, k in zip(observations, kept) if k]
+                kinds = kinds[kept]
+        ptr = np.zeros(int(has.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts[has], out=ptr[1:])
+        space = FeatureSpace(self.patterns, observations, kinds, self.labels, self.n_columns, self.allowed,
                              state_ptr=ptr, state_labels=seen % L)
+        offset_of_rank = np.full(self.n_unigram_obs, -1, dtype=np.int64)
+        offset_of_rank[has] = ptr[:-1]
         shift = space.bigram_start - self.bigram_start
         for j in range(ub.shape[1]):
             col = ub[:, j]
             known = col >= 0
-            col[known] = ptr[col[known] // L]
+            col[known] = offset_of_rank[col[known] // L]
         for base in (data.bigram_base, data.trigram_base):
             base[base >= 0] += shift
         data.unigram_states = space.ustates
-        space._obs_index = self._obs_index
+        if observations is self.observations:
+            space._obs_index = self._obs_index
         return space
+
+    def freeze_transitions(self, data: EncodedCorpus, possible: bool = False, min_freq: float = 0.0) -> None:
+        """Hold at zero the label-pair weights of every bigram block whose pair is not a
+        transition feature in CRFsuite's sense: a pair (y', y) is one when it follows in
+        ``data`` (the training corpus) at least ``min_freq`` times, and, unless ``possible``
+        (``feature.possible_transitions``), at least once. ``frozen`` lists the weights; the
+        gradient-based solvers keep them at zero (their gradient is zeroed)."""
+        L = self.n_labels
+        lab = data.labels
+        follow = np.ones(max(lab.shape[0] - 1, 0), dtype=bool)
+        starts = data.seq_offsets[1:-1]
+        follow[starts[(starts > 0) & (starts < lab.shape[0])] - 1] = False
+        count = np.bincount((lab[:-1] * L + lab[1:])[follow], minlength=L * L) if follow.size else np.zeros(L * L)
+        unseen = np.flatnonzero(~((count >= min_freq) & (possible | (count > 0))))
+        blocks = self.bigram_start + np.arange(self.n_bigram_obs, dtype=np.int64) * (L * L)
+        frozen = (blocks[:, None] + unseen[None, :]).ravel()
+        self.frozen = frozen if frozen.size else None
 
     # ------------------------------------------------------------------ building
     @classmethod

@@ -215,6 +215,8 @@ class Objective:
                     np.int64(sp.bigram_start), np.int64(sp.trigram_start), self.uniform, self.brow_start,
                     self.batches, np.int64(4 * n_threads), self.units(n_threads), np.int64(sp.n_unigram_obs),
                     np.int64(sp.n_bigram_obs), sp.uptr, self.Pu, self.Pb, self.Pt, self.seq_loss, self.seq_err, out)
+            if sp.frozen is not None:
+                out[sp.frozen] = 0.0
             return float(loss), out
         sparse = choose_sparse(theta, sp, self.recursion)
         self.last_sparse = sparse
@@ -225,6 +227,8 @@ class Objective:
                                    self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
                                    self.units(n_threads), np.int64(sp.n_unigram_obs), sp.uptr, self.Pu, self.Pb,
                                    self.seq_loss, self.seq_err, out)
+        if sp.frozen is not None:  # weights held at zero (CRFsuite's transitions not generated)
+            out[sp.frozen] = 0.0
         return float(loss), out
 
     def value_and_gradient_parts(self, theta: np.ndarray, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:

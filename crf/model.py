@@ -82,6 +82,18 @@ def _listed(seqs, name: str):
     return list(seqs)
 
 
+def _crfsuite_features(space: FeatureSpace, train: EncodedCorpus, st) -> FeatureSpace:
+    """The space of CRFsuite's feature options (``all_possible_states``,
+    ``all_possible_transitions``, ``min_freq``): seen states when the states are not all
+    possible or a cut-off applies (CRFsuite then drops the possible ones of frequency 0 too),
+    and the label pairs that are no transition feature held at zero."""
+    if not st.all_possible_states or st.min_freq > 0:
+        space = space.restrict_states(train, st.min_freq)
+    if not st.all_possible_transitions or st.min_freq > 0:
+        space.freeze_transitions(train, st.all_possible_transitions, st.min_freq)
+    return space
+
+
 def _check_labels(y, name="y") -> None:
     """``ValueError`` (as sklearn's estimators) for a label that a model file or a column file could
     not give back: not a string (None, a number), empty, holding white space (a label is
@@ -365,6 +377,8 @@ def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> N
 
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
 _NO_CHECKPOINT = ("sag", "sag-nus", "l2sgd", "pa", "arow")
+#: the algorithms that hold weights at zero (``FeatureSpace.frozen``: CRFsuite's transitions not generated)
+_FREEZES = ("owlqn", "lbfgs", "fista")
 
 
 def _solver_state(algorithm: str):
@@ -592,10 +606,10 @@ class CRF(ParamsMixin):
         if isinstance(forbid, str) and forbid not in FORBID_CHOICES and not os.path.exists(forbid):
             raise ValueError(f"forbid must be 'none', 'unseen', a file of forbidden label pairs or a list of "
                              f"(prev, label) pairs; {forbid!r} is none of them (no such file)")
-        if not settings.all_possible_transitions or settings.min_freq:
-            raise ValueError("all_possible_transitions=False and min_freq > 0 (CRFsuite's sparse transitions and "
-                             "feature cut-off) are not supported yet: every label pair has a weight here, as "
-                             "CRFsuite's all_possible_transitions=True")
+        if (not settings.all_possible_transitions or settings.min_freq) and settings.algorithm not in _FREEZES:
+            raise ValueError(f"all_possible_transitions=False and min_freq > 0 (label pairs without a transition "
+                             f"weight) need a gradient-based algorithm ({', '.join(_FREEZES)}), not "
+                             f"{settings.algorithm!r}")
         return settings
 
     def _pairwise_params(self) -> bool:
@@ -759,8 +773,7 @@ class CRF(ParamsMixin):
             text, patterns = self._order_patterns(*self._pattern_text())
             budget = self._budget(y, len(patterns), sum(1 for p in patterns if p.kind & 2), n_threads)
             space, train = FeatureSpace.build(patterns, X, y, "training data", check=budget.check)
-            if not settings.all_possible_states:
-                space = space.restrict_states(train)
+            space = _crfsuite_features(space, train, settings)
             space.set_allowed(allowed_pairs(self._forbid_value(space.order), space.labels, train.labels,
                                             train.seq_offsets))
             dev = space.encode(X_dev, y_dev, "development data") if X_dev is not None else None
@@ -769,8 +782,7 @@ class CRF(ParamsMixin):
 
             order = 2 if self.order == 2 else 1
             space, train = dicts.build(X, y, "X", order)
-            if not settings.all_possible_states:
-                space = space.restrict_states(train)
+            space = _crfsuite_features(space, train, settings)
             self._budget(y, train.unigram_base.shape[1] + order, 1, n_threads).check(
                 space.n_unigram_obs, space.n_bigram_obs, len(space.observations), n_trigram_obs=order - 1)
             space.set_allowed(allowed_pairs(self._forbid_value(order), space.labels, train.labels,
@@ -813,8 +825,10 @@ class CRF(ParamsMixin):
         settings = self._settings()
         if getattr(self, "input_kind_", "columns") != "columns":
             raise ValueError("grow adds patterns: it needs a model of token rows of columns, not of feature dicts")
-        if not settings.all_possible_states or (self._is_fitted() and self.space_.seen_states):
-            raise ValueError("grow with seen states (all_possible_states=False) is not supported yet")
+        if not (settings.all_possible_states and settings.all_possible_transitions) or settings.min_freq \
+                or (self._is_fitted() and self.space_.seen_states):
+            raise ValueError("grow with seen states or transitions (all_possible_states=False, "
+                             "all_possible_transitions=False, min_freq > 0) is not supported yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         self._check_fit_input(X, y, X_dev, y_dev, "columns")
         if rounds is None:

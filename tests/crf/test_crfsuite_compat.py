@@ -85,7 +85,8 @@ def test_a_crfsuite_parameter_is_refused_where_it_does_not_apply(key):
     ({"algorithm": "arow", "variance": -1}, "> 0"), ({"algorithm": "lbfgs", "linesearch": "Wolfe"}, "linesearch"),
     ({"algorithm": "l2sgd", "calibration_rate": 1.0}, "> 1"), ({"algorithm": "ap", "c2": 1}, "no penalty"),
     ({"algorithm": "l2sgd", "c1": 0.5}, "does not apply"), ({"trainer_cls": object}, "trainer_cls"),
-    ({"min_freq": 2}, "not supported yet"),
+    ({"min_freq": 2, "algorithm": "ap"}, "gradient-based"),
+    ({"all_possible_transitions": False, "algorithm": "l2sgd"}, "gradient-based"),
 ])
 def test_bad_crfsuite_values_are_clear_errors(kw, msg):
     with pytest.raises((ValueError, TypeError), match=msg):
@@ -185,32 +186,40 @@ def test_crfsuites_algorithms_learn_the_toy_problem(algorithm):
     assert crf.training_log_.last_iteration["num"] == crf.n_iter_
 
 
-@pytest.mark.parametrize("states", [True, False])
-def test_lbfgs_with_c2_reaches_pycrfsuites_optimum(tmp_path, states):
-    """The same data, possible transitions, possible states or only the (attribute, label)
-    pairs seen in training (CRFsuite's default, our seen states), trained to convergence
-    by python-crfsuite and by us with c2: the same weights, on the same features."""
+@pytest.mark.parametrize("states,transitions,min_freq,real", [
+    (True, True, 0, False), (False, True, 0, True), (False, False, 0, True), (False, False, 2, False),
+    (True, True, 2, True), (True, False, 0, False)])
+def test_lbfgs_with_c2_reaches_pycrfsuites_optimum(tmp_path, states, transitions, min_freq, real):
+    """The same data, CRFsuite's feature options (possible states and transitions, or only
+    the pairs seen in training -- its defaults, our seen states --, a frequency cut-off),
+    trained to convergence by python-crfsuite and by us with c2: the same weights, on the
+    same features. Real values: CRFsuite keeps an (attribute, label) pair whose values sum
+    to at least min_freq (so not one summing below 0); so do our seen states (every state
+    possible, ours keeps every pair: compared on indicator features only)."""
     pycrfsuite = pytest.importorskip("pycrfsuite")
-    X, y = toy(9, n_seq=25, real=False)
+    X, y = toy(9, n_seq=25, real=real)
     trainer = pycrfsuite.Trainer(verbose=False)
     for xs, ys in zip(X, y):
         trainer.append(xs, ys)
     c2 = 0.3
     trainer.set_params({"c1": 0.0, "c2": c2, "max_iterations": 2000, "epsilon": 1e-9, "delta": 1e-12,
-                        "period": 10, "feature.possible_states": states, "feature.possible_transitions": True})
+                        "period": 10, "feature.possible_states": states, "feature.possible_transitions": transitions,
+                        "feature.minfreq": min_freq})
     trainer.train(str(tmp_path / "m.crfsuite"))
     tagger = pycrfsuite.Tagger()
     tagger.open(str(tmp_path / "m.crfsuite"))
     info = tagger.info()
-    ours = CRF(algorithm="lbfgs", c2=c2, epsilon=1e-9, delta=1e-12, period=10, all_possible_states=states).fit(X, y)
-    assert ours.space_.seen_states is not states
+    ours = CRF(algorithm="lbfgs", c2=c2, epsilon=1e-9, delta=1e-12, period=10, all_possible_states=states,
+               all_possible_transitions=transitions, min_freq=min_freq).fit(X, y)
+    assert ours.space_.seen_states is not (states and not min_freq)
     theirs = info.state_features
     mine = ours.state_features_
-    if not states:  # the same features: the pairs seen in training
+    if not states and not min_freq:  # the same features: the pairs seen in training
         seen = {(a, lab) for xs, ys in zip(X, y) for x, lab in zip(xs, ys) for a in item_attributes(x)[0]}
         assert set(mine) <= seen and set(theirs) <= seen
-        assert ours.space_.n_params - ours.space_.bigram_start == len(ours.classes_) ** 2
-        assert ours.space_.bigram_start == len(seen)
+    if not transitions:
+        pairs = {(a, b) for ys in y for a, b in zip(ys, ys[1:])}
+        assert set(ours.transition_features_) <= pairs and set(info.transitions) <= pairs
     keys = set(theirs) | set(mine)
     scale = max(abs(v) for v in theirs.values())
     for k in keys:

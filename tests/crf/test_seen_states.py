@@ -48,7 +48,11 @@ def expand(space, seen, theta):
     """The dense weights of seen-states weights (zero where a block lacks the label)."""
     L = space.n_labels
     dense = np.zeros(space.n_params)
-    rank = np.repeat(np.arange(seen.n_unigram_obs), np.diff(seen.state_ptr))
+    d_obs = np.flatnonzero(space.unigram_offset >= 0)
+    s_obs = np.flatnonzero(seen.unigram_offset >= 0)
+    # the dense rank of each seen-states block (observations may have gone: ranks shift)
+    dense_rank = np.searchsorted(d_obs, [space.obs_index[seen.observations[o]] for o in s_obs])
+    rank = np.repeat(dense_rank, np.diff(seen.state_ptr)).astype(np.int64)
     dense[rank * L + seen.state_labels] = theta[: seen.bigram_start]
     dense[space.bigram_start:] = theta[seen.bigram_start:]
     return dense, rank * L + seen.state_labels
@@ -59,22 +63,32 @@ KINDS = ["first", "forbid", "second", "dicts"]
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_layout_holds_the_labels_seen(kind):
+    """Each observation keeps the labels whose values (1 without values) sum to at least 0
+    over its tokens of that label, CRFsuite's rule; the corpus points at the same blocks."""
     space, data, seen, sdata = spaces(kind)
     L = space.n_labels
     assert seen.seen_states and not space.seen_states
-    want = set()
+    d_obs = np.flatnonzero(space.unigram_offset >= 0)
+    s_obs = np.flatnonzero(seen.unigram_offset >= 0)
+    freq = {}
     for j in range(data.unigram_base.shape[1]):
-        for b, y in zip(data.unigram_base[:, j], data.labels):
+        for t, (b, y) in enumerate(zip(data.unigram_base[:, j], data.labels)):
             if b >= 0:
-                want.add((int(b) // L, int(y)))
-    got = {(u, int(y)) for u in range(seen.n_unigram_obs) for y in seen.unigram_labels(u)}
+                key = (space.observations[d_obs[int(b) // L]], int(y))
+                freq[key] = freq.get(key, 0.0) + (data.unigram_value[t, j] if data.valued else 1.0)
+    want = {k for k, f in freq.items() if f >= 0}
+    got = {(seen.observations[s_obs[u]], int(y)) for u in range(seen.n_unigram_obs) for y in seen.unigram_labels(u)}
     assert got == want
+    assert (kind == "dicts") == (len(want) < len(freq))  # real values: some sum below 0
     assert seen.bigram_start == len(want) < space.bigram_start
     assert seen.n_params - seen.bigram_start == space.n_params - space.bigram_start
-    # the corpus points at the same observations' blocks
-    known = data.unigram_base >= 0
-    np.testing.assert_array_equal(sdata.unigram_base >= 0, known)
-    np.testing.assert_array_equal(seen.state_ptr[data.unigram_base[known] // L], sdata.unigram_base[known])
+    for j in range(data.unigram_base.shape[1]):
+        for b, sb in zip(data.unigram_base[:, j], sdata.unigram_base[:, j]):
+            if sb >= 0:
+                u = int(np.searchsorted(seen.state_ptr, sb, side="right")) - 1
+                assert sb == seen.state_ptr[u] and seen.observations[s_obs[u]] == space.observations[d_obs[b // L]]
+            else:
+                assert b < 0 or not any(space.observations[d_obs[b // L]] == o for o, _ in want)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -293,3 +307,33 @@ def test_cli_states_seen(tmp_path):
     assert not (tmp_path / "g.crf").exists()
     r = CliRunner().invoke(main, ["crf", "dump", str(tmp_path / "m.crf")])
     assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("alg", ["owlqn", "lbfgs", "fista"])
+def test_transitions_not_generated_stay_zero(alg):
+    """all_possible_transitions=False: the label pairs that never follow in training keep a
+    zero weight in every bigram block (CRFsuite has no feature for them); min_freq drops the
+    rarer states and pairs too."""
+    X, y = corpus()
+    y = [[("L0" if lab == "L3" and i and ys[i - 1] == "L1" else lab) for i, lab in enumerate(ys)] for ys in y]
+    pairs = {(a, b) for ys in y for a, b in zip(ys, ys[1:])}
+    m = CRF(patterns=PATTERNS, algorithm=alg, rho2=0.5, max_iter=50, all_possible_transitions=False,
+            **({"rho1": 0.0} if alg != "lbfgs" else {})).fit(X, y)
+    assert ("L1", "L3") not in pairs and m.transition_features_
+    assert set(m.transition_features_) <= pairs
+    sp, L = m.space_, len(m.classes_)
+    lab = sp.labels
+    for o in range(sp.n_bigram_obs):
+        block = m.theta_[sp.bigram_start + o * L * L: sp.bigram_start + (o + 1) * L * L]
+        for k in np.flatnonzero(block):
+            assert (lab[k // L], lab[k % L]) in pairs
+    counts = {}
+    for ys in y:
+        for a, b in zip(ys, ys[1:]):
+            counts[a, b] = counts.get((a, b), 0) + 1
+    m2 = CRF(patterns=PATTERNS, algorithm=alg, rho2=0.5, max_iter=50, min_freq=3,
+             **({"rho1": 0.0} if alg != "lbfgs" else {})).fit(X, y)
+    assert set(m2.transition_features_) <= {k for k, c in counts.items() if c >= 3}
+    assert m2.space_.seen_states and m2.space_.bigram_start < m.space_.bigram_start
+    with pytest.raises(ValueError, match="gradient-based"):
+        CRF(patterns=PATTERNS, algorithm="sag", all_possible_transitions=False).fit(X, y)
