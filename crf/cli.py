@@ -90,6 +90,13 @@ def command() -> None:
               help="The labels of each unigram observation's weights: all (every label) or seen (only the labels "
                    "it has in the training data: CRFsuite's default, all_possible_states=False; far fewer weights "
                    "with many labels). Not with --grow or --init.")
+@click.option("--transitions", type=click.Choice(["all", "seen"]), default="all", show_default=True,
+              help="Label pairs with a transition weight: all, or seen (those that follow in the training data: "
+                   "CRFsuite's default, all_possible_transitions=False). seen needs -a owlqn, lbfgs or fista.")
+@click.option("--min-freq", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+              help="CRFsuite's feature.minfreq: an (observation, label) pair whose values sum to less over the "
+                   "training data, and a label pair that follows fewer times, has no weight (implies --states "
+                   "seen). Needs -a owlqn, lbfgs or fista.")
 @threads_option(forward=True)
 @checkpoint_options("Not with sag, sag-nus, --grow or --init.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
@@ -98,7 +105,7 @@ def command() -> None:
 @click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, max_features, grow,
           init_model,
-          seed, order, forbid, states, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
+          seed, order, forbid, states, transitions, min_freq, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
           model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
@@ -137,8 +144,8 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
                "rho2": rho2, "stopeps": stopeps, "stopwin": stopwin, "history": history, "seed": seed}
     if order is not None or forbid is not None:  # checkpoints of first-order runs stay as they were
         context.update(order=order, forbid=forbid)
-    if states != "all":
-        context.update(states=states)
+    if states != "all" or transitions != "all" or min_freq:
+        context.update(states=states, transitions=transitions, min_freq=min_freq)
     ck = open_checkpoint(checkpoint_path, checkpoint_every, resume, context, model,
                          [None if train == "-" else train, devel, forbid_file, *patterns])
     t0 = time.perf_counter()
@@ -148,10 +155,12 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
                         seed=seed, threads=threads, verbose=not quiet, max_features=max_features)
         if order is not None or forbid is not None:
             settings.update(order=order, forbid=forbid)
-        if states == "seen":
+        if states == "seen" or transitions == "seen" or min_freq:
             if grow or init_model:
-                raise click.UsageError(f"--states seen is not supported with {'--grow' if grow else '--init'} yet")
-            settings.update(all_possible_states=False)
+                raise click.UsageError(f"--states seen, --transitions seen and --min-freq are not supported with "
+                                       f"{'--grow' if grow else '--init'} yet")
+            settings.update(all_possible_states=states == "all", all_possible_transitions=transitions == "all",
+                            min_freq=min_freq)
         if init_model:
             crf = CRF.load(init_model)
             crf.set_params(**settings)

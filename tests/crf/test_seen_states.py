@@ -307,6 +307,18 @@ def test_cli_states_seen(tmp_path):
     assert not (tmp_path / "g.crf").exists()
     r = CliRunner().invoke(main, ["crf", "dump", str(tmp_path / "m.crf")])
     assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["crf", "train", "-q", "-p", str(pat), "--transitions", "seen", "--min-freq", "2",
+                                  "-a", "lbfgs", str(train), str(tmp_path / "t.crf")])
+    assert r.exit_code == 0, r.output
+    m = CRF.load(tmp_path / "t.crf")
+    pairs = {}
+    for ys in y:
+        for a, b in zip(ys, ys[1:]):
+            pairs[a, b] = pairs.get((a, b), 0) + 1
+    assert m.space_.seen_states and set(m.transition_features_) <= {k for k, c in pairs.items() if c >= 2}
+    r = CliRunner().invoke(main, ["crf", "train", "-q", "-p", str(pat), "--transitions", "seen", "-a", "sag",
+                                  str(train), str(tmp_path / "s.crf")])
+    assert r.exit_code != 0 and "gradient-based" in r.output and not (tmp_path / "s.crf").exists()
 
 
 @pytest.mark.parametrize("alg", ["owlqn", "lbfgs", "fista"])
