@@ -162,8 +162,8 @@ def _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, s
 
 
 @njit(cache=True, fastmath=_FAST)
-def _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, o1, s0, s1, tok0, brow0,
-             Pu, Pb, g):
+def _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, o1, s0, s1,
+             tok0, brow0, Pu, Pb, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids) and the
     batch of sequences s0..s1-1: every occurrence in corpus order adds its row to its block."""
     L2 = L * L
@@ -268,8 +268,8 @@ def loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sp
             ws = fb_workspace(maxT, L, sparse, bbase.shape[1])
             pp = np.empty(pair_size(L, bbase.shape[1]))
             for i in range(a, b):
-                _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
-                               uniform, brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err)
+                _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr,
+                               nz_idx, uniform, brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err)
         for u in prange(n_units):
             _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, units[u],
                      units[u + 1], s0, s1, tok0, brow0, Pu, Pb, g)

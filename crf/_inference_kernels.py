@@ -499,8 +499,8 @@ def marginals(theta, seq_offsets, ubase, uval, ustates, bbase, L, sparse, bstart
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse, bbase.shape[1])
-        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, ustates, bbase, s, s + T, L, sparse, bstart, nz_ptr,
-                                                       nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
+        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, ustates, bbase, s, s + T, L, sparse, bstart,
+                                                       nz_ptr, nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
                                                        mark, m_ptr, m_idx, m_val)
         for t in range(T):
             for y in range(L):
@@ -589,7 +589,8 @@ def viterbi(theta, seq_offsets, ubase, uval, ustates, bbase, forced, L, out, bes
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         best[i] = viterbi_sequence(theta, ubase, uval, ustates, bbase, forced, s, s + T, L, np.empty((T, L)),
-                                   np.empty((T, L)), np.empty((T, L), dtype=np.int64), np.empty(pair_size(L, bbase.shape[1])), out, s)
+                                   np.empty((T, L)), np.empty((T, L), dtype=np.int64),
+                                   np.empty(pair_size(L, bbase.shape[1])), out, s)
 
 
 @njit(cache=True)
@@ -649,7 +650,8 @@ def nbest_viterbi(theta, seq_offsets, ubase, uval, ustates, bbase, forced, L, N,
     """The N best label sequences: out int64 (n_tokens, N) labels of the n-th best
     path; scores float64 (n_seq, N) (-inf where fewer than N paths exist, e.g. L**T < N)."""
     for i in prange(len(seq_offsets) - 1):
-        nbest_sequence(theta, ubase, uval, ustates, bbase, forced, seq_offsets[i], seq_offsets[i + 1], L, N, out, scores[i])
+        nbest_sequence(theta, ubase, uval, ustates, bbase, forced, seq_offsets[i], seq_offsets[i + 1], L, N, out,
+                       scores[i])
 
 
 @njit(cache=True)

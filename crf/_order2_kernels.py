@@ -99,8 +99,8 @@ def _into_pair(t, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp):
 
 
 @njit(cache=True, fastmath=_FAST)
-def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws, Pt=None, rb=0,
-                      u=False):
+def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws, Pt=None,
+                      rb=0, u=False):
     """Scaled forward-backward on the pair states of sequence [s, e); returns log Z (-inf
     when no labelling uses allowed pairs only). On return tmp is free work space.
 
@@ -328,8 +328,8 @@ def occurrence_counts2(seq_offsets, ubase, bbase, tbase, uniform, L, bstart, tst
 
 
 @njit(cache=True, fastmath=_FAST)
-def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr, pred_j,
-                    pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err):
+def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,
+                    pred_j, pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err):
     """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows (tag
     marginals, pair marginals over L*L, triple marginals over the transition lists)."""
     U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb = ws
@@ -349,10 +349,11 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labe
         for q in range(Pt.shape[1]):
             Pt[rb, q] = 0.0
     if hasT and has_rows:  # the triple marginals are made in the backward pass
-        logz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws,
-                                 Pt, rb, u)
+        logz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                                 ws, Pt, rb, u)
     else:
-        logz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws)
+        logz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                                 ws)
     seq_loss[i] = logz - gold_score2(theta, U, bbase, tbase, labels, s, e, L)
     errs = 0
     for t in range(T):
@@ -388,15 +389,15 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labe
 
 
 @njit(cache=True, fastmath=_FAST)
-def _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs, uptr, pred_r,
-              o0, o1, s0, s1, tok0, brow0, Pu, Pb, Pt, g):
+def _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs,
+              uptr, pred_r, o0, o1, s0, s1, tok0, brow0, Pu, Pb, Pt, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids, then
     n_uobs + n_bobs + trigram ids) and the sequences s0..s1-1 of the batch."""
     L3 = L * L * L
     n_bt = n_uobs + n_bobs
     if o0 < n_bt:
-        _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, min(o1, n_bt), s0, s1,
-                 tok0, brow0, Pu, Pb, g)
+        _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0,
+                 min(o1, n_bt), s0, s1, tok0, brow0, Pu, Pb, g)
     lo = tstart + max(o0 - n_bt, 0) * L3
     hi = tstart + (o1 - n_bt) * L3
     if lo < hi and tbase.shape[1] > 0:
@@ -439,11 +440,12 @@ def loss_gradient2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, label
             a, b, maxT = group_bounds(s0, ns, ng, gi, seq_offsets)
             ws = workspace2(maxT, L, pairs, n3, nb, nt)
             for i in range(a, b):
-                _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,
-                                pred_j, pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err)
+                _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos,
+                                pred_ptr, pred_j, pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss,
+                                seq_err)
         for u in prange(n_units):
-            _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs,
-                      uptr, pred_r, units[u], units[u + 1], s0, s1, tok0, brow0, Pu, Pb, Pt, g)
+            _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs,
+                      n_bobs, uptr, pred_r, units[u], units[u + 1], s0, s1, tok0, brow0, Pu, Pb, Pt, g)
     loss = 0.0
     for i in range(seq_loss.shape[0]):
         loss += seq_loss[i]
@@ -462,7 +464,8 @@ def marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, pairs,
             continue
         ws = workspace2(T, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
         U, eU, alpha, beta, a0, b0, scale, tmp, psi, psi_of, phi, phi_of, pa, pb = ws
-        logz[i] = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
+        logz[i] = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j,
+                                    pred_r, ws)
         for t in range(T):
             if logz[i] == _NEG_INF:
                 for y in range(L):
@@ -487,7 +490,8 @@ def pair_marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, p
         ws = workspace2(T, L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
         alpha = ws[2]
         beta = ws[3]
-        lz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r, ws)
+        lz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r,
+                               ws)
         if lz == _NEG_INF:
             continue
         for t in range(1, T):
@@ -496,8 +500,8 @@ def pair_marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, p
 
 
 @njit(cache=True)
-def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, delta,
-                      back, W, X, out, o):
+def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L, pairs, pred_ptr, pred_j, pred_r, U,
+                      delta, back, W, X, out, o):
     """Best labels of tokens s..e-1 over the allowed pairs into out[o:o+e-s]; returns the
     score (-inf: no labelling agrees with ``forced`` and the allowed pairs). Work space:
     U (>= T, L), delta float64 / back int64 (>= T, P), W (L*L or 1), X (n3 or 1)."""
@@ -559,15 +563,16 @@ def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L
 
 
 @njit(cache=True, parallel=True)
-def viterbi2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, out, best):
+def viterbi2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, out,
+             best):
     """Most probable label sequences over the allowed pairs: out int64 (n_tokens,), best (n_seq,)."""
     P = max(pairs.shape[0], 1)
     for i in prange(len(seq_offsets) - 1):
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
-        best[i] = viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, s + T, L, pairs, pred_ptr, pred_j,
-                                    pred_r, np.empty((T, L)), np.empty((T, P)), np.zeros((T, P), dtype=np.int64),
-                                    np.empty(L * L if bbase.shape[1] > 0 else 1),
+        best[i] = viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, s + T, L, pairs, pred_ptr,
+                                    pred_j, pred_r, np.empty((T, L)), np.empty((T, P)),
+                                    np.zeros((T, P), dtype=np.int64), np.empty(L * L if bbase.shape[1] > 0 else 1),
                                     np.empty(pred_r.shape[0] if tbase.shape[1] > 0 else 1), out, s)
 
 
@@ -643,8 +648,8 @@ def nbest_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L, 
 
 
 @njit(cache=True, parallel=True)
-def nbest_viterbi2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r, N, out,
-                   scores):
+def nbest_viterbi2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, forced, L, pairs, pred_ptr, pred_j, pred_r,
+                   N, out, scores):
     """The N best label sequences over the allowed pairs: out int64 (n_tokens, N), scores (n_seq, N)."""
     for i in prange(len(seq_offsets) - 1):
         nbest_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, seq_offsets[i], seq_offsets[i + 1], L, pairs,

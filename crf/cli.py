@@ -93,7 +93,7 @@ def command() -> None:
 @click.option("--transitions", type=click.Choice(["all", "seen"]), default="all", show_default=True,
               help="Label pairs with a transition weight: all, or seen (those that follow in the training data: "
                    "CRFsuite's default, all_possible_transitions=False). seen needs -a owlqn, lbfgs or fista.")
-@click.option("--min-freq", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+@click.option("--min-freq", type=FiniteFloat(0.0), default=0.0, show_default=True,
               help="CRFsuite's feature.minfreq: an (observation, label) pair whose values sum to less over the "
                    "training data, and a label pair that follows fewer times, has no weight (implies --states "
                    "seen). Needs -a owlqn, lbfgs or fista.")
@@ -104,9 +104,8 @@ def command() -> None:
 @click.argument("train", type=InputPath(dir_okay=False, allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False, allow_dash=True))
 def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, stopwin, history, max_features, grow,
-          init_model,
-          seed, order, forbid, states, transitions, min_freq, threads, checkpoint_path, checkpoint_every, resume, quiet, workers, scheduler, memory_limit, train,
-          model):
+          init_model, seed, order, forbid, states, transitions, min_freq, threads, checkpoint_path, checkpoint_every,
+          resume, quiet, workers, scheduler, memory_limit, train, model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
     from suffixlm.options import open_checkpoint, training_interrupts

@@ -64,9 +64,9 @@ def _shard_loss_gradient(theta, shard: EncodedCorpus, n_labels, sparse, bigram_s
     chunks = np.array([0, shard.n_sequences], dtype=np.int64)
     G = np.empty((1, theta.shape[0]))
     errors = np.zeros((1, 2), dtype=np.int64)
-    loss = K.loss_gradient(theta, shard.seq_offsets, shard.unigram_base, shard.unigram_value, shard.unigram_states, shard.bigram_base,
-                           shard.labels, np.int64(n_labels), sparse, np.int64(bigram_start), nz_ptr, nz_idx, chunks,
-                           G, errors)
+    loss = K.loss_gradient(theta, shard.seq_offsets, shard.unigram_base, shard.unigram_value, shard.unigram_states,
+                           shard.bigram_base, shard.labels, np.int64(n_labels), sparse, np.int64(bigram_start), nz_ptr,
+                           nz_idx, chunks, G, errors)
     return float(loss), G[0], errors[0]
 
 

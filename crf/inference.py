@@ -129,7 +129,8 @@ class Objective:
             K2.rows2(data.seq_offsets, data.bigram_base, data.trigram_base, self.uniform, self.brow_start)
             K2.occurrence_counts2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base,
                                   self.uniform, np.int64(L), np.int64(space.bigram_start),
-                                  np.int64(space.trigram_start), np.int64(n_uobs), np.int64(n_bobs), space.uptr, occ_ptr)
+                                  np.int64(space.trigram_start), np.int64(n_uobs), np.int64(n_bobs), space.uptr,
+                                  occ_ptr)
             bad = np.flatnonzero(~space.allowed_of(data))
             if bad.size:
                 raise ValueError(f"training data: sequence {int(bad[0]) + 1} uses a label pair the model forbids")
@@ -209,12 +210,13 @@ class Objective:
             st = sp.structure
             with named_allocations("CRF gradient (forward-backward on label pairs)",
                                    n_threads * fb_bytes2(sp, d.max_length)):
-                loss = K2.loss_gradient2(
-                    theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states, d.bigram_base, d.trigram_base, d.labels,
-                    np.int64(sp.n_labels), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r,
-                    np.int64(sp.bigram_start), np.int64(sp.trigram_start), self.uniform, self.brow_start,
-                    self.batches, np.int64(4 * n_threads), self.units(n_threads), np.int64(sp.n_unigram_obs),
-                    np.int64(sp.n_bigram_obs), sp.uptr, self.Pu, self.Pb, self.Pt, self.seq_loss, self.seq_err, out)
+                loss = K2.loss_gradient2(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states,
+                                         d.bigram_base, d.trigram_base, d.labels, np.int64(sp.n_labels), st.pairs,
+                                         st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, np.int64(sp.bigram_start),
+                                         np.int64(sp.trigram_start), self.uniform, self.brow_start, self.batches,
+                                         np.int64(4 * n_threads), self.units(n_threads), np.int64(sp.n_unigram_obs),
+                                         np.int64(sp.n_bigram_obs), sp.uptr, self.Pu, self.Pb, self.Pt, self.seq_loss,
+                                         self.seq_err, out)
             if sp.frozen is not None:
                 out[sp.frozen] = 0.0
             return float(loss), out
@@ -222,9 +224,9 @@ class Objective:
         self.last_sparse = sparse
         nz_ptr, nz_idx = _sparse_args(theta, sp, sparse)
         with named_allocations("CRF gradient (forward-backward)", n_threads * fb_bytes(sp, d.max_length, sparse)):
-            loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states, d.bigram_base, d.labels,
-                                   np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start), nz_ptr, nz_idx,
-                                   self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
+            loss = G.loss_gradient(theta, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states,
+                                   d.bigram_base, d.labels, np.int64(sp.n_labels), sparse, np.int64(sp.bigram_start),
+                                   nz_ptr, nz_idx, self.uniform, self.brow_start, self.batches, np.int64(4 * n_threads),
                                    self.units(n_threads), np.int64(sp.n_unigram_obs), sp.uptr, self.Pu, self.Pb,
                                    self.seq_loss, self.seq_err, out)
         if sp.frozen is not None:  # weights held at zero (CRFsuite's transitions not generated)
@@ -244,16 +246,17 @@ def forward_backward_marginals(theta: np.ndarray, space: FeatureSpace, data: Enc
     if space.pairwise:
         with named_allocations("CRF marginals (forward-backward on label pairs)", numba.get_num_threads() *
                                fb_bytes2(space, data.max_length)):
-            K2.marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                          data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out, logz)
+            K2.marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                          data.bigram_base, data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out,
+                          logz)
         _check_reachable(logz)
         return out, logz
     sparse = choose_sparse(theta, space, recursion)
     nz_ptr, nz_idx = _sparse_args(theta, space, sparse)
     with named_allocations("CRF marginals (forward-backward)", numba.get_num_threads() *
                            fb_bytes(space, data.max_length, sparse)):
-        K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                    np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
+        K.marginals(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                    data.bigram_base, np.int64(space.n_labels), sparse, np.int64(space.bigram_start), nz_ptr, nz_idx,
                     out, logz)
     return out, logz
 
@@ -272,8 +275,8 @@ def pair_marginals(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus) 
     out = allocate((data.n_tokens, space.n_labels ** 2), np.float64, "CRF label-pair marginals")
     with named_allocations("CRF marginals (forward-backward on label pairs)", numba.get_num_threads() *
                            fb_bytes2(space, data.max_length)):
-        K2.pair_marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                           data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out)
+        K2.pair_marginals2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                           data.bigram_base, data.trigram_base, np.int64(space.n_labels), *space.structure.args(), out)
     return out
 
 
@@ -314,13 +317,14 @@ def viterbi(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus,
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
     if space.pairwise:
         with named_allocations("Viterbi decoding"):
-            K2.viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                        data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(), out, best)
+            K2.viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                        data.bigram_base, data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(),
+                        out, best)
         _check_reachable(best, not free)
         return out, best
     with named_allocations("Viterbi decoding"):
-        K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, forced,
-                  np.int64(space.n_labels), out, best)
+        K.viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
+                  forced, np.int64(space.n_labels), out, best)
     return out, best
 
 
@@ -336,14 +340,14 @@ def nbest(theta: np.ndarray, space: FeatureSpace, data: EncodedCorpus, n: int,
     forced = _NOTHING_FORCED if forced is None else _checked_forced(forced, space, data)
     if space.pairwise:
         with named_allocations("n-best decoding"):
-            K2.nbest_viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                              data.trigram_base, forced, np.int64(space.n_labels), *space.structure.args(),
-                              np.int64(n), out, scores)
+            K2.nbest_viterbi2(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                              data.bigram_base, data.trigram_base, forced, np.int64(space.n_labels),
+                              *space.structure.args(), np.int64(n), out, scores)
         _check_reachable(scores[:, 0], not free)
         return out, scores
     with named_allocations("n-best decoding"):
-        K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, forced,
-                        np.int64(space.n_labels), np.int64(n), out, scores)
+        K.nbest_viterbi(theta, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                        data.bigram_base, forced, np.int64(space.n_labels), np.int64(n), out, scores)
     return out, scores
 
 

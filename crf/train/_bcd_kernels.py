@@ -62,8 +62,8 @@ def _block_loss(w, seq_offsets, ubase, uval, ustates, bbase, labels, seqs, L, ws
     tot = 0.0
     for i in seqs:
         if pair_states:
-            tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
-                                  pred_ptr, pred_j, pred_r, ws2)
+            tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+                                  pairs, pred_ptr, pred_j, pred_r, ws2)
         else:
             tot += sequence_loss(w, ubase, uval, ustates, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L, ws)
     return tot
@@ -219,8 +219,8 @@ def bcd_pass(w, order, obs_ptr, obs_seq, uoff, boff, seq_offsets, ubase, uval, u
             s = seq_offsets[i]
             e = seq_offsets[i + 1]
             if pair_states:
-                f_old += fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr,
-                                                 pred_j, pred_r, ws2, Pt)
+                f_old += fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs,
+                                                 pred_ptr, pred_j, pred_r, ws2, Pt)
                 _accumulate2(s, e, ub, bb, tb, ubase, uval, ustates, bbase, labels, L, o2, ws2, Pt, row, g, h, nU, nB)
             else:
                 f_old += sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)

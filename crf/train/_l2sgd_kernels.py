@@ -145,8 +145,9 @@ def l2sgd_epoch2(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bba
         lo = blk_ptr[i]
         hi = blk_ptr[i + 1]
         _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L, ustates)
-        total += sequence_loss_gradient2(v, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
-                                         pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row, g)
+        total += sequence_loss_gradient2(v, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i],
+                                         seq_offsets[i + 1], L, pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row,
+                                         g)
         _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L, ustates)
         t += 1.0
     _finish_epoch(w, decay, t, eta, state)
@@ -172,6 +173,6 @@ def sample_loss2(w, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labe
     tot = 0.0
     for k in range(order.shape[0]):
         i = order[k]
-        tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
-                              pred_ptr, pred_j, pred_r, ws2)
+        tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+                              pairs, pred_ptr, pred_j, pred_r, ws2)
     return tot

@@ -111,8 +111,8 @@ def _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pre
             d2, b2, W2, X, free, pred):
     """Viterbi of the sequence [s, e) at w into pred[:e-s] (first order or pair states)."""
     if pairwise:
-        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, d2,
-                             b2, W2, X, pred, 0)
+        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U,
+                             d2, b2, W2, X, pred, 0)
     else:
         K.viterbi_sequence(w, ubase, uval, ustates, bbase, free, s, e, L, U, d1, b1, W1, pred, 0)
 
@@ -123,8 +123,8 @@ def _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e
     """Decode the sequence [s, e) at w; returns (d, na, err): d the number of wrong labels,
     and when d > 0 Delta in dlt / act[:na] and err = score(pred) - score(gold) = -w . Delta
     (CRFsuite's sv - sc, at the weights before the update)."""
-    _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2,
-            b2, W2, X, free, pred)
+    _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1,
+            d2, b2, W2, X, free, pred)
     d = 0
     for t in range(e - s):
         if pred[t] != labels[s + t]:
@@ -156,8 +156,8 @@ def _workspace(seq_offsets, ubase, bbase, tbase, L, pairs):
 
 
 @njit(cache=True)
-def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairwise, pairs, pred_ptr,
-             pred_j, pred_r, pa_type, c, error_sensitive, u0):
+def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairwise, pairs,
+             pred_ptr, pred_j, pred_r, pa_type, c, error_sensitive, u0):
     """One epoch of CRFsuite's passive-aggressive over ``order``; returns (sum of the
     costs, number of sequences with a wrong label).
 
@@ -226,8 +226,8 @@ def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, ustates, b
         i = order[n]
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        d, na, err = _mistake(mean, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise, pairs,
-                              pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred)
+        d, na, err = _mistake(mean, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise,
+                              pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred)
         if d > 0:
             cost = err + float(d)
             frac = gamma

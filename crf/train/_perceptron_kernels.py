@@ -110,8 +110,8 @@ def perceptron_epoch2(w, wa, order, seq_offsets, ubase, uval, ustates, bbase, tb
         c += 1.0
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
-        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U, delta,
-                             back, W, X, pred, 0)
+        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U,
+                             delta, back, W, X, pred, 0)
         wrong = False
         for t in range(e - s):
             if pred[t] != labels[s + t]:

@@ -97,8 +97,8 @@ def seed(s):
 
 
 @njit(cache=True)
-def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
-                   pscratch, ws, pp):
+def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu, pair_first,
+                   pair, pscratch, ws, pp):
     """Sequence i at first order: its loss; g += its gradient E_new - gold; d += E_new -
     E_stored, and the stored marginals (mu, pair) become E_new."""
     s = seq_offsets[i]
@@ -152,8 +152,8 @@ def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels,
 
 
 @njit(cache=True)
-def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu, pair_first, pair,
-                   pscratch, o2, ws2, Pt, row, tscratch):
+def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, mu, pair_first,
+                   pair, pscratch, o2, ws2, Pt, row, tscratch):
     """:func:`_sag_gradient1` on label-pair states (``crf._order2_kernels``): the stored
     marginals are those of the tags (mu), of the allowed pairs summed per bigram block
     (pair) and of the allowed triples summed per trigram block (o2's trip)."""
@@ -161,8 +161,8 @@ def _sag_gradient2(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels,
     s = seq_offsets[i]
     e = seq_offsets[i + 1]
     hi = blk_ptr[i + 1]
-    fi = sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr, pred_j,
-                                 pred_r, ws2, Pt, row, g)
+    fi = sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pair_pos, pred_ptr,
+                                 pred_j, pred_r, ws2, Pt, row, g)
     alpha, beta, a0, b0, pb = ws2[2], ws2[3], ws2[4], ws2[5], ws2[13]
     valued = uval.shape[0] > 0
     for t in range(e - s):
@@ -308,8 +308,8 @@ def sag_pass(w, d, last, A, Sacc, g, wsave, seq_offsets, ubase, uval, ustates, b
                     for j in range(b, b + block_size2(b, bstart, tstart, L, ustates)):
                         w[j] -= g[j] / Lcur
                 if pair_states:
-                    f_new = sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j,
-                                           pred_r, ws2)
+                    f_new = sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr,
+                                           pred_j, pred_r, ws2)
                 else:
                     f_new = sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
                 counts[1] += 1

@@ -161,9 +161,9 @@ def forward_backward(w, ubase, uval, ustates, bbase, s, e, L, ws):
     psi[0] from an earlier call is never reused (psi_of[0] = -1).
     """
     ws.psi_of[0] = -1
-    return K._forward_backward(w, ubase, uval, ustates, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU, ws.alpha,
-                               ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr, ws.m_idx,
-                               ws.m_val)
+    return K._forward_backward(w, ubase, uval, ustates, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU,
+                               ws.alpha, ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr,
+                               ws.m_idx, ws.m_val)
 
 
 @njit(cache=True)
@@ -209,8 +209,8 @@ def total_loss2(w, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, p
     ws2 = K2.workspace2(longest_sequence(seq_offsets), L, pairs, pred_r.shape[0], bbase.shape[1], tbase.shape[1])
     tot = 0.0
     for i in range(len(seq_offsets) - 1):
-        tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L, pairs,
-                              pred_ptr, pred_j, pred_r, ws2)
+        tot += sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+                              pairs, pred_ptr, pred_j, pred_r, ws2)
     return tot
 
 
@@ -218,22 +218,24 @@ def total_loss2(w, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, p
 def sequence_loss2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2):
     """-log p(y|x) of sequence [s, e) on label-pair states (weights changed since the last
     call: no exponentiated row is reused; no triple marginals made)."""
-    return fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
-                                   ws2, None)
+    return fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j,
+                                   pred_r, ws2, None)
 
 
 @njit(cache=True)
-def fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2, Pt):
+def fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                            ws2, Pt):
     """-log p(y|x) of sequence [s, e) on label-pair states, leaving the recursions in ws2 and,
     with trigram patterns, the triple marginals of positions t >= 2 in Pt's rows t (the
     weights changed since the last call: no exponentiated row is reused)."""
     ws2[9][0] = -1
     ws2[11][0] = -1
     if tbase.shape[1] > 0 and e - s > 2:
-        logz = K2.forward_backward2(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2,
-                                    Pt, 0, False)
+        logz = K2.forward_backward2(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                                    ws2, Pt, 0, False)
     else:
-        logz = K2.forward_backward2(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws2)
+        logz = K2.forward_backward2(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r,
+                                    ws2)
     return logz - K2.gold_score2(w, ws2[0], bbase, tbase, labels, s, e, L)
 
 
@@ -245,8 +247,8 @@ def sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e,
     pairs and label triples minus the gold counts) into g. ws2: ``K2.workspace2`` for the
     longest sequence; Pt float64 (>= T, n3 or 1); row float64 (L,). The weights change
     between calls, so no exponentiated row of an earlier call is reused."""
-    loss = fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j, pred_r,
-                                   ws2, Pt)
+    loss = fresh_forward_backward2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pred_ptr, pred_j,
+                                   pred_r, ws2, Pt)
     T = e - s
     hasT = tbase.shape[1] > 0
     alpha, beta, a0, b0 = ws2[2], ws2[3], ws2[4], ws2[5]

@@ -126,8 +126,9 @@ def sgd_l1_epoch2(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates
         if rho2_n > 0.0:
             c += np.log1p(-eta * rho2_n)
             _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L, ustates)
-        total += sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
-                                         pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row, g)
+        total += sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i],
+                                         seq_offsets[i + 1], L, pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row,
+                                         g)
         _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L, ustates)
     _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates)
     state[0] = u

@@ -110,12 +110,12 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     infos: list[IterationInfo] = []
     def objective():
         if pair_states:
-            loss = SQ.total_loss2(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                                  data.trigram_base, data.labels, np.int64(L), pairs, pred_ptr, pred_j,
-                                  pred_r)
+            loss = SQ.total_loss2(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                                  data.bigram_base, data.trigram_base, data.labels, np.int64(L), pairs, pred_ptr,
+                                  pred_j, pred_r)
         else:
-            loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                                 data.labels, np.int64(L))
+            loss = SQ.total_loss(w, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                                 data.bigram_base, data.labels, np.int64(L))
         return loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
 
     if state is None:
@@ -131,10 +131,11 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     for it in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n_obs).astype(np.int64)
         changed = BK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
-                              data.unigram_value, data.unigram_states, data.bigram_base, data.labels, np.int64(L), float(rho1), float(rho2),
-                              float(kappa), counts, bool(pair_states), to, o2)
+                              data.unigram_value, data.unigram_states, data.bigram_base, data.labels, np.int64(L),
+                              float(rho1), float(rho2), float(kappa), counts, bool(pair_states), to, o2)
         f_prev, f = f, objective()
-        info = clock.record(infos, it, float(f), step=float(changed), n_evals=int(counts[0]), active=int(np.count_nonzero(w)))
+        info = clock.record(infos, it, float(f), step=float(changed), n_evals=int(counts[0]),
+                            active=int(np.count_nonzero(w)))
         if changed == 0:
             reason = "converged"
             break

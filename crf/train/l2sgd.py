@@ -112,13 +112,13 @@ class _Problem:
         if self.pairwise:
             st = sp.structure
             loss = LK.l2sgd_epoch2(w, self.v, self.g, order, float(t0), float(lam), d.seq_offsets, d.unigram_base,
-                                   d.unigram_value, d.unigram_states, d.bigram_base, d.trigram_base, d.labels, self.blk_ptr,
-                                   self.blocks, L, np.int64(sp.bigram_start), np.int64(sp.trigram_start), st.pairs,
-                                   st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, state)
+                                   d.unigram_value, d.unigram_states, d.bigram_base, d.trigram_base, d.labels,
+                                   self.blk_ptr, self.blocks, L, np.int64(sp.bigram_start), np.int64(sp.trigram_start),
+                                   st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, state)
         else:
             loss = LK.l2sgd_epoch(w, self.v, self.g, order, float(t0), float(lam), d.seq_offsets, d.unigram_base,
-                                  d.unigram_value, d.unigram_states, d.bigram_base, d.labels, self.blk_ptr, self.blocks, L,
-                                  np.int64(sp.bigram_start), state)
+                                  d.unigram_value, d.unigram_states, d.bigram_base, d.labels, self.blk_ptr, self.blocks,
+                                  L, np.int64(sp.bigram_start), state)
         if not np.isfinite(loss):
             self.g[:] = 0.0  # an aborted epoch may leave the scratch gradient dirty
         return float(loss), state[0], float(state[1])
@@ -129,10 +129,11 @@ class _Problem:
         L = np.int64(sp.n_labels)
         if self.pairwise:
             st = sp.structure
-            return float(LK.sample_loss2(w, order, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states, d.bigram_base,
-                                         d.trigram_base, d.labels, L, st.pairs, st.pred_ptr, st.pred_j, st.pred_r))
-        return float(LK.sample_loss(w, order, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states, d.bigram_base,
-                                    d.labels, L))
+            return float(LK.sample_loss2(w, order, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states,
+                                         d.bigram_base, d.trigram_base, d.labels, L, st.pairs, st.pred_ptr, st.pred_j,
+                                         st.pred_r))
+        return float(LK.sample_loss(w, order, d.seq_offsets, d.unigram_base, d.unigram_value, d.unigram_states,
+                                    d.bigram_base, d.labels, L))
 
 
 def _t0(lam, eta):

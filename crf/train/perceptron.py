@@ -92,12 +92,13 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
     for epoch in range(len(infos) + 1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
         if space.pairwise:
-            mistakes = PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
-                                            data.bigram_base, data.trigram_base, data.labels,
+            mistakes = PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value,
+                                            data.unigram_states, data.bigram_base, data.trigram_base, data.labels,
                                             np.int64(space.n_labels), *space.structure.args(), float(seen))
         else:
-            mistakes = PK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
-                                           data.bigram_base, data.labels, np.int64(space.n_labels), float(seen))
+            mistakes = PK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value,
+                                           data.unigram_states, data.bigram_base, data.labels, np.int64(space.n_labels),
+                                           float(seen))
         seen += n
         info = clock.record(infos, epoch, float(mistakes), step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
         stop = callback is not None and callback(info, averaged())  # every pass is logged, the last too

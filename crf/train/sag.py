@@ -134,12 +134,13 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     f = np.inf
     ginf = np.inf
     for it in range(1, max_iter + 1):
-        AK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
-                    data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start), lam, mu,
-                    pair_first, pair, pscratch, f_store, visited, tsum, np.int64(size),
-                    bool(nus), state, counts, bool(space.pairwise), np.int64(tstart), o2)
+        AK.sag_pass(w, d, last, A, Sacc, g, wsave, data.seq_offsets, data.unigram_base, data.unigram_value,
+                    data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
+                    np.int64(space.bigram_start), lam, mu, pair_first, pair, pscratch, f_store, visited, tsum,
+                    np.int64(size), bool(nus), state, counts, bool(space.pairwise), np.int64(tstart), o2)
         f = float(f_store.sum() + 0.5 * rho2 * (w @ w))
-        info = clock.record(infos, it, f, step=float(state[1]), n_evals=int(counts.sum()), active=int(np.count_nonzero(w)))
+        info = clock.record(infos, it, f, step=float(state[1]), n_evals=int(counts.sum()),
+                            active=int(np.count_nonzero(w)))
         if not np.isfinite(f):
             reason = "diverged"
             break

@@ -130,13 +130,13 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         if pairwise:
             st = space.structure
             loss = GK.sgd_l1_epoch2(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                                    data.unigram_value, data.unigram_states, data.bigram_base, data.trigram_base, data.labels, blk_ptr,
-                                    blocks, np.int64(L), np.int64(space.bigram_start), np.int64(space.trigram_start),
-                                    st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, rho1 / n, rho2 / n,
-                                    kernel_state)
+                                    data.unigram_value, data.unigram_states, data.bigram_base, data.trigram_base,
+                                    data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start),
+                                    np.int64(space.trigram_start), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j,
+                                    st.pred_r, rho1 / n, rho2 / n, kernel_state)
         else:
-            loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                                   data.unigram_value, data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
+            loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base, data.unigram_value,
+                                   data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
                                    np.int64(space.bigram_start), rho1 / n, rho2 / n, kernel_state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
         info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))

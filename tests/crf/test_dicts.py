@@ -179,9 +179,10 @@ def test_loss_gradient_with_values_finite_differences():
     f2 = 0.0
     for i in range(data.n_sequences):
         s, e = data.seq_offsets[i], data.seq_offsets[i + 1]
-        f2 += SQ.sequence_loss(theta, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e,
-                               L, ws)
-        SQ.add_gradient(data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e, L, ws, pp, g2)
+        f2 += SQ.sequence_loss(theta, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
+                               data.labels, s, e, L, ws)
+        SQ.add_gradient(data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e,
+                        L, ws, pp, g2)
     assert abs(f2 - f0) < 1e-9 * abs(f0) and np.allclose(g2, g, atol=1e-9)
 
 

@@ -215,15 +215,15 @@ def run_epoch_kernel(space, data, w, order, t0, lam, t):
         st = space.structure
         blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base,
                                               data.trigram_base)
-        loss = LK.l2sgd_epoch2(w, v, g, order, t0, lam, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
-                               data.bigram_base, data.trigram_base, data.labels, blk_ptr, blocks,
+        loss = LK.l2sgd_epoch2(w, v, g, order, t0, lam, data.seq_offsets, data.unigram_base, data.unigram_value,
+                               data.unigram_states, data.bigram_base, data.trigram_base, data.labels, blk_ptr, blocks,
                                np.int64(space.n_labels), np.int64(space.bigram_start), np.int64(space.trigram_start),
                                st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, state)
     else:
         blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
-        loss = LK.l2sgd_epoch(w, v, g, order, t0, lam, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
-                              data.bigram_base, data.labels, blk_ptr, blocks, np.int64(space.n_labels),
-                              np.int64(space.bigram_start), state)
+        loss = LK.l2sgd_epoch(w, v, g, order, t0, lam, data.seq_offsets, data.unigram_base, data.unigram_value,
+                              data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks,
+                              np.int64(space.n_labels), np.int64(space.bigram_start), state)
     if math.isfinite(loss):
         assert not g.any()  # the scratch gradient is left zero
     return loss, state
@@ -270,12 +270,12 @@ def test_sample_loss_is_the_objective(case):
     order = np.arange(data.n_sequences)
     if space.pairwise:
         st = space.structure
-        got = LK.sample_loss2(w, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                              data.trigram_base, data.labels, np.int64(space.n_labels), st.pairs, st.pred_ptr,
-                              st.pred_j, st.pred_r)
+        got = LK.sample_loss2(w, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                              data.bigram_base, data.trigram_base, data.labels, np.int64(space.n_labels), st.pairs,
+                              st.pred_ptr, st.pred_j, st.pred_r)
     else:
-        got = LK.sample_loss(w, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                             data.labels, np.int64(space.n_labels))
+        got = LK.sample_loss(w, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                             data.bigram_base, data.labels, np.int64(space.n_labels))
     assert got == pytest.approx(want, rel=1e-12)
 
 

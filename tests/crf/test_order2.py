@@ -155,8 +155,10 @@ def test_pair_states_without_triples_are_the_first_order_model(patterns):
     X, y = random_corpus(rng, 30, 9, 4)
     space, data = FeatureSpace.build(parse_patterns("\n".join(patterns) + "\n"), X, y)
     theta = rng.normal(size=space.n_params)
-    first = (Objective(space, data).value_and_gradient(theta)[0], Objective(space, data).value_and_gradient(theta)[1].copy(),
-             forward_backward_marginals(theta, space, data)[0], viterbi(theta, space, data), nbest(theta, space, data, 3))
+    first = (Objective(space, data).value_and_gradient(theta)[0],
+             Objective(space, data).value_and_gradient(theta)[1].copy(),
+             forward_backward_marginals(theta, space, data)[0], viterbi(theta, space, data),
+             nbest(theta, space, data, 3))
     space.set_allowed(np.ones(space.n_labels ** 2, dtype=bool))
     assert space.pairwise and space.order == 1
     obj = Objective(space, data)
@@ -399,8 +401,8 @@ def test_perceptron_at_order2_replays_by_enumeration():
     rng = np.random.default_rng(0)
     for epoch in range(3):
         order = rng.permutation(data.n_sequences).astype(np.int64)
-        PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
-                             data.trigram_base, data.labels, np.int64(L), *space.structure.args(), c)
+        PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value, data.unigram_states,
+                             data.bigram_base, data.trigram_base, data.labels, np.int64(L), *space.structure.args(), c)
         for i in order:
             c += 1.0
             T = off[i + 1] - off[i]
@@ -478,8 +480,8 @@ def test_sgd_at_order2_replays_plain_steps(patterns, forbid):
     etas = np.linspace(0.5, 0.2, len(order))
     blk_ptr, blocks = SQ.sequence_blocks2(data.seq_offsets, data.unigram_base, data.bigram_base, data.trigram_base)
     total = GK.sgd_l1_epoch2(w, np.zeros(n), np.zeros(1), np.zeros(n), order, etas, data.seq_offsets,
-                             data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.trigram_base, data.labels,
-                             blk_ptr, blocks, np.int64(space.n_labels), np.int64(space.bigram_start),
+                             data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
+                             data.trigram_base, data.labels, blk_ptr, blocks, np.int64(space.n_labels), np.int64(space.bigram_start),
                              np.int64(space.trigram_start), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r,
                              0.0, 0.0, np.zeros(2))
     want = 0.0

@@ -120,8 +120,10 @@ def test_kernels_without_bigram_patterns_equal_a_zero_transition_block():
     np.testing.assert_array_equal(nu[np.isfinite(nsu).repeat(np.diff(du.seq_offsets), axis=0)],
                                   nb[np.isfinite(nsb).repeat(np.diff(db.seq_offsets), axis=0)])
     L = su.n_labels
-    lu = SQ.total_loss(theta_u, du.seq_offsets, du.unigram_base, du.unigram_value, du.unigram_states, du.bigram_base, du.labels, L)
-    lb = SQ.total_loss(theta_b, db.seq_offsets, db.unigram_base, db.unigram_value, db.unigram_states, db.bigram_base, db.labels, L)
+    lu = SQ.total_loss(theta_u, du.seq_offsets, du.unigram_base, du.unigram_value, du.unigram_states, du.bigram_base,
+                       du.labels, L)
+    lb = SQ.total_loss(theta_b, db.seq_offsets, db.unigram_base, db.unigram_value, db.unigram_states, db.bigram_base,
+                       db.labels, L)
     assert lu == pytest.approx(lb, rel=1e-12)
     wsu = SQ.workspace(du.max_length, L, 0)
     wsb = SQ.workspace(db.max_length, L, 1)
@@ -130,7 +132,8 @@ def test_kernels_without_bigram_patterns_equal_a_zero_transition_block():
     for i in range(du.n_sequences):
         s, e = du.seq_offsets[i], du.seq_offsets[i + 1]
         SQ.forward_backward(theta_u, du.unigram_base, du.unigram_value, du.unigram_states, du.bigram_base, s, e, L, wsu)
-        SQ.add_gradient(du.unigram_base, du.unigram_value, du.unigram_states, du.bigram_base, du.labels, s, e, L, wsu, np.empty(1), gu)
+        SQ.add_gradient(du.unigram_base, du.unigram_value, du.unigram_states, du.bigram_base, du.labels, s, e, L, wsu,
+                        np.empty(1), gu)
         SQ.forward_backward(theta_b, db.unigram_base, db.unigram_value, db.unigram_states, db.bigram_base, s, e, L, wsb)
         SQ.add_gradient(db.unigram_base, db.unigram_value, db.unigram_states, db.bigram_base, db.labels, s, e, L, wsb,
                         np.empty(L * L), gb)

@@ -163,9 +163,9 @@ class SgdReference:
 def run_sgd_kernel(space, data, w, q, lastc, order, etas, rho1_n, rho2_n, state):
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     g = np.zeros(space.n_params)
-    total = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                            data.unigram_value, data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(space.n_labels),
-                            np.int64(space.bigram_start), rho1_n, rho2_n, state)
+    total = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base, data.unigram_value,
+                            data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks,
+                            np.int64(space.n_labels), np.int64(space.bigram_start), rho1_n, rho2_n, state)
     assert not g.any()  # the scratch gradient is left zero
     return total
 
@@ -309,10 +309,11 @@ class SagKernel:
     def one_pass(self):
         data, space = self.data, self.space
         AK.sag_pass(self.w, self.d, self.last, self.A, self.Sacc, self.g, self.wsave, data.seq_offsets,
-                    data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, self.blk_ptr, self.blocks,
-                    np.int64(space.n_labels), np.int64(space.bigram_start), self.lam, self.mu, self.pair_first,
-                    self.pair, self.pscratch, self.f_store, self.visited, self.tsum, np.int64(self.size),
-                    bool(self.nus), self.state, self.counts, False, np.int64(space.trigram_start), self.o2)
+                    data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels,
+                    self.blk_ptr, self.blocks, np.int64(space.n_labels), np.int64(space.bigram_start), self.lam,
+                    self.mu, self.pair_first, self.pair, self.pscratch, self.f_store, self.visited, self.tsum,
+                    np.int64(self.size), bool(self.nus), self.state, self.counts, False, np.int64(space.trigram_start),
+                    self.o2)
 
 
 @pytest.mark.parametrize("nus", [False, True])
@@ -416,7 +417,8 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
     blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     obs_of_rank = np.concatenate([np.flatnonzero(uo >= 0), np.flatnonzero(bo >= 0)]).astype(np.int64)
     obs_ptr, obs_seq = BK.block_sequences(data.seq_offsets, blk_ptr, blocks, obs_of_rank, np.int64(space.n_labels),
-                                          np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start))
+                                          np.int64(space.bigram_start), np.int64(n_obs), np.int64(space.trigram_start),
+                                          space.uptr)
     z = np.zeros(1, dtype=np.int64)
     o2 = (data.trigram_base, z, z, np.zeros(2, dtype=np.int64), z, z)
     w = np.zeros(space.n_params)
@@ -427,9 +429,9 @@ def test_bcd_pass_replays_the_plain_algorithm_block_by_block(rho1, rho2, kappa):
     for _pass in range(2):
         for o in rng.permutation(n_obs):
             changed = BK.bcd_pass(w, np.array([o], dtype=np.int64), obs_ptr, obs_seq, uo, bo, data.seq_offsets,
-                                  data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels,
-                                  np.int64(space.n_labels),
-                                  float(rho1), float(rho2), float(kappa), counts, False, space.trigram_offset, o2)
+                                  data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
+                                  data.labels, np.int64(space.n_labels), float(rho1), float(rho2), float(kappa), counts,
+                                  False, space.trigram_offset, o2)
             want = reference_bcd_step(ref, space, data, w_ref, o, rho1, rho2, kappa, counts_ref)
             assert changed == int(want)
             np.testing.assert_allclose(w, w_ref, rtol=0, atol=1e-10)

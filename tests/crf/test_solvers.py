@@ -50,8 +50,10 @@ def test_per_sequence_gradients_sum_to_the_objective_gradient():
     loss = 0.0
     for i in range(data.n_sequences):
         s, e = data.seq_offsets[i], data.seq_offsets[i + 1]
-        loss += SQ.sequence_loss(theta, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e, L, ws)
-        SQ.add_gradient(data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e, L, ws, pp, g)
+        loss += SQ.sequence_loss(theta, data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base,
+                                 data.labels, s, e, L, ws)
+        SQ.add_gradient(data.unigram_base, data.unigram_value, data.unigram_states, data.bigram_base, data.labels, s, e,
+                        L, ws, pp, g)
     assert loss == pytest.approx(loss_ref, rel=1e-12)
     np.testing.assert_allclose(g, grad_ref, atol=1e-10)
 
@@ -209,7 +211,7 @@ def test_block_sequences_lists_where_each_observation_occurs():
     rank = np.concatenate([ids[space.unigram_offset >= 0], ids[space.bigram_offset >= 0]])
     optr, oseq = BK.block_sequences(data.seq_offsets, ptr, blocks, rank, np.int64(space.n_labels),
                                     np.int64(space.bigram_start), np.int64(len(space.kinds)),
-                                    np.int64(space.trigram_start))
+                                    np.int64(space.trigram_start), space.uptr)
     for o in range(len(space.kinds)):
         ref = set()
         for i in range(data.n_sequences):
