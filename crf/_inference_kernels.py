@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 _NEG_INF = -np.inf
-#: the label bits of a seen-states entry (``crf.features.STATE_LABEL``)
+#: the label bits of a seen-states entry (``crf.features.pack_states``: the block's end above them)
 STATE_LABEL = np.int64((1 << 32) - 1)
 # Re-association lets LLVM vectorise the sums of the recursions (no inf/nan
 # assumptions: those stay exact IEEE).  Not used where -inf is a value (Viterbi).

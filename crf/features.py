@@ -39,8 +39,6 @@ __all__ = ["EncodedCorpus", "FeatureSpace"]
 
 #: ``ustates`` of a space whose unigram blocks have every label
 _DENSE = np.zeros(0, dtype=np.int64)
-#: the label bits of a ``ustates`` entry (the block's end above them)
-STATE_LABEL = (1 << 32) - 1
 
 
 def unigram_base_type(space) -> type:

@@ -905,7 +905,8 @@ class CRF(ParamsMixin):
         def encoded(d):
             if d is None:
                 return None
-            parts = (d.seq_offsets, d.unigram_base, d.bigram_base, d.labels)
+            # int64 offsets whatever the corpus holds (int32 when they fit): the digest of earlier checkpoints
+            parts = (d.seq_offsets, d.unigram_base.astype(np.int64, copy=False), d.bigram_base, d.labels)
             if d.trigram_base.shape[1]:
                 parts = parts + (d.trigram_base,)
             return content_digest(*parts, d.unigram_value) if d.valued else content_digest(*parts)

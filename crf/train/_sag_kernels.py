@@ -127,7 +127,9 @@ def _sag_gradient1(w, d, g, i, seq_offsets, ubase, uval, ustates, bbase, labels,
         for j in range(ubase.shape[1]):
             b = ubase[s + t, j]
             if b >= 0:
-                g[K.state_index(ustates, b, yg)] -= uval[s + t, j] if valued else 1.0
+                k = K.state_index(ustates, b, yg)
+                if k >= 0:  # seen states: a pair whose values sum below 0 has no weight
+                    g[k] -= uval[s + t, j] if valued else 1.0
     pf = pair_first[i]
     npair = pair_first[i + 1] - pf
     plo = hi - npair

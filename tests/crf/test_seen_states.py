@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from crf import CRF
+from crf.dicts import item_attributes
 from crf.features import FeatureSpace
 from crf.inference import Objective, forward_backward_marginals, viterbi
 from crf.model import ModelError
@@ -349,3 +350,35 @@ def test_transitions_not_generated_stay_zero(alg):
     assert m2.space_.seen_states and m2.space_.bigram_start < m.space_.bigram_start
     with pytest.raises(ValueError, match="gradient-based"):
         CRF(patterns=PATTERNS, algorithm="sag", all_possible_transitions=False).fit(X, y)
+
+
+def test_per_sequence_solvers_when_a_gold_label_has_no_weight():
+    """Real values summing below 0 leave a token's gold label without a weight in that
+    observation's block (CRFsuite's rule): SAG and BCD still reach the optimum of L-BFGS /
+    OWL-QN, the others train."""
+    X, y = toy(4, n_seq=30, real=True)
+    model = CRF(algorithm="lbfgs", rho2=0.5, all_possible_states=False, max_iter=500, stopeps=0.0, stopwin=0)
+    model.fit(X, y)
+    from crf import dicts
+
+    dense, data = dicts.build(X, y, "X")
+    space = dense.restrict_states(data)
+    assert space.bigram_start < len({(a, lab) for xs, ys in zip(X, y) for x, lab in zip(xs, ys)
+                                      for a in item_attributes(x)[0]})  # some pairs dropped
+
+    def f(m, rho1, rho2):
+        d = dicts.encode(m.space_, X, y)
+        return Objective(m.space_, d).value_and_gradient(m.theta_)[0] + rho1 * np.abs(m.theta_).sum() \
+            + 0.5 * rho2 * m.theta_ @ m.theta_
+
+    f2 = f(model, 0.0, 0.5)
+    sag = CRF(algorithm="sag", rho2=0.5, all_possible_states=False, max_iter=300, stopeps=0.0, stopwin=0).fit(X, y)
+    assert f(sag, 0.0, 0.5) == pytest.approx(f2, rel=1e-4)
+    f1 = f(CRF(algorithm="owlqn", rho1=0.2, rho2=0.5, all_possible_states=False, max_iter=500, stopeps=0.0,
+               stopwin=0).fit(X, y), 0.2, 0.5)
+    bcd = CRF(algorithm="bcd", rho1=0.2, rho2=0.5, all_possible_states=False, max_iter=300, stopeps=0.0,
+              stopwin=0).fit(X, y)
+    assert f(bcd, 0.2, 0.5) == pytest.approx(f1, rel=2e-3)
+    for alg in ("sgd-l1", "l2sgd", "perceptron", "pa", "arow"):
+        m = CRF(algorithm=alg, all_possible_states=False, max_iter=10).fit(X, y)
+        assert m.space_.seen_states and np.isfinite(m.theta_).all(), alg
