@@ -167,3 +167,33 @@ def test_second_order_objective_and_fit_equal_single_process(client, corpus):
     a = CRF(**kw).fit(X, y)
     b = CRF(**kw).fit(X, y, client=client)
     assert _rel(b.theta_, a.theta_) <= 1e-6 and b.predict(Xt) == a.predict(Xt)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_seen_states_and_frozen_transitions_on_the_workers(client, corpus, order):
+    """Seen states (the shards carry the blocks' labels, the layout its offsets) and
+    transitions held at zero: the workers' objective is the single process'."""
+    from crf.distributed import DistributedObjective
+    from crf.transitions import allowed_pairs
+
+    X, y, _ = corpus
+    pats = PATTERNS + (["T"] if order == 2 else [])
+    space, data = FeatureSpace.build(parse_patterns("\n".join(pats)), X, y)
+    space = space.restrict_states(data)
+    counts = {}
+    for ys in y:
+        for a, b in zip(ys, ys[1:]):
+            counts[a, b] = counts.get((a, b), 0) + 1
+    space.freeze_transitions(data, possible=False, min_freq=float(np.median(list(counts.values()))))  # some go
+    if order == 2:
+        space.set_allowed(allowed_pairs("unseen", space.labels, data.labels, data.seq_offsets))
+    assert space.seen_states and space.frozen is not None
+    ref = Objective(space, data, n_chunks=1)
+    dist = DistributedObjective(client, space, data, n_shards=3)
+    theta = np.random.default_rng(1).normal(size=space.n_params)
+    f0, g0 = ref.value_and_gradient(theta)
+    g0 = g0.copy()
+    f1, g1 = dist.value_and_gradient(theta)
+    assert f1 == pytest.approx(f0, rel=1e-12)
+    assert _rel(g1, g0) < 1e-12
+    assert not g1[space.frozen].any()
