@@ -81,19 +81,21 @@ def task_data(task, corpus, split):
     return X, y, Xe, ye
 
 
+def chunks(seq):
+    """conlleval's chunks (IOB2) of a label sequence: {(start, end, type)}."""
+    out, start, typ = set(), None, None
+    for i, tag in enumerate(list(seq) + ["O"]):
+        b, _, t = tag.partition("-")
+        if start is not None and (b in ("B", "O") or t != typ):
+            out.add((start, i, typ))
+            start = None
+        if b == "B" or (b == "I" and start is None):
+            start, typ = i, t
+    return out
+
+
 def chunk_f1(gold, pred):
     """conlleval's F1 (IOB2 chunks; a chunk is right when its type and both ends are)."""
-    def chunks(seq):
-        out, start, typ = set(), None, None
-        for i, tag in enumerate(list(seq) + ["O"]):
-            b, _, t = tag.partition("-")
-            if start is not None and (b in ("B", "O") or t != typ):
-                out.add((start, i, typ))
-                start = None
-            if b == "B" or (b == "I" and start is None):
-                start, typ = i, t
-        return out
-
     tp = fp = fn = 0
     for g, p in zip(gold, pred):
         cg, cp = chunks(g), chunks(p)

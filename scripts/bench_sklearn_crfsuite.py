@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from crf.tutorial import sent2features  # noqa: E402 (plain Python: imports neither numpy nor numba)
+from bench_second_order import chunks  # noqa: E402 (standard library only)
 
 SYSTEMS = ("ours", "sklearn-crfsuite", "ours-defaults")
 SETTINGS = {
@@ -74,17 +75,6 @@ def read(path):
 def chunk_scores(gold, pred):
     """(precision, recall, F1, token accuracy) in percent, conlleval's: IOB2 chunks, a chunk
     is right when its type and both ends are (plain Python, as ``read``)."""
-    def chunks(seq):
-        out, start, typ = set(), None, None
-        for i, tag in enumerate(list(seq) + ["O"]):
-            b, _, t = tag.partition("-")
-            if start is not None and (b in ("B", "O") or t != typ):
-                out.add((start, i, typ))
-                start = None
-            if b == "B" or (b == "I" and start is None):
-                start, typ = i, t
-        return out
-
     tp = fp = fn = right = n = 0
     for g, p in zip(gold, pred):
         cg, cp = chunks(g), chunks(p)
