@@ -34,6 +34,7 @@ import numpy as np
 from suffixlm.memory import allocate
 
 from .patterns import BIGRAM, TRIGRAM, UNIGRAM, Pattern, expand_patterns
+from .strings import StringTable
 
 __all__ = ["EncodedCorpus", "FeatureSpace"]
 
@@ -134,7 +135,7 @@ class FeatureSpace:
         self.patterns = patterns
         self.state_ptr = None if state_ptr is None else np.ascontiguousarray(state_ptr, dtype=np.int64)
         self.state_labels = None if state_labels is None else np.ascontiguousarray(state_labels, dtype=np.int64)
-        self.observations = observations
+        self.observations = StringTable.of(observations)
         self.kinds = np.asarray(kinds, dtype=np.int8)
         self.labels = list(labels)
         self.n_columns = n_columns
@@ -285,7 +286,7 @@ class FeatureSpace:
             kinds[np.flatnonzero(self.unigram_offset >= 0)[~has]] &= ~np.int8(UNIGRAM)
             kept = kinds != 0
             if not kept.all():
-                observations = [o for o, k in zip(observations, kept) if k]
+                observations = observations.select(kept)
                 kinds = kinds[kept]
         ptr = np.zeros(int(has.sum()) + 1, dtype=np.int64)
         np.cumsum(counts[has], out=ptr[1:])
@@ -371,15 +372,12 @@ class FeatureSpace:
             check(int(np.count_nonzero(kinds & UNIGRAM)), int(np.count_nonzero(kinds & BIGRAM)), len(index), None,
                   int(np.count_nonzero(kinds & TRIGRAM)))
         # the distinct strings were made among millions of short-lived ones: copy them
-        # out (one joined string, then slices) so that the allocator's pages holding the
-        # short-lived ones empty and go back to the system (~55 MB on CoNLL-2000)
+        # out into one buffer so that the allocator's pages holding the short-lived ones
+        # empty and go back to the system (~55 MB on CoNLL-2000)
         strings = list(index)
         strs = distinct = local = index = None
-        joined = "".join([strings[i] for i in order])
-        ends = np.cumsum([len(strings[i]) for i in order]).tolist()
+        observations = StringTable.of([strings[i] for i in order])
         strings = None
-        observations = [joined[a:b] for a, b in zip([0] + ends[:-1], ends)]
-        joined = None
         space = cls(patterns, observations, kinds, list(labels), n_cols)
         return space, space._encode_ids(obs_ids, lengths, gold)
 
@@ -439,8 +437,8 @@ class FeatureSpace:
             keep[tr] |= (tblock != 0).any(axis=1)
         new_kinds = self.kinds[keep].copy()
         # an observation kept for one kind only still carries both blocks if it had both
-        space = FeatureSpace(self.patterns, [s for s, k in zip(self.observations, keep) if k],
-                             new_kinds, self.labels, self.n_columns, self.allowed)
+        space = FeatureSpace(self.patterns, self.observations.select(keep), new_kinds, self.labels, self.n_columns,
+                             self.allowed)
         new_theta = allocate(space.n_params, np.float64, "the compacted CRF weights", zero=True)
         ku = keep & u
         if self.n_unigram_obs:
@@ -475,7 +473,7 @@ class FeatureSpace:
         ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
         kept_u = np.repeat(keep[u], np.diff(self.state_ptr)) & nz
-        space = FeatureSpace(self.patterns, [o for o, k in zip(self.observations, keep) if k], kinds[keep],
+        space = FeatureSpace(self.patterns, self.observations.select(keep), kinds[keep],
                              self.labels, self.n_columns, self.allowed, state_ptr=ptr,
                              state_labels=self.state_labels[kept_u])
         new_theta = allocate(space.n_params, np.float64, "the compacted CRF weights", zero=True)

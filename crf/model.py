@@ -42,14 +42,15 @@ import numpy as np
 
 from suffixlm import threads as _threads
 from suffixlm.estimator import ParamsMixin
-from suffixlm.io import load_container, save_container, utf8_encodable, word_problem
-from suffixlm.memory import allocate
+from suffixlm.io import load_container, save_container, word_problem
+from suffixlm.memory import allocate, release_free_memory
 from suffixlm.options import CRF_ALGORITHMS, CRF_PENALTIES
 
 from . import compat as _compat
 from .compat import TrainingLog
 from .features import EncodedCorpus, FeatureSpace
 from .patterns import TRIGRAM, Pattern, parse_patterns, read_patterns
+from .strings import StringTable
 from .transitions import FORBID_CHOICES, allowed_pairs
 
 __all__ = ["CRF", "ModelError", "Tagger", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
@@ -273,25 +274,29 @@ def _checked_header(path, meta: dict) -> dict:
             "n_features": n_features, "input": kind, "allowed": allowed}
 
 
-def _checked_observations(path, data: dict) -> tuple[list[str], np.ndarray]:
+def _checked_observations(path, data: dict) -> tuple[StringTable, np.ndarray]:
     """The observation strings (distinct, UTF-8) and their kinds (1 unigram, 2 bigram, 3
-    both) from ``obs_blob``, ``obs_offsets`` (0 .. size of the blob, non-decreasing)
-    and ``kinds``."""
-    blob = data["obs_blob"].tobytes()
+    both) from ``obs_blob``, ``obs_offsets`` (0 .. size of the blob, non-decreasing, each
+    on a character boundary) and ``kinds``."""
+    blob = data["obs_blob"]
     off, kinds = data["obs_offsets"], data["kinds"]
     if off.shape[0] != kinds.shape[0] + 1:
         raise ModelError(f"{path}: obs_offsets: {off.shape[0]} entries, kinds has {kinds.shape[0]} "
                          f"(needs {kinds.shape[0] + 1})")
-    if off[0] != 0 or off[-1] != len(blob) or np.any(np.diff(off) < 0):
-        raise ModelError(f"{path}: obs_offsets: not non-decreasing from 0 to the {len(blob)} bytes of obs_blob")
+    if off[0] != 0 or off[-1] != blob.shape[0] or np.any(np.diff(off) < 0):
+        raise ModelError(f"{path}: obs_offsets: not non-decreasing from 0 to the {blob.shape[0]} bytes of obs_blob")
     bad_kind = (kinds < 1) | (kinds > 7)
     if np.any(bad_kind):
         raise ModelError(f"{path}: kinds: entry {int(np.flatnonzero(bad_kind)[0])} is not "
                          "a bit mask of 1 (unigram), 2 (bigram) and 4 (trigram), from 1 to 7")
     try:
-        observations = [blob[off[i]: off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
+        blob.tobytes().decode("utf-8")
     except UnicodeDecodeError:
         raise ModelError(f"{path}: obs_blob: an observation is not valid UTF-8") from None
+    starts = off[:-1][off[:-1] < blob.shape[0]]
+    if np.any((blob[starts] & 0xC0) == 0x80):  # a continuation byte: an offset inside a character
+        raise ModelError(f"{path}: obs_offsets: an offset falls inside a UTF-8 character")
+    observations = StringTable(blob, off)
     if len(set(observations)) != len(observations):
         raise ModelError(f"{path}: obs_blob: an observation appears twice")
     return observations, kinds
@@ -769,10 +774,18 @@ class CRF(ParamsMixin):
         kind = self._check_fit_input(X, y, X_dev, y_dev)
         n_threads = self._set_threads()
         t_start = time.perf_counter()
+        release = getattr(self, "_release_inputs", False)  # lists the command line made for this fit alone
+
+        def released(*seqs):  # free their strings once encoded (~45 MB on CoNLL-2000)
+            for s in seqs:
+                if release and isinstance(s, list):
+                    s.clear()
+
         if kind == "columns":
             text, patterns = self._order_patterns(*self._pattern_text())
             budget = self._budget(y, len(patterns), sum(1 for p in patterns if p.kind & 2), n_threads)
             space, train = FeatureSpace.build(patterns, X, y, "training data", check=budget.check)
+            released(X, y)
             space = _crfsuite_features(space, train, settings)
             space.set_allowed(allowed_pairs(self._forbid_value(space.order), space.labels, train.labels,
                                             train.seq_offsets))
@@ -782,17 +795,17 @@ class CRF(ParamsMixin):
 
             order = 2 if self.order == 2 else 1
             space, train = dicts.build(X, y, "X", order)
+            budget = self._budget(y, train.unigram_base.shape[1] + order, 1, n_threads)
+            released(X, y)
             space = _crfsuite_features(space, train, settings)
-            self._budget(y, train.unigram_base.shape[1] + order, 1, n_threads).check(
-                space.n_unigram_obs, space.n_bigram_obs, len(space.observations), n_trigram_obs=order - 1)
+            budget.check(space.n_unigram_obs, space.n_bigram_obs, len(space.observations), n_trigram_obs=order - 1)
             space.set_allowed(allowed_pairs(self._forbid_value(order), space.labels, train.labels,
                                             train.seq_offsets))
             text = dicts.PATTERN_TEXT[order]
             dev = dicts.encode(space, X_dev, y_dev, "X_dev") if X_dev is not None else None
-        if getattr(self, "_release_inputs", False):  # lists the command line made for this fit alone: free
-            for seqs in (X, y, X_dev, y_dev):            # their strings for the training (~45 MB on CoNLL-2000)
-                if isinstance(seqs, list):
-                    seqs.clear()
+        released(X_dev, y_dev)
+        if release:
+            release_free_memory()
         self._log(f"* {train.n_sequences} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "
                   f"({time.perf_counter() - t_start:.2f}s)")
@@ -911,7 +924,7 @@ class CRF(ParamsMixin):
                 parts = parts + (d.trigram_base,)
             return content_digest(*parts, d.unigram_value) if d.valued else content_digest(*parts)
 
-        data = content_digest([p.text for p in space.patterns], space.labels, space.observations, space.kinds,
+        data = content_digest([p.text for p in space.patterns], space.labels, list(space.observations), space.kinds,
                               int(space.n_columns), encoded(train))
         if space.allowed is not None:
             data = content_digest(data, space.allowed)
@@ -1282,18 +1295,11 @@ class CRF(ParamsMixin):
         sp = self.space_
         st = getattr(self, "settings_", None) or self._settings()
         _check_labels([sp.labels], "labels")
-        obs = sp.observations
-        joined = "".join(obs)  # one string, one encoding: no bytes object per observation
-        try:
-            blob = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
-        except UnicodeEncodeError as exc:
-            bad = next(o for o in obs if not utf8_encodable(o))
-            raise ValueError(f"{path}: observation {bad!r} is not encodable as UTF-8 ({exc.reason}); "
-                             "nothing written") from None
-        sizes = map(len, obs) if joined.isascii() else (len(o.encode("utf-8")) for o in obs)
-        joined = None
-        offsets = np.zeros(len(obs) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(sizes, dtype=np.int64, count=len(obs)), out=offsets[1:])
+        bad = sp.observations.utf8_error()
+        if bad is not None:
+            raise ValueError(f"{path}: observation {bad!r} is not encodable as UTF-8 (surrogates not allowed); "
+                             "nothing written")
+        blob, offsets = sp.observations.blob, sp.observations.offsets
         arrays = {"obs_blob": blob, "obs_offsets": offsets, "kinds": sp.kinds.astype(np.int8),
                   "theta": np.asarray(self.theta_, dtype=np.float64)}
         meta = {

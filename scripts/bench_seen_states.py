@@ -7,7 +7,10 @@ Features: ``corpora/patterns/chunk.pat`` (``--patterns``) on both sides. Both ke
 (observation, label) pairs seen in training (ours ``--states seen``, CRFsuite its default
 ``feature.possible_states=False``) and every label transition (the lone ``B`` pattern;
 CRFsuite ``feature.possible_transitions=True``), with L-BFGS and the same l2 penalty
-(``--rho2`` R, CRFsuite c1 = 0, c2 = R / 2); each solver stops by its own default rule.
+(``--rho2`` R, CRFsuite c1 = 0, c2 = R / 2), or with ``--rho1`` R1 > 0 the same elastic net
+(ours OWL-QN, CRFsuite's lbfgs, which runs OWL-QN when c1 = R1 > 0); each solver stops by
+its own default rule (``--ours-args '["--stopeps", "1e-5", "--stopwin", "10"]'`` gives ours
+CRFsuite's rule: delta 1e-5 over a period of 10 iterations).
 
 - ours: the command lines ``suffixlm crf train -p PAT --states seen -a lbfgs --rho2 R -q
   TRAIN MODEL`` (then ``--ours-args``, a JSON list of further arguments: a repeated
@@ -16,7 +19,9 @@ CRFsuite ``feature.possible_transitions=True``), with L-BFGS and the same l2 pen
   a Python with python-crfsuite and nothing of ours: it imports only the standard library
   and pycrfsuite, expands the pattern file's ``%x[row,col]`` commands itself (Wapiti's
   padding ``_x-1``, ``_x-2``, ... before the sentence, ``_x+1``, ... after it), appends the
-  training sentences one at a time, trains, tags the test sentences one at a time and
+  training sentences one at a time (with ``--held``, a third system in the same rounds
+  makes every sentence's attribute lists first and then appends them, as user code
+  usually does), trains, tags the test sentences one at a time and
   prints one JSON line (its own peak RSS after training and at the end, its times, F1,
   the number of features from CRFsuite's training log).
 
@@ -25,7 +30,8 @@ Every run is a fresh process, measured by this script with ``os.wait4`` (peak RS
 round (ours, CRFsuite, ours, ...); the tables give medians of ``--runs``. One untimed
 training and labelling of ours on a few sentences first loads numba's kernel cache.
 
-    python scripts/bench_seen_states.py [--runs 3] [--busy] [--rho2 2.0] [--crfsuite-python PY]
+    python scripts/bench_seen_states.py [--runs 3] [--busy] [--rho1 0] [--rho2 2.0] [--held]
+        [--ours-args JSON] [--out PATH] [--crfsuite-python PY]
 
 Writes benchmarks/seen_states.json and .md (``_busy`` with two busy loops beside every
 run).
@@ -176,15 +182,23 @@ def worker_crfsuite(args) -> dict:
     t0 = time.perf_counter()
     trainer = pycrfsuite.Trainer(verbose=False)
     n_train = 0
-    for sentence in read_sentences(corpus / "train.txt"):
-        labels = [row[-1] for row in sentence]
-        xseq = attributes([row[:-1] for row in sentence], patterns)
-        trainer.append(xseq, labels)
-        del xseq, labels, sentence
-        n_train += 1
-    trainer.set_params({"c1": 0.0, "c2": args.rho2 / 2, "feature.possible_states": False,
-                        "feature.possible_transitions": True})
+    if args.held:  # every sentence's attribute lists first, then appended: what user code usually does
+        data = [([row[-1] for row in sentence], attributes([row[:-1] for row in sentence], patterns))
+                for sentence in read_sentences(corpus / "train.txt")]
+        for labels, xseq in data:
+            trainer.append(xseq, labels)
+            n_train += 1
+    else:  # one sentence at a time: the leanest use of the API
+        for sentence in read_sentences(corpus / "train.txt"):
+            labels = [row[-1] for row in sentence]
+            xseq = attributes([row[:-1] for row in sentence], patterns)
+            trainer.append(xseq, labels)
+            del xseq, labels, sentence
+            n_train += 1
+    trainer.set_params(crfsuite_params(args))
     trainer.train(args.model)
+    if args.held:
+        del data
     train_s = time.perf_counter() - t0
     train_rss = _rss_mb()
     log = trainer.logparser
@@ -232,11 +246,22 @@ def suffixlm_command() -> list[str]:
     return [found]
 
 
+def solver_args(args) -> list[str]:
+    """Ours: L-BFGS for l2 alone, OWL-QN with an l1 part (CRFsuite's lbfgs runs OWL-QN when c1 > 0)."""
+    if args.rho1:
+        return ["-a", "owlqn", "--rho1", repr(args.rho1), "--rho2", repr(args.rho2)]
+    return ["-a", "lbfgs", "--rho2", repr(args.rho2)]
+
+
+def crfsuite_params(args) -> dict:
+    return {"c1": args.rho1, "c2": args.rho2 / 2, "feature.possible_states": False,
+            "feature.possible_transitions": True}
+
+
 def ours_commands(args, corpus, tmp) -> tuple[list[str], list[str]]:
     model, out = str(Path(tmp) / "ours.model"), str(Path(tmp) / "ours.label")
-    train = suffixlm_command() + ["crf", "train", "-p", str(args.patterns), "--states", "seen", "-a", "lbfgs",
-                                  "--rho2", repr(args.rho2), "-q", *args.ours_args, str(Path(corpus) / "train.txt"),
-                                  model]
+    train = suffixlm_command() + ["crf", "train", "-p", str(args.patterns), "--states", "seen", *solver_args(args),
+                                  "-q", *args.ours_args, str(Path(corpus) / "train.txt"), model]
     label = suffixlm_command() + ["crf", "label", "-m", model, str(Path(corpus) / "test.txt"), out]
     return train, label
 
@@ -284,14 +309,15 @@ def run_ours(args, corpus, tmp) -> dict:
     return res
 
 
-def crfsuite_command(args, corpus, tmp) -> list[str]:
+def crfsuite_command(args, corpus, tmp, held=False) -> list[str]:
     cmd = [str(args.crfsuite_python), str(Path(__file__).resolve()), "--worker", "crfsuite", "--corpus", str(corpus),
-           "--patterns", str(args.patterns), "--rho2", repr(args.rho2), "--model", str(Path(tmp) / "crfsuite.model")]
-    return cmd
+           "--patterns", str(args.patterns), "--rho1", repr(args.rho1), "--rho2", repr(args.rho2),
+           "--model", str(Path(tmp) / "crfsuite.model")]
+    return cmd + ["--held"] if held else cmd
 
 
-def run_crfsuite(args, corpus, tmp) -> dict:
-    cmd = crfsuite_command(args, corpus, tmp)
+def run_crfsuite(args, corpus, tmp, held=False) -> dict:
+    cmd = crfsuite_command(args, corpus, tmp, held)
     out, err = Path(tmp) / "crfsuite.out", Path(tmp) / "crfsuite.err"
     wall, rss = measured(cmd, out, err)
     res = json.loads(out.read_text().strip().splitlines()[-1])
@@ -317,7 +343,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--busy", action="store_true", help="two busy loops beside every timed run")
+    ap.add_argument("--rho1", type=float, default=0.0,
+                    help="l1 penalty rho1 (CRFsuite's c1; > 0: ours runs owlqn, CRFsuite's lbfgs OWL-QN)")
     ap.add_argument("--rho2", type=float, default=2.0, help="l2 penalty rho2 (CRFsuite's c2 = rho2 / 2)")
+    ap.add_argument("--held", action="store_true",
+                    help="also CRFsuite holding every sentence's attribute lists before appending them (as user code "
+                         "usually does), a third system in the same rounds")
     ap.add_argument("--ours-args", type=json.loads, default=[],
                     help='JSON list of further arguments of ours\' train command, e.g. \'["-a", "owlqn", '
                          '"--rho1", "0.1"]\'')
@@ -359,10 +390,14 @@ def main() -> None:
         run_ours(args, write_subset(full_corpus, WARMUP_SENTENCES, Path(tmp) / "warmup"), tmp)
         commands = {"ours": [" ".join(c) for c in ours_commands(args, corpus, "TMP")],
                     "crfsuite": [" ".join(crfsuite_command(args, corpus, "TMP"))]}
-        results = {"ours": [], "crfsuite": []}
+        systems = [("ours", run_ours), ("crfsuite", run_crfsuite)]
+        if args.held:
+            commands["crfsuite_held"] = [" ".join(crfsuite_command(args, corpus, "TMP", held=True))]
+            systems.append(("crfsuite_held", lambda a, c, t: run_crfsuite(a, c, t, held=True)))
+        results = {name: [] for name, _ in systems}
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 if args.busy else 0)]
         for r in range(args.runs):
-            for system, runner in (("ours", run_ours), ("crfsuite", run_crfsuite)):
+            for system, runner in systems:
                 res = runner(args, corpus, tmp)
                 results[system].append(res)
                 print(f"run {r + 1} {system}: F1 {res['f1']:.2f} train {res['train_seconds']:.1f}s "
@@ -384,8 +419,7 @@ def main() -> None:
     payload = {"machine": machine, "uncommitted": dirty, "busy_loops": len(busy), "load_average_end": load,
                "runs": args.runs,
                "corpus": str(full_corpus), "limit": args.limit, "patterns": os.path.relpath(args.patterns, ROOT),
-               "rho2": args.rho2, "crfsuite_params": {"c1": 0.0, "c2": args.rho2 / 2, "feature.possible_states": False,
-                                                      "feature.possible_transitions": True},
+               "rho1": args.rho1, "rho2": args.rho2, "crfsuite_params": crfsuite_params(args),
                "ours_args": args.ours_args, "commands": commands, "results": results, "medians": med}
     out = Path(args.out + ("_busy" if args.busy else "") + (f"_limit{args.limit}" if args.limit else ""))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -397,8 +431,12 @@ def main() -> None:
 def write_markdown(path, p) -> None:
     m = p["machine"]
     subset = f" (first {p['limit']} sentences of each file)" if p["limit"] else ""
-    ours_train = " ".join(["suffixlm crf train -p", p["patterns"], "--states seen -a lbfgs --rho2", repr(p["rho2"]),
-                           "-q", *p["ours_args"], "TRAIN MODEL"])
+    rho1 = p.get("rho1", 0.0)
+    solver = (f"-a owlqn --rho1 {rho1!r} --rho2 {p['rho2']!r}" if rho1 else f"-a lbfgs --rho2 {p['rho2']!r}")
+    ours_train = " ".join(["suffixlm crf train -p", p["patterns"], "--states seen", solver, "-q", *p["ours_args"],
+                           "TRAIN MODEL"])
+    penalty = (f"L-BFGS / OWL-QN with the same elastic net (l1 {rho1!r}, l2 rho2 {p['rho2']!r})" if rho1
+               else "L-BFGS with the same l2 penalty")
     lines = ["# Seen states only: suffixlm crf --states seen against python-crfsuite (CoNLL-2000, chunk.pat)", "",
              f"Command: `{m['command']}`  ",
              f"Date: {m['date']}, commit {m['commit']}, {m['platform']}, {m['cpu_count']} CPUs, "
@@ -407,15 +445,19 @@ def write_markdown(path, p) -> None:
              + (f" Uncommitted changes to tracked files: {', '.join(x[3:] for x in p['uncommitted'])}."
                 if p["uncommitted"] else ""), "",
              f"Data: CoNLL-2000 train.txt and test.txt{subset}. Features: `{p['patterns']}` on both sides; both keep "
-             "only the (observation, label) pairs seen in training and every label transition. L-BFGS with the same "
-             "l2 penalty; each stops by its own default rule."
+             "only the (observation, label) pairs seen in training and every label transition. "
+             f"{penalty}; each stops by its own default rule unless `--ours-args` says otherwise."
              + (" Ours with `--ours-args` (a repeated option's last value wins): "
                 f"`{' '.join(p['ours_args'])}`." if p["ours_args"] else ""), "",
              f"- ours: `{ours_train}`, then `suffixlm crf label -m MODEL TEST OUT` (numba's default thread count: "
              "all cores; one untimed run on a few sentences first loads numba's kernel cache).",
              f"- CRFsuite: `pycrfsuite.Trainer` with `{json.dumps(p['crfsuite_params'])}`, attributes from the same "
              "pattern file (its `%x` commands expanded in the worker, Wapiti's padding), in a process with the "
-             "standard library and pycrfsuite only (single-threaded).", "",
+             "standard library and pycrfsuite only (single-threaded). It appends each training sentence as soon as "
+             "its attributes are made"
+             + ("; *CRFsuite, lists held* makes every sentence's attribute lists first and then appends them, as "
+                "user code (and sklearn-crfsuite's `fit`, which takes lists) usually does." if "crfsuite_held"
+                in p["medians"] else "."), "",
              "Train s: ours, the wall time of the train command (start-up, imports, reading, training, writing "
              "the model); CRFsuite, the worker's time for reading train.txt, making the attributes, appending and "
              "training (with writing the model; not its start-up). Label s: ours, the wall time of the label command "
@@ -427,14 +469,18 @@ def write_markdown(path, p) -> None:
              "| system | F1 | train s | label s | peak RSS MB train | features | CRFsuite self-reported RSS after "
              "training MB | model MB |",
              "|---|---|---|---|---|---|---|---|"]
-    for s, name in (("ours", "ours (--states seen)"), ("crfsuite", "CRFsuite")):
+    for s, name in (("ours", "ours (--states seen)"), ("crfsuite", "CRFsuite"),
+                    ("crfsuite_held", "CRFsuite, lists held")):
+        if s not in p["medians"]:
+            continue
         r = p["medians"][s]
         self_rss = f"{r['train_rss_mb']:.0f}" if "train_rss_mb" in r else "-"
         lines.append(f"| {name} | {r['f1']:.2f} | {r['train_seconds']:.1f} | {r['label_seconds']:.2f} | "
                      f"{r['max_rss_mb']:.0f} | {r['features']:,.0f} | {self_rss} | {r['model_bytes'] / 1e6:.1f} |")
     c = p["medians"]["crfsuite"]
     if "iterations" in c:
-        lines += ["", f"CRFsuite: {c['iterations']:.0f} L-BFGS iterations (median), process wall time "
+        lines += ["", f"CRFsuite: {c['iterations']:.0f} {'OWL-QN' if rho1 else 'L-BFGS'} iterations (median), "
+                  "process wall time "
                   f"{c['process_seconds']:.1f} s (start-up, training and labelling)."]
     path.write_text("\n".join(lines) + "\n")
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import Iterator
 
 import numpy as np
 
-__all__ = ["allocate", "human_bytes", "memory_limit", "named_allocations", "start_point"]
+__all__ = ["allocate", "human_bytes", "memory_limit", "named_allocations", "release_free_memory", "start_point"]
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
@@ -38,6 +39,29 @@ def human_bytes(n: float) -> str:
         if n < 1024 or unit == _UNITS[-1]:
             return f"{n:.0f} {unit}" if n >= 100 else f"{n:.3g} {unit}"
     raise AssertionError("unreachable")
+
+
+def release_free_memory() -> None:
+    """Give the C allocator's free pages back to the system (glibc's ``malloc_trim``; a
+    no-op elsewhere). After a step that freed many small objects and temporary arrays
+    (encoding a corpus), glibc keeps their pages for reuse, and a process that then
+    allocates solver vectors elsewhere peaks that much higher (38 MB on CoNLL-2000)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = ctypes.CDLL(None).malloc_trim  # glibc; musl has none: AttributeError
+                _malloc_trim.argtypes, _malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+            except (OSError, AttributeError):
+                _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 def _shape(shape) -> tuple[int, ...]:

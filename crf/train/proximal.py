@@ -264,8 +264,7 @@ def grow(X, y, rounds, train_round, init=None, callback=None, check=None, forbid
                 sel[ok] = prev_active_full[par[ok]]
                 good[child[sel]] = True
                 keep &= ~cand | good
-        obs = [s for s, k in zip(full.observations, keep) if k]
-        space = FeatureSpace(patterns, obs, full.kinds[keep], full.labels, full.n_columns)
+        space = FeatureSpace(patterns, full.observations.select(keep), full.kinds[keep], full.labels, full.n_columns)
         data = space.encode(X, y, f"round {r}")
         space.set_allowed(allowed_pairs(forbid, space.labels, data.labels, data.seq_offsets))
         x0 = allocate(space.n_params, np.float64, f"CRF weights of round {r}", zero=True)
@@ -281,7 +280,7 @@ def grow(X, y, rounds, train_round, init=None, callback=None, check=None, forbid
                     if off >= 0 and poff >= 0:
                         x0[off: off + size] = prev_theta[poff: poff + size]
         res = train_round(space, data, x0)
-        info = GrowthRound(r, len(patterns), len(obs), space.n_params, full.n_params,
+        info = GrowthRound(r, len(patterns), len(space.observations), space.n_params, full.n_params,
                            int(np.count_nonzero(res.x)), float(res.objective), time.perf_counter() - t0,
                            res.reason)
         log.append(info)

@@ -151,6 +151,14 @@ def observation_not_utf8(a, m):
     _obs(a, obs[:-1] + [b"\xff\xfe"])
 
 
+def offset_inside_a_character(a, m):
+    """Two observations, ``é`` and ``éx``, split one byte later: each half is valid only
+    with its neighbour's byte, and the whole blob is still valid UTF-8."""
+    obs = _observations(a)
+    _obs(a, obs[:-2] + ["é", "éx"])
+    a["obs_offsets"][-2] += 1
+
+
 def offsets_decreasing(a, m):
     o = a["obs_offsets"]
     o[1], o[2] = o[2], o[1]
@@ -205,6 +213,7 @@ EDITS = [
      "obs_offsets"),
     ("observation twice", observation_twice, "obs_blob"),
     ("observation not UTF-8", observation_not_utf8, "obs_blob"),
+    ("obs_offsets inside a character", offset_inside_a_character, "obs_offsets"),
     # weights
     ("theta short", lambda a, m: a.update(theta=a["theta"][:-1].copy()), "theta"),
     ("theta long", lambda a, m: a.update(theta=np.append(a["theta"], 0.0)), "theta"),
