@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 import click
 
-from suffixlm.distributed import client_from_options, distributed_options
-from suffixlm.options import CRF_ALGORITHMS as ALGORITHMS
-from suffixlm.options import CRF_PENALTIES as PENALTIES
-from suffixlm.options import INT32_MAX, SEED_MAX, FiniteFloat, check_output, checkpoint_options
-from suffixlm.options import InputPath
-from suffixlm.threads import threads_option
+from suffixlm.commands.params import (
+    FiniteFloat, InputPath, check_output, checkpoint_options, dask_client, distributed_options, threads_option,
+)
+from suffixlm.options import INT32_MAX, SEED_MAX
+
+from .solvers import ALGORITHMS, PENALTIES, SOLVERS, names
 
 BATCH = 2000  # sequences labelled per batch (streaming)
 MAX_HISTORY = 1000  # L-BFGS memory: 2 * history vectors of the size of the model
@@ -49,9 +50,8 @@ def command() -> None:
               help="Wapiti/CRF++ pattern file, or the name of one suffixlm ships (`suffixlm patterns`; "
                    "repeatable: several files are concatenated, or are the rounds of --grow).")
 @click.option("-a", "--algorithm", type=click.Choice(ALGORITHMS), default=None,
-              help="owlqn (default): l1/elastic net; lbfgs, sag, sag-nus: l2 only; sgd-l1, bcd: l1/elastic net; "
-                   "perceptron: averaged perceptron (ap: CRFsuite's name, 100 passes); fista: proximal gradient "
-                   "(default with a tree --penalty).")
+              help="; ".join(f"{s.name}: {s.summary}" + (f", {s.max_iter} passes" if s.max_iter else "")
+                             for s in SOLVERS.values()) + ". fista is the default with a tree --penalty.")
 @click.option("--penalty", type=click.Choice(PENALTIES), default="l1", show_default=True,
               help="rho1 times: l1, or the l2-tree / linf-tree norm of the nested-window feature subtrees.")
 @click.option("--rho1", type=FiniteFloat(0.0), default=None,
@@ -108,10 +108,10 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
           resume, quiet, workers, scheduler, memory_limit, train, model):
     """Train a CRF on the column file TRAIN (last column = label) and write MODEL."""
     from suffixlm.io import open_error_message, write_error_message
-    from suffixlm.options import open_checkpoint, training_interrupts
+    from suffixlm.commands.params import open_checkpoint, training_interrupts
 
     from .data import DataError, read_sequences, split_labels
-    from .model import _NO_CHECKPOINT, CRF, ModelError
+    from .model import CRF, ModelError
     from .patterns import PatternError
 
     if not patterns and not init_model:
@@ -125,17 +125,15 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
     if algorithm is None:
         algorithm = "owlqn" if penalty == "l1" else "fista"
     if workers is not None or scheduler:
-        from .distributed import DISTRIBUTED_ALGORITHMS
-
-        if algorithm not in DISTRIBUTED_ALGORITHMS:
-            raise click.UsageError(f"--workers/--scheduler supports {', '.join(DISTRIBUTED_ALGORITHMS)}, "
+        if not SOLVERS[algorithm].batch:
+            raise click.UsageError(f"--workers/--scheduler supports {', '.join(names(batch=True))}, "
                                    f"not --algorithm {algorithm}")
         for flag, given in (("--checkpoint", checkpoint_path is not None), ("--grow", grow), ("--init", init_model)):
             if given:
                 raise click.UsageError(f"--workers/--scheduler is not supported with {flag}")
     if checkpoint_path is not None:
         for flag, given in (("--grow", grow), ("--init", init_model), (f"--algorithm {algorithm}",
-                                                                        algorithm in _NO_CHECKPOINT)):
+                                                                        not SOLVERS[algorithm].checkpointable)):
             if given:
                 raise click.UsageError(f"--checkpoint is not supported with {flag}")
     # the options that change the model (--maxiter is a cap, --threads a checkpoint keeps)
@@ -184,7 +182,11 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             if not dseqs:
                 raise DataError(f"{devel}: no sequence found (empty file?)")
             Xd, yd = split_labels(dseqs)
-        with training_interrupts(ck, model), client_from_options(workers, scheduler, memory_limit) as client:
+        from suffixlm.solvers.result import ConvergenceWarning
+
+        with training_interrupts(ck, model), dask_client(workers, scheduler, memory_limit) as client, \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the last progress line says "(max_iter)"
             if init_model:  # the loaded model is round 0's starting point; no -p: train it further
                 crf.grow(X, y, list(patterns) if grow else [_concatenated(patterns)], Xd, yd)
             elif grow:

@@ -28,7 +28,8 @@ Defaults: with our names only, ours (OWL-QN, rho1 0.5, rho2 1e-4: the best defau
 measured). When the algorithm is one of CRFsuite's (``lbfgs``, ``l2sgd``, ``ap``, ``pa``,
 ``arow``) or ``c1`` / ``c2`` is given, the penalties CRFsuite would use fill what is not
 given: c1 = 0, c2 = 1, and the algorithm ``lbfgs``; ``lbfgs`` with c1 > 0 runs OWL-QN, as
-in CRFsuite. The iteration caps of CRFsuite's algorithms are CRFsuite's (l2sgd 1000; ap,
+in CRFsuite, and to CRFsuite's convergence: ``num_memories`` 6, ``period`` 10, ``delta``
+1e-5 (ours: 5, 5 and 0.02, Wapiti's rule, which stops earlier). The iteration caps of CRFsuite's algorithms are CRFsuite's (l2sgd 1000; ap,
 pa, arow 100); ``ap`` is our averaged perceptron.
 """
 
@@ -40,8 +41,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .solvers import SOLVERS, names
+
 #: CRFsuite's training algorithms, by CRFsuite's names.
-CRFSUITE_ALGORITHMS = ("lbfgs", "l2sgd", "ap", "pa", "arow")
+CRFSUITE_ALGORITHMS = names(crfsuite=True)
 #: CRFsuite's line searches (ours is OWL-QN's backtracking whichever is named).
 LINESEARCHES = ("MoreThuente", "Backtracking", "StrongBacktracking")
 
@@ -57,7 +60,7 @@ SKLEARN_CRFSUITE_PARAMS = (
 ALIASES = (("rho1", "c1"), ("rho2", "c2"), ("max_iter", "max_iterations"), ("history", "num_memories"),
            ("stopwin", "period"), ("stopeps", "delta"))
 
-_QUASI_NEWTON = ("owlqn", "lbfgs")
+_QUASI_NEWTON = names(module="owlqn")
 #: CRFsuite's algorithm-specific parameters and the algorithms (ours after resolving) they apply to
 APPLIES_TO = {
     "num_memories": _QUASI_NEWTON, "linesearch": _QUASI_NEWTON, "max_linesearch": _QUASI_NEWTON,
@@ -67,13 +70,10 @@ APPLIES_TO = {
     "pa_type": ("pa",), "c": ("pa",), "error_sensitive": ("pa",), "averaging": ("pa",),
     "variance": ("arow",), "gamma": ("arow",),
 }
-#: algorithms (ours) without a penalty
-NO_PENALTY = ("perceptron", "pa", "arow")
-#: algorithms (ours) for the l2 penalty only
-L2_ONLY = ("lbfgs", "sag", "sag-nus", "l2sgd")
-#: passes (iterations) when max_iter is not given, by the name the user chose (None: no cap)
-DEFAULT_MAX_ITER = {"owlqn": None, "lbfgs": None, "fista": 500, "sgd-l1": 50, "sag": 50, "sag-nus": 50, "bcd": 20,
-                    "perceptron": 10, "ap": 100, "pa": 100, "arow": 100, "l2sgd": 1000}
+#: algorithms without a penalty
+NO_PENALTY = names(penalty="none")
+#: algorithms for the l2 penalty only
+L2_ONLY = names(penalty="l2")
 #: CRFsuite's defaults of the online algorithms' own parameters
 ONLINE_DEFAULTS = {"pa_type": 1, "c": 1.0, "error_sensitive": True, "averaging": True, "variance": 1.0,
                    "gamma": 1.0, "calibration_eta": 0.1, "calibration_rate": 2.0, "calibration_samples": 1000,
@@ -185,10 +185,13 @@ def resolve(p: dict, algorithms, penalties) -> Settings:
                 return _number(key, p[key], **check)
         return default
 
-    max_iter = first("max_iter", "max_iterations", DEFAULT_MAX_ITER[name], integer=True)
-    history = first("history", "num_memories", 5, low=1, integer=True)
-    stopwin = first("stopwin", "period", 5, integer=True)
-    stopeps = first("stopeps", "delta", 0.02)
+    max_iter = first("max_iter", "max_iterations", SOLVERS[name].max_iter, integer=True)
+    # CRFsuite's L-BFGS runs to its own convergence (6 pairs, delta 1e-5 over 10 iterations): the
+    # model a switching user had; ours stops by Wapiti's looser rule (2 % over 5 iterations)
+    as_crfsuite = crfsuite_style and algorithm in _QUASI_NEWTON
+    history = first("history", "num_memories", 6 if as_crfsuite else 5, low=1, integer=True)
+    stopwin = first("stopwin", "period", 10 if as_crfsuite else 5, integer=True)
+    stopeps = first("stopeps", "delta", 1e-5 if as_crfsuite else 0.02)
     if p.get("linesearch") is not None and p["linesearch"] not in LINESEARCHES:
         raise ValueError(f"linesearch must be one of {', '.join(LINESEARCHES)}, not {p['linesearch']!r}")
     max_linesearch = first("max_linesearch", "max_linesearch", 40, low=1, integer=True)

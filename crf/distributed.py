@@ -21,11 +21,12 @@ import numpy as np
 from . import _inference_kernels as K
 from .features import EncodedCorpus, FeatureSpace
 from .inference import choose_sparse
+from .solvers import names
 
 __all__ = ["DistributedObjective", "split_shards", "DISTRIBUTED_ALGORITHMS"]
 
 #: the algorithms whose work is full-batch gradients, which map over the shards
-DISTRIBUTED_ALGORITHMS = ("owlqn", "lbfgs", "fista")
+DISTRIBUTED_ALGORITHMS = names(batch=True)
 MAX_RETRIES = 5  # evaluations re-run after workers died (each re-scatters the lost shards)
 
 

@@ -373,7 +373,7 @@ class FeatureSpace:
                   int(np.count_nonzero(kinds & TRIGRAM)))
         # the distinct strings were made among millions of short-lived ones: copy them
         # out into one buffer so that the allocator's pages holding the short-lived ones
-        # empty and go back to the system (~55 MB on CoNLL-2000)
+        # empty and go back to the system
         strings = list(index)
         strs = distinct = local = index = None
         observations = StringTable.of([strings[i] for i in order])

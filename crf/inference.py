@@ -6,12 +6,10 @@ float64 parameter vector of a :class:`crf.features.FeatureSpace`.
 
 from __future__ import annotations
 
-import ctypes
-
 import numba
 import numpy as np
 
-from suffixlm.memory import allocate, named_allocations
+from suffixlm.memory import allocate, named_allocations, release_free_memory
 
 from . import _gradient_kernels as G
 from . import _inference_kernels as K
@@ -46,17 +44,6 @@ def choose_sparse(theta: np.ndarray, space: FeatureSpace, recursion: str = "auto
         raise ValueError(f"recursion must be 'auto', 'dense' or 'sparse', not {recursion!r}")
     size = theta.shape[0] - space.bigram_start
     return size == 0 or np.count_nonzero(theta[space.bigram_start:]) <= SPARSE_DENSITY * size
-
-
-def release_free_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
-    elsewhere): the millions of short-lived strings of feature extraction leave freed
-    but mapped pages behind, which would count in the resident size of the whole
-    training run."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _sparse_args(theta, space, sparse):

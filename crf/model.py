@@ -36,30 +36,30 @@ import os
 import re
 import sys
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 
 from suffixlm import threads as _threads
+from suffixlm.checks import is_int, is_number
 from suffixlm.estimator import ParamsMixin
 from suffixlm.io import load_container, save_container, word_problem
 from suffixlm.memory import allocate, release_free_memory
-from suffixlm.options import CRF_ALGORITHMS, CRF_PENALTIES
 
 from . import compat as _compat
 from .compat import TrainingLog
 from .features import EncodedCorpus, FeatureSpace
 from .patterns import TRIGRAM, Pattern, parse_patterns, read_patterns
+from .solvers import ALGORITHMS, PENALTIES, SOLVERS, TrainRun, names
+from .solvers import train as run_solver
 from .strings import StringTable
 from .transitions import FORBID_CHOICES, allowed_pairs
 
 __all__ = ["CRF", "ModelError", "Tagger", "FORMAT_VERSION", "ALGORITHMS", "PENALTIES"]
 
-ALGORITHMS = CRF_ALGORITHMS
 #: the patterns of a model of feature dicts or attribute lists: (kind, text) at order 1 and 2
 _DICT_PATTERNS = ([(2, "B")], [(2, "B"), (TRIGRAM, "T")])
-PENALTIES = CRF_PENALTIES
-SGD_ETA0 = 0.1  # the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
 
 FORMAT_NAME = "suffixlm-crf"
 FORMAT_VERSION = 2  # 1: the checksum covered the arrays only (still read)
@@ -182,14 +182,6 @@ def _digest_v1(arrays) -> str:
     return h.hexdigest()
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _checked_header(path, meta: dict) -> dict:
     """The header's entries, each checked: labels (at least one, distinct strings),
     patterns (they parse, and use only the model's columns), n_columns, params (known
@@ -218,7 +210,7 @@ def _checked_header(path, meta: dict) -> dict:
         if word_problem(lab) is not None:
             raise bad("labels", f"label {word_problem(lab)} (a label is one column of a CoNLL file)")
     n_columns = meta["n_columns"]
-    if not (_is_int(n_columns) and 0 <= n_columns <= MAX_COLUMNS):
+    if not (is_int(n_columns) and 0 <= n_columns <= MAX_COLUMNS):
         raise bad("n_columns", f"{n_columns!r} is not an integer in [0, {MAX_COLUMNS}]")
     if not isinstance(meta["patterns"], str):
         raise bad("patterns", "not a string")
@@ -239,12 +231,12 @@ def _checked_header(path, meta: dict) -> dict:
         if key not in _PARAMS:
             raise bad("params", f"unknown parameter {key!r}")
         ok = (isinstance(v, str) if key in ("algorithm", "penalty") else
-              _is_number(v) and math.isfinite(v) if key in ("rho1", "rho2", "stopeps") else
-              v is None or _is_int(v) if key in ("max_iter", "max_iterations", "seed") else _is_int(v))
+              is_number(v) and math.isfinite(v) if key in ("rho1", "rho2", "stopeps") else
+              v is None or is_int(v) if key in ("max_iter", "max_iterations", "seed") else is_int(v))
         if not ok:
             raise bad("params", f"{key} = {v!r} has the wrong type")
     n_features = meta.get("n_features")
-    if n_features is not None and not (_is_int(n_features) and n_features >= 0):
+    if n_features is not None and not (is_int(n_features) and n_features >= 0):
         raise bad("n_features", f"{n_features!r} is not an integer >= 0")
     kind = meta.get("input", "columns")
     if kind not in INPUT_KINDS or kind == "columns" and "input" in meta:
@@ -381,32 +373,9 @@ def _check_value_range(name, theta: np.ndarray, space, data: EncodedCorpus) -> N
 
 
 #: algorithms whose state a checkpoint cannot hold (SAG's generator lives inside numba)
-_NO_CHECKPOINT = ("sag", "sag-nus", "l2sgd", "pa", "arow")
+_NO_CHECKPOINT = names(state=None)
 #: the algorithms that hold weights at zero (``FeatureSpace.frozen``: CRFsuite's transitions not generated)
-_FREEZES = ("owlqn", "lbfgs", "fista")
-
-
-def _solver_state(algorithm: str):
-    """The solver state class of an algorithm (:mod:`suffixlm.solvers.state`)."""
-    if algorithm in ("owlqn", "lbfgs"):
-        from .train.owlqn import OwlqnState
-
-        return OwlqnState
-    if algorithm == "fista":
-        from suffixlm.solvers import FistaState
-
-        return FistaState
-    if algorithm == "sgd-l1":
-        from .train.sgd_l1 import SgdL1State
-
-        return SgdL1State
-    if algorithm == "bcd":
-        from .train.bcd import BcdState
-
-        return BcdState
-    from .train.perceptron import PerceptronState
-
-    return PerceptronState
+_FREEZES = names(batch=True)
 
 
 _LOG_KEYS = {"iteration", "objective", "active", "token_error", "sequence_error", "seconds", "evaluations"}
@@ -418,15 +387,15 @@ def _checked_extra(resumed) -> tuple[list, list, list]:
     out = []
     for key in ("objectives", "errors"):
         v = extra.get(key)
-        if not (isinstance(v, list) and all(_is_number(x) for x in v)):
+        if not (isinstance(v, list) and all(is_number(x) for x in v)):
             raise resumed.bad(key, "not a list of numbers")
         out.append([float(x) for x in v])
     log = extra.get("log")
 
     def entry(e) -> bool:
-        return (isinstance(e, dict) and set(e) == _LOG_KEYS and all(_is_number(e[k]) for k in (
-            "objective", "token_error", "sequence_error", "seconds")) and _is_int(e["iteration"])
-            and all(e[k] is None or _is_int(e[k]) for k in ("active", "evaluations")))
+        return (isinstance(e, dict) and set(e) == _LOG_KEYS and all(is_number(e[k]) for k in (
+            "objective", "token_error", "sequence_error", "seconds")) and is_int(e["iteration"])
+            and all(e[k] is None or is_int(e[k]) for k in ("active", "evaluations")))
 
     if not (isinstance(log, list) and all(entry(e) for e in log)):
         raise resumed.bad("log", "not a list of training log entries")
@@ -471,7 +440,8 @@ class CRF(ParamsMixin):
         for sgd-l1 and sag, 20 for bcd, 10 for the perceptron, 100 for ap, 1000 for
         l2sgd, 500 for fista).
     seed : random order of the stochastic solvers.
-    stopeps, stopwin : stopping window (0.02 and 5 by default).  Stop when the objective decreased by less
+    stopeps, stopwin : stopping window (0.02 and 5 by default; CRFsuite's 1e-5 and 10 for
+        ``lbfgs`` and whenever ``c1`` / ``c2`` are given: :mod:`crf.compat`).  Stop when the objective decreased by less
         than ``stopeps`` (relative: 0.02 = 2 %) over the last ``stopwin``
         iterations; with a development set, stop also when its token error varied
         by less than ``stopeps`` percentage points over that window (Wapiti's
@@ -479,7 +449,7 @@ class CRF(ParamsMixin):
         progress lines is that of posterior decoding (argmax of the marginals),
         computed during the gradient pass for free; the development-set error is
         Viterbi's.
-    history : L-BFGS memory (5 by default).
+    history : L-BFGS memory (5 by default; CRFsuite's 6 where its stopping rule applies).
     threads : numba threads of fit, grow and decoding (None: numba's setting, all cores
         by default; more than ``NUMBA_NUM_THREADS`` means all), restored after each call
         (:mod:`suffixlm.threads`, docs/threads.md). The gradient is the same bits for any
@@ -763,10 +733,9 @@ class CRF(ParamsMixin):
         if checkpoint is not None and settings.algorithm in _NO_CHECKPOINT:
             raise ValueError(f"checkpoints are not supported with algorithm {self.algorithm!r}")
         if client is not None:
-            from .distributed import DISTRIBUTED_ALGORITHMS
-
-            if settings.algorithm not in DISTRIBUTED_ALGORITHMS:
-                raise ValueError(f"training on Dask workers supports {', '.join(DISTRIBUTED_ALGORITHMS)}, "
+            batch = names(batch=True)
+            if settings.algorithm not in batch:
+                raise ValueError(f"training on Dask workers supports {', '.join(batch)}, "
                                  f"not {self.algorithm!r}")
             if checkpoint is not None:
                 raise ValueError("checkpoints are not supported when training on Dask workers")
@@ -776,7 +745,7 @@ class CRF(ParamsMixin):
         t_start = time.perf_counter()
         release = getattr(self, "_release_inputs", False)  # lists the command line made for this fit alone
 
-        def released(*seqs):  # free their strings once encoded (~45 MB on CoNLL-2000)
+        def released(*seqs):  # free their strings once encoded
             for s in seqs:
                 if release and isinstance(s, list):
                     s.clear()
@@ -897,15 +866,21 @@ class CRF(ParamsMixin):
                              seen_states=not st.all_possible_states)
 
     def _set_fitted(self, settings, space, result, log, pattern_text) -> None:
+        from suffixlm.solvers.result import ConvergenceWarning, StopReason  # here: importing it loads numba
+
         self.settings_ = settings
         self.n_features_ = space.n_params
         self.space_, self.theta_ = space.compact(result.x)
         self.n_active_features_ = int(np.count_nonzero(self.theta_))
         self.training_log_ = TrainingLog(log)
         self.stop_reason_ = result.reason
+        if result.reason == StopReason.MAX_ITER and SOLVERS[settings.algorithm].batch:
+            warnings.warn(f"the fit stopped at max_iter={settings.max_iter} before its stopping rule held "
+                          f"(stopeps={settings.stopeps:g} over stopwin={settings.stopwin}); raise max_iter",
+                          ConvergenceWarning, stacklevel=3)
         self.n_iter_ = result.n_iter
         # converged: by the solver's own rule or by the stopping window (Wapiti's)
-        self.converged_ = bool(result.converged or result.reason == "stopping criterion")
+        self.converged_ = bool(result.converged or result.reason == StopReason.STOPPING_CRITERION)
         self.pattern_text_ = pattern_text
 
     def _checkpoint_identity(self, st, space, train, dev) -> dict:
@@ -961,7 +936,6 @@ class CRF(ParamsMixin):
         from .inference import Objective, viterbi
 
         a = st.algorithm
-        rho1, rho2 = st.rho1, st.rho2
         rule = WindowRule(st.stopeps, st.stopwin)
         state = hook = None
         if checkpoint is not None:
@@ -970,7 +944,7 @@ class CRF(ParamsMixin):
             if resumed is not None:
                 n_threads = self._resume_threads(resumed, n_threads)
                 rule.objectives, rule.errors, log[:] = _checked_extra(resumed)
-                state = resumed.state(_solver_state(a), space.n_params)
+                state = resumed.state(SOLVERS[a].state_class(), space.n_params)
                 if a in ("owlqn", "lbfgs") and state.s.shape[0] != st.history:
                     raise resumed.bad_state(f"s: {state.s.shape[0]} L-BFGS pairs, history = {st.history}")
             hook = checkpoint.hook("CRF", identity, lambda: {"threads": n_threads, "objectives": rule.objectives,
@@ -981,7 +955,7 @@ class CRF(ParamsMixin):
 
             objective = DistributedObjective(client, space, train, recursion=self.recursion)
             self._log(f"* {len(objective.shards)} shards on the Dask workers")
-        elif a in ("owlqn", "lbfgs", "fista"):
+        elif SOLVERS[a].batch:
             objective = Objective(space, train, n_chunks=n_threads, recursion=self.recursion)
 
         def callback(info, theta):
@@ -1002,63 +976,7 @@ class CRF(ParamsMixin):
                       f"{err} time={info.seconds:.2f}s")
             return rule.update(info.objective, te if dev is not None else None)
 
-        cap = st.max_iter
-        resume = {"state": state, "checkpoint": hook}
-        if a in ("owlqn", "lbfgs"):
-            from .train import owlqn
-
-            return owlqn(objective.value_and_gradient_parts, x0, rho1=rho1, rho2=rho2, history=st.history,
-                         max_iter=cap, gtol=st.gtol, max_linesearch=st.max_linesearch, callback=callback, **resume)
-        if a == "fista":
-            from .train.proximal import feature_forest, fista
-
-            return fista(objective.value_and_gradient, x0, feature_forest(space, train), st.penalty,
-                         kappa=rho1, rho2=rho2, max_iter=cap, callback=callback, **resume)
-        if a == "sgd-l1":
-            from .train.sgd_l1 import sgd_l1
-
-            return sgd_l1(space, train, rho1=rho1, rho2=rho2, x0=x0, max_iter=cap,
-                          eta0=SGD_ETA0, seed=self.seed, callback=callback, **resume)
-        if a == "bcd":
-            from .train.bcd import bcd
-
-            return bcd(space, train, rho1=rho1, rho2=rho2, x0=x0, max_iter=cap, seed=self.seed,
-                       callback=callback, **resume)
-        if a in ("sag", "sag-nus"):
-            from .train.sag import sag
-
-            return sag(space, train, rho2=rho2, x0=x0, nus=a == "sag-nus", max_iter=cap,
-                       seed=self.seed, callback=callback)
-        if a == "l2sgd":
-            from .train.l2sgd import l2sgd
-
-            o = st.options
-            return l2sgd(space, train, rho2=rho2, max_iter=cap, x0=x0, delta=st.stopeps,
-                         period=st.stopwin if st.stopwin else cap + 1,  # stopwin 0: no window rule
-                         calibration_eta=o["calibration_eta"], calibration_rate=o["calibration_rate"],
-                         calibration_samples=o["calibration_samples"],
-                         calibration_candidates=o["calibration_candidates"],
-                         calibration_max_trials=o["calibration_max_trials"], seed=self.seed, callback=callback)
-        if a == "pa":
-            from .train.online import passive_aggressive
-
-            o = st.options
-            return passive_aggressive(space, train, max_iter=cap, x0=x0, pa_type=o["pa_type"], c=o["c"],
-                                      error_sensitive=o["error_sensitive"], averaging=o["averaging"],
-                                      epsilon=st.epsilon, seed=self.seed, callback=callback)
-        if a == "arow":
-            from .train.online import arow
-
-            return arow(space, train, max_iter=cap, x0=x0, variance=st.options["variance"],
-                        gamma=st.options["gamma"], epsilon=st.epsilon, seed=self.seed, callback=callback)
-        from .train.perceptron import averaged_perceptron
-
-        n_seq = train.n_sequences
-        if st.epsilon > 0:  # CRFsuite's ap: stop when the mean loss (here: sequences wrong) < epsilon
-            def callback(info, theta, inner=callback):
-                return inner(info, theta) or info.objective / n_seq < st.epsilon
-        return averaged_perceptron(space, train, max_iter=cap, x0=x0, seed=self.seed, callback=callback,
-                                   **resume)
+        return run_solver(TrainRun(space, train, x0, st, self.seed, callback, objective, state, hook))
 
     # ------------------------------------------------------------------ prediction
     # sklearn-crfsuite's attributes: None before fit, as there

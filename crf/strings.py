@@ -1,9 +1,9 @@
 """A compact, immutable sequence of strings: the observation strings of a feature space.
 
-A CRF's observations are hundreds of thousands of short strings (338,552 for CoNLL-2000
-with ``chunk.pat``). As Python ``str`` objects each costs about 50 bytes of header and a
-list slot beside its characters; :class:`StringTable` keeps them as one UTF-8 buffer and
-the offsets of their ends (9 MB instead of 32 MB there), which is also how a model file
+A CRF's observations are hundreds of thousands of short strings. As Python ``str``
+objects each costs about 50 bytes of header and a list slot beside its characters;
+:class:`StringTable` keeps them as one UTF-8 buffer and the offsets of their ends (about
+a third of the memory: ``benchmarks/seen_states.md``), which is also how a model file
 stores them (``obs_blob``, ``obs_offsets``), so saving writes the two arrays as they are.
 Strings are made on access. Any Python string is held, lone surrogates included (encoded
 with ``surrogatepass``, so they come back unchanged); :meth:`StringTable.utf8_error`

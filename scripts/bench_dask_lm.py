@@ -77,7 +77,7 @@ def cli():
 @click.option("--memory-limit", default=None)
 def stage(corpus, order, workers, memory_limit):
     """One statistics stage (a child process of ``main``): prints JSON."""
-    from suffixlm.commands.kn import return_freed_memory_to_os
+    from suffixlm.memory import return_freed_memory_to_os
     from suffixlm.model import LogLinearLM
 
     return_freed_memory_to_os()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._tree_kernels import children_csr as forest_children
+from ._tree_kernels import children_csr
 from ._tree_kernels import find_sorted, grow, sort_prefix
 
 
@@ -223,13 +223,14 @@ def position_nodes(n_tok, offsets, sorted_pos, leaf_start, leaf_node):
 
 
 @njit(cache=True)
-def children_csr(parent, depth, context_position, tokens):
-    """Children of every node in CSR form, in node order (which is increasing order
-    of the first symbol of the edge when nodes are in lexicographic preorder).
+def labelled_children(parent, depth, context_position, tokens):
+    """Children of every node in CSR form (``_tree_kernels.children_csr``), in node order
+    (which is increasing order of the first symbol of the edge when nodes are in
+    lexicographic preorder), with the first word of each child's edge.
 
     Returns child_offsets int64[n+1], children int64[n-1], child_first_word int32[n-1].
     """
-    child_offsets, children, _ = forest_children(parent)
+    child_offsets, children, _ = children_csr(parent)
     first_word = np.empty(children.shape[0], np.int32)
     for e in range(children.shape[0]):
         j = children[e]
@@ -442,14 +443,6 @@ def param_node(succ_offsets):
         for e in range(succ_offsets[j], succ_offsets[j + 1]):
             out[e] = j
     return out
-
-
-@njit(cache=True)
-def csr_from_parent(parent):
-    """Children lists of a rooted tree (root 0, parent -1), in increasing node order:
-    child_offsets int64[n+1], children int64[n-1] (``_tree_kernels.children_csr``)."""
-    child_offsets, children, _ = forest_children(parent)
-    return child_offsets, children
 
 
 @njit(cache=True)

@@ -1,4 +1,6 @@
-"""Running on Dask (``dask.distributed``): the options every command shares, and the client.
+"""Running on Dask (``dask.distributed``): the client every command's ``--workers`` /
+``--scheduler`` options make (the options themselves, and their one-line errors, are in
+:mod:`suffixlm.commands.params`).
 
 ``--workers N`` starts a local cluster of N worker *processes* (numba kernels hold the
 GIL, so threads would not run in parallel); ``--scheduler ADDRESS`` (or the environment
@@ -13,14 +15,21 @@ import contextlib
 import os
 from typing import Iterator
 
-import click
-
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 INSTALL_HINT = "pip install 'suffixlm[dask]'"
 
 
 class DaskMissingError(ImportError):
     """A distributed run was asked for but dask.distributed is not installed."""
+
+
+class OptionError(ValueError):
+    """A bad value or combination of ``workers``, ``scheduler`` and ``memory_limit``;
+    ``option``: the command-line option at fault, or None for a combination."""
+
+    def __init__(self, message: str, option: str | None = None):
+        super().__init__(message)
+        self.option = option
 
 
 def import_distributed():
@@ -31,21 +40,6 @@ def import_distributed():
         raise DaskMissingError(f"--workers/--scheduler need dask.distributed, which is not installed: "
                                f"{INSTALL_HINT}") from None
     return distributed
-
-
-def distributed_options(f):
-    """Click decorator adding ``--workers``, ``--scheduler`` and ``--memory-limit``; the
-    command receives ``workers``, ``scheduler`` and ``memory_limit`` (``--scheduler``
-    defaults to ``$DASK_SCHEDULER_ADDRESS``)."""
-    f = click.option("--memory-limit", "memory_limit", default=None, metavar="BYTES",
-                     help="Memory limit of each local worker (e.g. 2GB, 500MiB; Dask's default: "
-                          "the machine's memory shared among the workers). Only with --workers.")(f)
-    f = click.option("--scheduler", "scheduler", default=None, envvar=SCHEDULER_ENV, metavar="ADDRESS",
-                     help=f"Run on the existing Dask cluster at ADDRESS (e.g. tcp://10.0.0.1:8786; "
-                          f"default ${SCHEDULER_ENV}). Needs {INSTALL_HINT}.")(f)
-    f = click.option("--workers", "workers", default=None, type=click.IntRange(1, 4096), metavar="N",
-                     help=f"Run on a local Dask cluster of N worker processes. Needs {INSTALL_HINT}.")(f)
-    return f
 
 
 #: the smallest --memory-limit a worker can start and run under
@@ -67,11 +61,10 @@ def _parse_memory_limit(memory_limit):
         try:
             value = parse_bytes(str(memory_limit).strip())
         except (ValueError, TypeError):
-            raise click.BadParameter(f"{memory_limit!r}: expected a size like 2GB or 500MiB",
-                                     param_hint="--memory-limit") from None
+            raise OptionError(f"{memory_limit!r}: expected a size like 2GB or 500MiB", "--memory-limit") from None
     if not value >= MIN_MEMORY_LIMIT:
-        raise click.BadParameter(f"{memory_limit!r}: a worker needs at least {MIN_MEMORY_LIMIT // 2**20} MiB",
-                                 param_hint="--memory-limit")
+        raise OptionError(f"{memory_limit!r}: a worker needs at least {MIN_MEMORY_LIMIT // 2**20} MiB",
+                          "--memory-limit")
     return value
 
 
@@ -87,8 +80,8 @@ def _check_address(scheduler: str) -> str:
             if not host or port is None or not 0 < int(port) < 65536 or any(c.isspace() for c in host):
                 raise ValueError
     except (ValueError, TypeError):
-        raise click.BadParameter(f"{scheduler!r}: expected a scheduler address like tcp://10.0.0.1:8786",
-                                 param_hint="--scheduler") from None
+        raise OptionError(f"{scheduler!r}: expected a scheduler address like tcp://10.0.0.1:8786",
+                          "--scheduler") from None
     return text
 
 
@@ -138,33 +131,30 @@ def client_from_options(workers: int | None = None, scheduler: str | None = None
     workers: start a ``LocalCluster`` of that many single-threaded worker processes,
     each limited to ``memory_limit`` (bytes or a string like ``'2GB'``); closed on exit.
     scheduler: connect to the cluster at that address; only the client is closed.
-    Both given: ``click.UsageError``. Dask missing: ``click.ClickException`` naming the
-    extra to install.
+    A bad value or both given: :class:`OptionError`. Dask missing: :class:`DaskMissingError`
+    naming the extra to install. A scheduler that does not answer: ``ConnectionError``.
     """
     if workers is None and not scheduler:
         if memory_limit is not None:
-            raise click.UsageError("--memory-limit needs --workers")
+            raise OptionError("--memory-limit needs --workers")
         yield None
         return
     if workers is not None and scheduler:
-        raise click.UsageError("give --workers (a local cluster) or --scheduler (an existing one), not both"
+        raise OptionError("give --workers (a local cluster) or --scheduler (an existing one), not both"
                                + (f" (--scheduler may come from ${SCHEDULER_ENV})" if os.environ.get(SCHEDULER_ENV)
                                   else ""))
-    try:
-        distributed = import_distributed()
-    except DaskMissingError as e:
-        raise click.ClickException(str(e)) from None
+    distributed = import_distributed()
     if scheduler:
         if memory_limit is not None:
-            raise click.UsageError("--memory-limit applies to local workers (--workers); set the limit "
-                                   "where the cluster's workers are started")
+            raise OptionError("--memory-limit applies to local workers (--workers); set the limit "
+                              "where the cluster's workers are started")
         address = _check_address(scheduler)
         try:
             client = distributed.Client(address, timeout=f"{CONNECT_TIMEOUT}s")
         except (OSError, TimeoutError) as e:
             why = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise click.ClickException(f"cannot connect to the Dask scheduler at {scheduler} within "
-                                       f"{CONNECT_TIMEOUT} s: {why}") from None
+            raise ConnectionError(f"cannot connect to the Dask scheduler at {scheduler} within "
+                                  f"{CONNECT_TIMEOUT} s: {why}") from None
         with client, _interrupt_quietly():
             yield client
         return

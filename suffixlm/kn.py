@@ -86,8 +86,7 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         self.min_counts = min_counts
         self.interpolate = interpolate
         self.threads = threads
-        self.n_jobs = n_jobs
-        self._check_params()
+        self.n_jobs = n_jobs  # checked in fit, as scikit-learn's protocol asks (set_params, clone)
 
     def _check_params(self) -> None:
         """``TypeError`` for an order or cut-off that is not an integer (floats and bools

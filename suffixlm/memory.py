@@ -24,7 +24,8 @@ from typing import Iterator
 
 import numpy as np
 
-__all__ = ["allocate", "human_bytes", "memory_limit", "named_allocations", "release_free_memory", "start_point"]
+__all__ = ["allocate", "human_bytes", "memory_limit", "named_allocations", "release_free_memory",
+           "return_freed_memory_to_os", "start_point"]
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
@@ -45,7 +46,7 @@ def release_free_memory() -> None:
     """Give the C allocator's free pages back to the system (glibc's ``malloc_trim``; a
     no-op elsewhere). After a step that freed many small objects and temporary arrays
     (encoding a corpus), glibc keeps their pages for reuse, and a process that then
-    allocates solver vectors elsewhere peaks that much higher (38 MB on CoNLL-2000)."""
+    allocates solver vectors elsewhere peaks that much higher."""
     global _malloc_trim
     if _malloc_trim is None:
         _malloc_trim = False
@@ -62,6 +63,20 @@ def release_free_memory() -> None:
 
 
 _malloc_trim = None
+
+
+def return_freed_memory_to_os() -> None:
+    """Make glibc hand freed large blocks back at once. Its default (a dynamic mmap
+    threshold) keeps freed numpy arrays of up to 32 MB in the heap, which only inflates
+    the peak RSS of a process that allocates and frees big arrays stage after stage."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
 
 
 def _shape(shape) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from typing import Iterable
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from . import _lm_kernels as K
 from . import threads as _threads
 from ._tree_kernels import bfs_levels
+from .checks import is_finite, is_int, is_number
 from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
 from .events import ContextEvents
@@ -35,6 +37,7 @@ from .io import load_container, save_container
 from .objective import LMObjective
 from .options import LM_PENALTIES as PENALTIES
 from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
+from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
 FORMAT = "suffixlm-loglinear"
@@ -46,15 +49,23 @@ class ModelFormatError(ValueError):
     """A model file that cannot be read: truncated, tampered, or of another format."""
 
 
+def _penalty_class(name: str):
+    """The penalty class of ``name`` (:data:`suffixlm.penalties.PENALTIES`): its facts."""
+    from .penalties import PENALTIES as CLASSES
+
+    return CLASSES[name]
+
+
 def _uses_trie(penalty: str, alpha: float | None, base: str = "none", order: int | None = 5) -> bool:
     """Whether the model is trained on the suffix trie: never at unbounded order (the trie
     grows with the square of the sentence length; the penalties and the Kneser-Ney base
     then act on the collapsed tree's nodes, the base with its closed form inside edges)."""
     if order is None:
         return False
-    if penalty == "l2-tree" or base != "none":
+    facts = _penalty_class(penalty)
+    if not facts.collapsible or base != "none":
         return True
-    return alpha is not None and penalty in ("l1", "l2sq")
+    return alpha is not None and not facts.collapsible_weighted
 
 
 _as_corpus = as_corpus  # the module's old name for it
@@ -271,9 +282,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
         if self.base not in BASES:
             raise ValueError(f"unknown base {self.base!r}; expected one of {', '.join(BASES)}")
-        if self.order is None and self.penalty == "l2-tree":
-            raise ValueError("penalty 'l2-tree' needs the suffix trie, which at unbounded order grows with the "
-                             "square of the sentence length: use linf-tree (the default), l1 or l2sq, or a "
+        if self.order is None and not _penalty_class(self.penalty).collapsible:
+            raise ValueError(f"penalty {self.penalty!r} needs the suffix trie, which at unbounded order grows with "
+                             "the square of the sentence length: use linf-tree (the default), l1 or l2sq, or a "
                              "finite order")
         if self.loo > 0 and self.solver != "fista":
             raise ValueError("loo events need the full-batch solver (solver='fista')")
@@ -445,6 +456,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.converged_ = res.converged
         self.n_iter_ = res.n_iter
         self.history_ = res.history
+        if res.reason == StopReason.MAX_ITER:
+            warnings.warn(f"the fit stopped at max_iter={self.max_iter} before its tolerance (tol={self.tol:g}) "
+                          "held; raise max_iter", ConvergenceWarning, stacklevel=2)
         self.prox_seconds_ = penalty.prox_seconds
         self.gradient_seconds_ = problem.seconds_gradient
         self._prepare_scoring()
@@ -500,7 +514,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             data = content_digest(corpus.vocab.words, bool(corpus.vocab.has_unk), corpus.tokens, corpus.offsets)
         return {"training data": data, **{k: getattr(self, k) for k in self._RESULT_PARAMS}}
 
-    def _fit_record(self) -> tuple[dict, dict]:
+    def fit_record(self) -> tuple[dict, dict]:
         """The last fit's weights and summary as (arrays, JSON-able meta): how a loop of
         fits (``model_selection.select_lam``) keeps a fit in a checkpoint."""
         from .solvers.state import history_to_json
@@ -512,8 +526,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             meta[k] = float(getattr(self, k, 0.0))
         return {"weights": np.asarray(self.weights_, dtype=np.float64)}, meta
 
-    def _restore_fit(self, corpus, arrays: dict, meta: dict) -> "LogLinearLM":
-        """Become the fit of ``_fit_record`` on ``corpus`` (this estimator's parameters, the
+    def restore_fit(self, corpus, arrays: dict, meta: dict) -> "LogLinearLM":
+        """Become the fit of ``fit_record`` on ``corpus`` (this estimator's parameters, the
         corpus of that fit): the problem is built (or reused), the weights and summary
         checked (``StateError`` naming the field) and set. Returns self."""
         from .solvers import state as S
@@ -600,7 +614,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         proportionally longer steps (full PTB order 5: 45 FISTA steps to tol 1e-6 and a
         lower objective, against 354 with the per-word scale). l2-tree: the per-word
         scale, the only one its operator allows."""
-        if self.penalty == "l2-tree":
+        if not _penalty_class(self.penalty).metric:
             return self._word_scale(tree, vocab)[tree.succ_words]
         counts = np.maximum(np.asarray(tree.succ_counts, dtype=np.float64), 1.0)
         return counts / counts.max(initial=1.0)
@@ -871,18 +885,6 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
 
 # ---------------------------------------------------------------------- model files
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_finite(v) -> bool:
-    return _is_number(v) and math.isfinite(v)
-
-
 def _header_entries():
     """Entries of a model file's header: name -> (default, or ``_REQUIRED``; test of a
     valid value; what a valid value is). Entries with a default are absent from files
@@ -890,20 +892,20 @@ def _header_entries():
     from .options import LM_BASES
 
     return {
-        "order": (_REQUIRED, lambda v: v is None or (_is_int(v) and 1 <= v <= SuffixTree.MAX_STORED_DEPTH + 1),
+        "order": (_REQUIRED, lambda v: v is None or (is_int(v) and 1 <= v <= SuffixTree.MAX_STORED_DEPTH + 1),
                   f"null (unbounded) or an integer in 1 .. {SuffixTree.MAX_STORED_DEPTH + 1}"),
         "penalty": (_REQUIRED, lambda v: isinstance(v, str) and v in PENALTIES, f"one of {', '.join(PENALTIES)}"),
-        "lam": (_REQUIRED, lambda v: _is_finite(v) and v >= 0, "a finite number >= 0"),
-        "alpha": (_REQUIRED, lambda v: v is None or (_is_finite(v) and v > 0), "null or a finite number > 0"),
+        "lam": (_REQUIRED, lambda v: is_finite(v) and v >= 0, "a finite number >= 0"),
+        "alpha": (_REQUIRED, lambda v: v is None or (is_finite(v) and v > 0), "null or a finite number > 0"),
         "has_unk": (_REQUIRED, lambda v: isinstance(v, bool), "true or false"),
-        "vocab_size": (_REQUIRED, _is_int, "an integer"),
-        "n_unseen": (_REQUIRED, _is_finite, "a finite number"),
-        "n_params": (_REQUIRED, _is_int, "an integer"),
-        "objective": (float("nan"), _is_number, "a number"),
+        "vocab_size": (_REQUIRED, is_int, "an integer"),
+        "n_unseen": (_REQUIRED, is_finite, "a finite number"),
+        "n_params": (_REQUIRED, is_int, "an integer"),
+        "objective": (float("nan"), is_number, "a number"),
         "base": ("none", lambda v: isinstance(v, str) and v in LM_BASES, f"one of {', '.join(LM_BASES)}"),
         "positive": (True, lambda v: isinstance(v, bool), "true or false"),
-        "base_u0": (None, _is_finite, "a finite number"),
-        "base_ln_unseen": (None, _is_finite, "a finite number"),
+        "base_u0": (None, is_finite, "a finite number"),
+        "base_ln_unseen": (None, is_finite, "a finite number"),
         "training_text": ("text", lambda v: v in ("text", "events"), "'text' or 'events'"),
         "vocab_order": ("given", lambda v: v in ("counts", "given"), "'counts' or 'given'"),
     }

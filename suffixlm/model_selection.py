@@ -37,6 +37,40 @@ RISE_TOL = 1e-4
 REFINE_LARGER = 1
 
 
+def fit_auto_lam(lm, corpus, valid, *, path_tol: float = PATH_TOL, checkpoint=None,
+                 fit: Callable[[float, float, str, bool], object] | None = None,
+                 report: Callable[[float, float], None] | None = None):
+    """``--lam auto`` as a library call: lambda chosen on ``valid`` for the estimator ``lm``
+    (a :class:`suffixlm.model.LogLinearLM`, refitted from its previous weights along the
+    path: ``warm_start`` is set), its ``tol`` the final tolerance: the path runs at
+    ``max(lm.tol, path_tol)`` and, when that is looser, its choice and the lambda before
+    it are refined to ``lm.tol`` (:func:`select_lam`'s ``refine``). ``checkpoint``: a
+    :class:`suffixlm.checkpoint.Checkpoint` that the path and every fit write to and go
+    on from. ``fit(lam, tol, label, show_valid)``: one fit of ``lm`` (default: ``lm.fit``
+    at those values; a caller's may show progress: ``label`` names the fit, and
+    ``show_valid`` says whether a validation score each iteration is wanted). Returns
+    (the chosen model, [{"lam": ..., "valid_ppl": ...} per fit])."""
+    tol = lm.tol
+    lm.warm_start = True
+    if fit is None:
+        def fit(lam_value, tol_value, label, show_valid):
+            lm.lam, lm.tol = lam_value, tol_value
+            lm.fit(corpus, valid=valid if show_valid else None, checkpoint=checkpoint)
+            return lm
+
+    path_tol = max(tol, path_tol)
+
+    def refine(chosen):
+        lm.weights_ = chosen.weights_  # warm start from that fit of the path
+        return fit(chosen.lam_, tol, f" lam={chosen.lam_:.3g} to tol {tol:g}", False)
+
+    def restore(arrays, meta):  # a fit of the path, from a checkpoint
+        return copy.copy(lm.restore_fit(corpus, arrays, meta))
+
+    return select_lam(lambda x: fit(x, path_tol, f" lam={x:.3g}", False), corpus, valid, report=report,
+                      refine=refine if path_tol > tol else None, checkpoint=checkpoint, restore=restore)
+
+
 def lam_path(n_predictions: int, start: float = PATH_START, factor: float = PATH_FACTOR,
              smallest: float = PATH_MIN) -> list[float]:
     """The lambdas ``start / n, start / (n factor), ...`` down to ``smallest / n``."""
@@ -76,7 +110,7 @@ def select_lam(fit: Callable[[float], object], corpus, valid, start: float = PAT
 
     ``checkpoint``: a :class:`suffixlm.checkpoint.Checkpoint` that ``fit`` and ``refine``
     hand to the estimator. The path's own state (the results so far, and the fits it may
-    still choose, refine or start from, each as ``model._fit_record()``) goes into every
+    still choose, refine or start from, each as ``model.fit_record()``) goes into every
     checkpoint, which is also written between fits when due; with ``checkpoint.resume``
     the path goes on from it: finished fits are not done again and the fit under way
     goes on from its solver state, so the result is the uninterrupted one, bit for bit.
@@ -194,12 +228,12 @@ def _path_state(identity, phase, position, worse, best_i, last, results, fits, r
     """(arrays, meta) of the path for a checkpoint (``Checkpoint.outer``)."""
     arrays, records = {}, {}
     for i, (ppl, model) in fits.items():
-        a, m = model._fit_record()
+        a, m = model.fit_record()
         arrays.update({f"fit{i}.{k}": v for k, v in a.items()})
         records[str(i)] = {"valid_ppl": ppl, "record": m}
     best = None
     if refined is not None:
-        a, m = refined[1]._fit_record()
+        a, m = refined[1].fit_record()
         arrays.update({f"refined.{k}": v for k, v in a.items()})
         best = {"valid_ppl": refined[0], "record": m}
     meta = {"kind": "lambda path", "identity": identity, "phase": phase, "position": position, "worse": worse,

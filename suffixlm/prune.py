@@ -221,7 +221,7 @@ class _Trie:
     def model(self, original: BackoffLM) -> BackoffLM:
         """The live n-grams as a BackoffLM, its values as its ARPA file gives them
         (``%.7g``; log 0 as the input had it)."""
-        from .kn import quantize_g7
+        from .kn_steps import quantize_g7
 
         ngrams = []
         for n, (rows, lp0, bow0, hb0) in enumerate(original.ngrams, start=1):

@@ -295,7 +295,7 @@ class SuffixTree:
         per_leaf = np.diff(leaf_start)
         parent, depth, first_leaf, last_leaf, leaf_node = _k.tree_topology(leaf_len, leaf_lcp, max_depth)
         context_position = sorted_pos[leaf_start[first_leaf]]
-        child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
+        child_offsets, children, first_word = _k.labelled_children(parent, depth, context_position, tokens)
         count, succ_offsets, succ_words, succ_counts = _k.successors(
             tokens, sorted_pos, np.ascontiguousarray(counts, dtype=np.int64), leaf_start, first_leaf, last_leaf,
             child_offsets, children, n_symbols)
@@ -531,7 +531,7 @@ def _sort_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_symb
     parent, depth, first_leaf, last_leaf, leaf_node = _k.tree_topology(leaf_len, leaf_lcp, max_depth)
     position_node = _k.position_nodes(tokens.shape[0], offsets, sorted_pos, leaf_start, leaf_node)
     context_position = sorted_pos[leaf_start[first_leaf]]
-    child_offsets, children, first_word = _k.children_csr(parent, depth, context_position, tokens)
+    child_offsets, children, first_word = _k.labelled_children(parent, depth, context_position, tokens)
     count, succ_offsets, succ_words, succ_counts = _k.successors(
         tokens, sorted_pos, np.zeros(0, np.int64), leaf_start, first_leaf, last_leaf, child_offsets, children,
         n_symbols)

@@ -33,9 +33,9 @@ reductions do depend on it (a checkpoint records it).
 
 :func:`apply` sets a count for the process, :func:`using` for a ``with`` block
 (restored after), :func:`scoped` for an estimator method (from its ``threads`` /
-``n_jobs`` parameters), :func:`threads_option` is the ``--threads`` option of the
-commands. This module imports neither numba nor click at import time (the CLI starts
-without them).
+``n_jobs`` parameters), :func:`suffixlm.commands.params.threads_option` is the ``--threads`` option of the
+commands (:data:`OPTION_HELP` its help). This module imports numba only when a count is
+set, and never click (the CLI starts without numba).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ from __future__ import annotations
 import functools
 import os
 from contextlib import contextmanager
+
+from .checks import is_int
 
 #: OpenMP's wait policy set at import unless the environment names one (module docstring).
 WAIT_POLICY = "PASSIVE"
@@ -73,19 +75,13 @@ def available() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
-def _is_int(v) -> bool:
-    import numbers
-
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
 def check(threads=None, n_jobs=None) -> None:
     """``threads``: None or an integer >= 1; ``n_jobs``: None or a non-zero integer
     (scikit-learn's spelling: -1 all threads, -2 all but one, ...); the two agree when
     both are given. TypeError for a value that is not an integer (bools included),
     ValueError naming the parameter otherwise."""
     for name, v in (("threads", threads), ("n_jobs", n_jobs)):
-        if v is not None and not _is_int(v):
+        if v is not None and not is_int(v):
             raise TypeError(f"{name} must be an integer or None, got {v!r}")
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be an integer >= 1 or None, got {threads!r}")
@@ -171,26 +167,6 @@ def scoped(method):
             return method(self, *args, **kwargs)
 
     return wrapper
-
-
-def threads_option(f=None, *, forward: bool = False):
-    """Click decorator: ``--threads N`` (:data:`OPTION_HELP`). The command runs with that
-    many threads (:func:`using`; default: numba's), restored when it returns. The command
-    function receives ``threads`` only with ``forward=True`` (``@threads_option(forward=True)``,
-    for a command that hands the count on, e.g. to a checkpoint); else it never sees it."""
-
-    def decorate(func):
-        import click
-
-        @functools.wraps(func)
-        def run(*args, **kwargs):
-            threads = kwargs.get("threads") if forward else kwargs.pop("threads", None)
-            with using(threads):
-                return func(*args, **kwargs)
-
-        return click.option("--threads", type=click.IntRange(1), default=None, metavar="N", help=OPTION_HELP)(run)
-
-    return decorate(f) if f is not None else decorate
 
 
 def serial_if_small(size: int) -> None:

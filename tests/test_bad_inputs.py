@@ -23,7 +23,8 @@ from suffixlm.cli import main
 from suffixlm.corpus import Corpus, CorpusError, Vocabulary, load_training_corpus
 from suffixlm.kn import KneserNeyLM
 from suffixlm.ngrams import count_ngrams
-from suffixlm.options import INT32_MAX, FiniteFloat
+from suffixlm.options import INT32_MAX
+from suffixlm.commands.params import FiniteFloat
 
 TEXT = "the cat sat\nthe dog sat\na cat saw a dog\nthe dog saw the cat\n"
 CONLL = "EU NNP B-NP\nrejects VBZ B-VP\n\nGerman JJ B-NP\ncall NN I-NP\n"
@@ -200,14 +201,18 @@ def test_min_count_leaving_no_word_is_an_error(files):
 
 
 def test_kneser_ney_api_parameters():
+    """Checked by fit (scikit-learn's protocol: the constructor only stores them)."""
+    ref = Corpus.from_strings(["a b"])
     with pytest.raises(TypeError, match="order must be an integer"):
-        KneserNeyLM(2.5)
+        KneserNeyLM(2.5).fit(ref)
     with pytest.raises(ValueError, match="order must be >= 1"):
-        KneserNeyLM(0)
+        KneserNeyLM(0).fit(ref)
     with pytest.raises(ValueError, match="min_counts must be integers from 1"):
-        KneserNeyLM(3, min_counts=[1, 10**20])
+        KneserNeyLM(3, min_counts=[1, 10**20]).fit(ref)
     with pytest.raises(TypeError, match="min_counts must hold integers"):
-        KneserNeyLM(3, min_counts=[math.nan])
+        KneserNeyLM(3, min_counts=[math.nan]).fit(ref)
+    lm = KneserNeyLM(0)  # stored as given, refused by fit
+    assert lm.get_params()["order"] == 0
     with pytest.raises(TypeError, match="order must be an integer"):
         count_ngrams(Corpus.from_strings(["a b"]), 2.0)
 

@@ -143,3 +143,46 @@ def test_crf_command_group_comes_from_an_entry_point():
 
     r = CliRunner().invoke(main, ["crf", "--help"])
     assert r.exit_code == 0 and "Linear-chain CRFs" in r.output
+
+
+#: the modules that make up the command line: the only ones that may import click
+COMMAND_LINE = ("suffixlm.cli", "suffixlm.commands", "crf.cli")
+
+
+def _imports_click(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "click" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "click":
+            return True
+    return False
+
+
+def test_library_modules_never_import_click():
+    """click is the command line's: ``import suffixlm.model`` or ``crf.model`` (at any depth,
+    inside functions too) never loads it."""
+    library = {m: p for m, p in _modules().items()
+               if not any(m == c or m.startswith(c + ".") for c in COMMAND_LINE)}
+    assert sorted(m for m, p in library.items() if _imports_click(p)) == []
+    # and the command-line modules are where the check looks
+    assert _imports_click(_modules()["suffixlm.commands.params"])
+
+
+def test_importing_the_estimators_loads_no_click():
+    import subprocess
+    import sys
+
+    code = "import sys, suffixlm.model, crf.model, suffixlm.distributed; print('click' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_every_list_of_penalty_names_is_the_penalty_classes():
+    """The command line's choices (read without importing the numba kernels) are the
+    penalty classes' names and their ``crf`` fact."""
+    from crf.solvers import PENALTIES as CRF_PENALTIES
+    from suffixlm.options import LM_PENALTIES
+    from suffixlm.penalties import PENALTIES
+
+    assert LM_PENALTIES == tuple(PENALTIES)
+    assert CRF_PENALTIES == tuple(n for n, c in PENALTIES.items() if c.crf)

@@ -1,4 +1,7 @@
-"""Training algorithms for linear-chain CRFs (``crf.CRF(algorithm=...)`` picks one).
+"""Training algorithms for linear-chain CRFs (``crf.CRF(algorithm=...)`` picks one; every
+name and every fact about each, such as its default cap, penalty, checkpoint state and
+whether it runs on Dask, is one row of the table in :mod:`crf.solvers`, and each module
+here defines the ``train_crf(run)`` that row calls).
 
 - :func:`owlqn` — OWL-QN for l1 / elastic-net penalties (Andrew & Gao 2007);
 - :func:`lbfgs` — L-BFGS for the l2 penalty (OWL-QN with rho1 = 0);

@@ -28,12 +28,12 @@ import numpy as np
 
 from suffixlm.memory import start_point
 from suffixlm.solvers import state as S
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _bcd_kernels as BK
 from . import _sequence_kernels as SQ
 
-__all__ = ["bcd", "BcdState"]
+__all__ = ["bcd", "BcdState", "train_crf"]
 
 
 @dataclass
@@ -127,7 +127,7 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         f = state.f
         infos = list(state.history)
     clock = Clock.after(infos)
-    reason = "max_iter"
+    reason = StopReason.MAX_ITER
     for it in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n_obs).astype(np.int64)
         changed = BK.bcd_pass(w, order, obs_ptr, obs_seq, uo, bo, data.seq_offsets, data.unigram_base,
@@ -137,13 +137,13 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
         info = clock.record(infos, it, float(f), step=float(changed), n_evals=int(counts[0]),
                             active=int(np.count_nonzero(w)))
         if changed == 0:
-            reason = "converged"
+            reason = StopReason.CONVERGED
             break
         if f_prev - f <= tol * abs(f):
-            reason = "no progress"
+            reason = StopReason.NO_PROGRESS
             break
         if callback is not None and callback(info, w):
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
         if checkpoint is not None:
             checkpoint(BcdState(w, S.rng_to_json(rng), counts.tolist(), float(f), it, infos))
@@ -151,3 +151,10 @@ def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None
     res.passes = counts[0] / n
     res.safeguard_retries = int(counts[1])
     return res
+
+
+def train_crf(run) -> OptimizeResult:
+    """``bcd`` of :mod:`crf.solvers`."""
+    st = run.settings
+    return bcd(run.space, run.data, rho1=st.rho1, rho2=st.rho2, x0=run.x0, max_iter=st.max_iter, seed=run.seed,
+               callback=run.callback, **run.resume)

@@ -62,12 +62,12 @@ import numbers
 import numpy as np
 
 from suffixlm.memory import allocate, start_point
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _l2sgd_kernels as LK
 from . import _sequence_kernels as SQ
 
-__all__ = ["l2sgd", "calibration_etas"]
+__all__ = ["l2sgd", "calibration_etas", "train_crf"]
 
 
 def _integer(name, value, low):
@@ -243,7 +243,7 @@ def l2sgd(space, data, rho2, max_iter=1000, x0=None, period=10, delta=1e-5, cali
     perm = np.arange(n, dtype=np.int64)
     if max_iter == 0:
         f = prob.loss(w, perm) + 0.5 * rho2 * float(w @ w)
-        res = OptimizeResult(w, f, 0, 0, False, "max_iter", infos)
+        res = OptimizeResult(w, f, 0, 0, False, StopReason.MAX_ITER, infos)
         res.calibration = None
         return res
     rng = np.random.default_rng(seed)
@@ -256,14 +256,14 @@ def l2sgd(space, data, rho2, max_iter=1000, x0=None, period=10, delta=1e-5, cali
     best_f = math.inf
     pf = np.empty(period)
     t = 0.0
-    reason, converged = "max_iter", False
+    reason, converged = StopReason.MAX_ITER, False
     for epoch in range(1, max_iter + 1):
         if shuffle:
             rng.shuffle(perm)
         loss, t, eta = prob.epoch(w, perm, t0, lam, t)
         if not np.isfinite(loss):
             clock.record(infos, epoch, loss, step=eta, n_evals=epoch, extra={"updates": t})
-            reason = "diverged (overflow)"
+            reason = StopReason.DIVERGED_OVERFLOW
             break
         norm2 = float(w @ w)
         f = loss + 0.5 * lam * norm2 * n
@@ -277,12 +277,22 @@ def l2sgd(space, data, rho2, max_iter=1000, x0=None, period=10, delta=1e-5, cali
                             extra={"improvement": improvement if tested else None, "feature_norm": math.sqrt(norm2),
                                    "updates": t})
         if callback is not None and callback(info, w):
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
         if improvement < delta:
-            reason, converged = "converged", True
+            reason, converged = StopReason.CONVERGED, True
             break
     res = OptimizeResult(best_w, float(best_f), len(infos), len(infos), converged, reason, infos)
     res.calibration = cal
     res.t0 = t0
     return res
+
+
+def train_crf(run) -> OptimizeResult:
+    """``l2sgd`` of :mod:`crf.solvers`: CRFsuite's stopping rule over ``stopwin`` passes (0: none)."""
+    st, o = run.settings, run.settings.options
+    return l2sgd(run.space, run.data, rho2=st.rho2, max_iter=st.max_iter, x0=run.x0, delta=st.stopeps,
+                 period=st.stopwin if st.stopwin else st.max_iter + 1,  # stopwin 0: no window rule
+                 calibration_eta=o["calibration_eta"], calibration_rate=o["calibration_rate"],
+                 calibration_samples=o["calibration_samples"], calibration_candidates=o["calibration_candidates"],
+                 calibration_max_trials=o["calibration_max_trials"], seed=run.seed, callback=run.callback)

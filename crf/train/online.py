@@ -40,12 +40,12 @@ import math
 import numpy as np
 
 from suffixlm.memory import allocate, start_point
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _online_kernels as OK
 from . import _sequence_kernels as SQ
 
-__all__ = ["passive_aggressive", "arow"]
+__all__ = ["passive_aggressive", "arow", "train_crf"]
 
 
 def _check_max_iter(max_iter) -> None:
@@ -82,7 +82,7 @@ def _scratch(n_params: int, what: str) -> tuple[np.ndarray, np.ndarray]:
             allocate(n_params, np.uint8, f"{what} (difference flags)", zero=True))
 
 
-def _result(x, infos: list[IterationInfo], reason: str, converged: bool) -> OptimizeResult:
+def _result(x, infos: list[IterationInfo], reason: StopReason, converged: bool) -> OptimizeResult:
     objective = float(infos[-1].objective) if infos else float("nan")
     return OptimizeResult(x, objective, len(infos), len(infos), converged, reason, infos)
 
@@ -118,7 +118,7 @@ def passive_aggressive(space, data, max_iter: int = 100, x0: np.ndarray | None =
     u = 1.0  # CRFsuite's counter: 1 + the sequences seen
     infos: list[IterationInfo] = []
     clock = Clock()
-    reason, converged = "max_iter", False
+    reason, converged = StopReason.MAX_ITER, False
 
     def current():
         # CRFsuite: veccopy(wa, w); vecasub(wa, 1/u, ws)
@@ -145,10 +145,10 @@ def passive_aggressive(space, data, max_iter: int = 100, x0: np.ndarray | None =
             reason, converged = ("no mistake" if mistakes == 0 else "mean loss below epsilon"), True
             break
         if settled and not averaging:
-            reason, converged = "no mistake", True
+            reason, converged = StopReason.NO_MISTAKE, True
             break
         if stop:
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
     return _result(x, infos, reason, converged)
 
@@ -181,7 +181,7 @@ def arow(space, data, max_iter: int = 100, x0: np.ndarray | None = None, varianc
     rng = np.random.default_rng(seed)
     infos: list[IterationInfo] = []
     clock = Clock()
-    reason, converged = "max_iter", False
+    reason, converged = StopReason.MAX_ITER, False
     for epoch in range(1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
         loss, mistakes = OK.arow_epoch(mean, cov, dlt, mark, order, data.seq_offsets, data.unigram_base,
@@ -195,6 +195,17 @@ def arow(space, data, max_iter: int = 100, x0: np.ndarray | None = None, varianc
             reason, converged = ("no mistake" if mistakes == 0 else "mean loss below epsilon"), True
             break
         if stop:
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
     return _result(mean.copy(), infos, reason, converged)
+
+
+def train_crf(run) -> OptimizeResult:
+    """``pa`` and ``arow`` of :mod:`crf.solvers`, with CRFsuite's parameters (``settings.options``)."""
+    st, o = run.settings, run.settings.options
+    if st.algorithm == "pa":
+        return passive_aggressive(run.space, run.data, max_iter=st.max_iter, x0=run.x0, pa_type=o["pa_type"],
+                                  c=o["c"], error_sensitive=o["error_sensitive"], averaging=o["averaging"],
+                                  epsilon=st.epsilon, seed=run.seed, callback=run.callback)
+    return arow(run.space, run.data, max_iter=st.max_iter, x0=run.x0, variance=o["variance"], gamma=o["gamma"],
+                epsilon=st.epsilon, seed=run.seed, callback=run.callback)

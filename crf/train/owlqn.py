@@ -18,12 +18,12 @@ import numpy as np
 
 from suffixlm.memory import allocate
 from suffixlm.solvers import state as S
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _vector_kernels as V
 from .lbfgs import LbfgsHistory
 
-__all__ = ["owlqn", "lbfgs", "IterationInfo", "OptimizeResult", "OwlqnState"]
+__all__ = ["owlqn", "lbfgs", "IterationInfo", "OptimizeResult", "OwlqnState", "train_crf"]
 
 SPARSE_DIRECTION = 0.25
 """A direction with at most this fraction of non-zeros is kept as (index, value) pairs and
@@ -172,7 +172,7 @@ def owlqn(
         mem.set_pairs(state.s, state.y, state.rho, state.gamma, state.count, state.head)
         evals, infos, it = state.n_evals, list(state.history), state.n_iter
     clock = Clock.after(infos)
-    reason = "max_iter"
+    reason = StopReason.MAX_ITER
     while max_iter is None or it < max_iter:
         if not project and d is None:
             x_new, d = allocate(n, np.float64, "OWL-QN's trial point"), allocate(n, np.float64, "OWL-QN's direction")
@@ -183,7 +183,7 @@ def owlqn(
             V.pseudo_copy(x, sg, rho1, True, q, True)
             gd = -pg2
             if gd == 0:
-                reason = "zero gradient"
+                reason = StopReason.ZERO_GRADIENT
                 break
         mem.release_slot()
         step = 1.0
@@ -220,7 +220,7 @@ def owlqn(
                 x[d_idx] = x_save
             step *= 0.5
         if not ok:
-            reason = "line search failed"
+            reason = StopReason.LINE_SEARCH_FAILED
             break
         progress = f - f_new
         if sparse:
@@ -234,13 +234,13 @@ def owlqn(
         it += 1
         info = clock.record(infos, it, f, step=step, n_evals=evals, active=int(nnz))
         if callback is not None and callback(info, x):
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
         if math.sqrt(pg2) / max(math.sqrt(x2), 1.0) <= gtol:
-            reason = "gradient tolerance"
+            reason = StopReason.GRADIENT_TOLERANCE
             break
         if progress <= ftol * max(abs(f), 1.0):
-            reason = "no progress"
+            reason = StopReason.NO_PROGRESS
             break
         if checkpoint is not None:
             checkpoint(OwlqnState(x, mem.s, mem.y, mem.rho, mem.gamma, mem.count, mem.head, it, evals, infos))
@@ -250,3 +250,11 @@ def owlqn(
 def lbfgs(fun, x0, rho2: float = 1e-4, **options) -> OptimizeResult:
     """Minimise fun(x) + rho2/2 ||x||^2 by L-BFGS: :func:`owlqn` with rho1 = 0."""
     return owlqn(fun, x0, rho1=0.0, rho2=rho2, **options)
+
+
+def train_crf(run) -> OptimizeResult:
+    """``owlqn`` and ``lbfgs`` of :mod:`crf.solvers` (rho1 = 0 for lbfgs)."""
+    st = run.settings
+    return owlqn(run.objective.value_and_gradient_parts, run.x0, rho1=st.rho1, rho2=st.rho2, history=st.history,
+                 max_iter=st.max_iter, gtol=st.gtol, max_linesearch=st.max_linesearch, callback=run.callback,
+                 **run.resume)

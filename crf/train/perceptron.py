@@ -16,12 +16,12 @@ import numpy as np
 
 from suffixlm.memory import allocate, start_point
 from suffixlm.solvers import state as S
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _perceptron_kernels as PK
 from . import _sequence_kernels as SQ
 
-__all__ = ["averaged_perceptron", "PerceptronState"]
+__all__ = ["averaged_perceptron", "PerceptronState", "train_crf"]
 
 
 @dataclass
@@ -81,7 +81,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
         rng = S.rng_from_json(state.rng, "rng")
         infos = list(state.history)
     clock = Clock.after(infos)
-    reason = "max_iter"
+    reason = StopReason.MAX_ITER
 
     def averaged():
         if not average or seen == 0:
@@ -103,12 +103,24 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
         info = clock.record(infos, epoch, float(mistakes), step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
         stop = callback is not None and callback(info, averaged())  # every pass is logged, the last too
         if mistakes == 0:
-            reason = "no mistake"
+            reason = StopReason.NO_MISTAKE
             break
         if stop:
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
         if checkpoint is not None:
             checkpoint(PerceptronState(w, wa, w0, seen, S.rng_to_json(rng), epoch, infos))
     x = averaged()
     return OptimizeResult(x, float(infos[-1].objective), len(infos), len(infos), reason in ('no mistake',), reason, infos)
+
+
+def train_crf(run) -> OptimizeResult:
+    """``perceptron`` and CRFsuite's ``ap`` of :mod:`crf.solvers`; with ``epsilon`` > 0 (ap),
+    stop as CRFsuite does when the share of sequences with a mistake falls below it."""
+    st, n_seq = run.settings, run.data.n_sequences
+
+    def with_epsilon(info, theta):
+        return run.callback(info, theta) or info.objective / n_seq < st.epsilon
+
+    return averaged_perceptron(run.space, run.data, max_iter=st.max_iter, x0=run.x0, seed=run.seed,
+                               callback=with_epsilon if st.epsilon > 0 else run.callback, **run.resume)

@@ -37,12 +37,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from suffixlm.memory import allocate
-from suffixlm.options import CRF_PENALTIES
-from suffixlm.solvers.result import OptimizeResult
+from suffixlm.solvers import FistaState  # noqa: F401 (crf.solvers names it as fista's checkpoint state)
+from suffixlm.solvers.result import OptimizeResult, StopReason
 
-__all__ = ["pattern_parents", "rounds_by_depth", "feature_forest", "fista", "grow", "GrowthRound", "TREE_PENALTIES"]
+from ..solvers import PENALTIES
 
-TREE_PENALTIES = CRF_PENALTIES
+__all__ = ["pattern_parents", "rounds_by_depth", "feature_forest", "fista", "grow", "GrowthRound", "TREE_PENALTIES",
+           "train_crf"]
+
+TREE_PENALTIES = PENALTIES
 
 
 def pattern_parents(patterns) -> list[int]:
@@ -157,8 +160,8 @@ def fista(objective, x0: np.ndarray, parent: np.ndarray, penalty: str = "l2-tree
 
     res = solve(smooth, omega, x0, L0=None, L_decrease=0.9, max_iter=max_iter, tol=tol, patience=5,
                 tol_floor=1.0, stop_on_stall=True, callback=callback, state=state, checkpoint=checkpoint)
-    if res.reason == "callback":
-        res.reason = "stopping criterion"
+    if res.reason == StopReason.CALLBACK:
+        res.reason = StopReason.STOPPING_CRITERION
     return res
 
 
@@ -288,3 +291,10 @@ def grow(X, y, rounds, train_round, init=None, callback=None, check=None, forbid
             callback(info)
         prev_space, prev_theta = space, res.x
     return prev_space, prev_theta, log
+
+
+def train_crf(run) -> OptimizeResult:
+    """``fista`` of :mod:`crf.solvers`: l1 or a tree penalty on the feature forest of the data."""
+    st = run.settings
+    return fista(run.objective.value_and_gradient, run.x0, feature_forest(run.space, run.data), st.penalty,
+                 kappa=st.rho1, rho2=st.rho2, max_iter=st.max_iter, callback=run.callback, **run.resume)

@@ -35,12 +35,12 @@ from __future__ import annotations
 import numpy as np
 
 from suffixlm.memory import allocate, start_point
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _sag_kernels as AK
 from . import _sequence_kernels as SQ
 
-__all__ = ["sag", "sag_memory"]
+__all__ = ["sag", "sag_memory", "train_crf"]
 
 
 def _blocks(space, data):
@@ -130,7 +130,7 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     AK.seed(seed)
     infos: list[IterationInfo] = []
     clock = Clock()
-    reason = "max_iter"
+    reason = StopReason.MAX_ITER
     f = np.inf
     ginf = np.inf
     for it in range(1, max_iter + 1):
@@ -142,15 +142,15 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
         info = clock.record(infos, it, f, step=float(state[1]), n_evals=int(counts.sum()),
                             active=int(np.count_nonzero(w)))
         if not np.isfinite(f):
-            reason = "diverged"
+            reason = StopReason.DIVERGED
             break
         if state[0] == n:
             ginf = float(np.max(np.abs(d / n + lam * w)))
             if ginf < tol:
-                reason = "gradient tolerance"
+                reason = StopReason.GRADIENT_TOLERANCE
                 break
         if callback is not None and callback(info, w):
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
     res = OptimizeResult(w, f, len(infos), int(counts.sum()), reason in ('gradient tolerance',), reason, infos)
     res.passes = counts.sum() / n
@@ -159,3 +159,10 @@ def sag(space, data, rho2: float = 1e-4, x0: np.ndarray | None = None, nus: bool
     res.gradient_inf = ginf
     res.memory = sag_memory(space, data)
     return res
+
+
+def train_crf(run) -> OptimizeResult:
+    """``sag`` and ``sag-nus`` of :mod:`crf.solvers` (no checkpoint: the generator lives inside numba)."""
+    st = run.settings
+    return sag(run.space, run.data, rho2=st.rho2, x0=run.x0, nus=st.algorithm == "sag-nus", max_iter=st.max_iter,
+               seed=run.seed, callback=run.callback)

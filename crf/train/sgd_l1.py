@@ -28,12 +28,12 @@ import numpy as np
 
 from suffixlm.memory import allocate, start_point
 from suffixlm.solvers import state as S
-from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult
+from suffixlm.solvers.result import Clock, IterationInfo, OptimizeResult, StopReason
 
 from . import _sequence_kernels as SQ
 from . import _sgd_kernels as GK
 
-__all__ = ["sgd_l1", "learning_rates", "SgdL1State"]
+__all__ = ["sgd_l1", "learning_rates", "SgdL1State", "train_crf"]
 
 
 @dataclass
@@ -123,7 +123,7 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     kernel_state = np.array([u, 0.0])
     clock = Clock.after(infos)
-    reason = "max_iter"
+    reason = StopReason.MAX_ITER
     for epoch in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
@@ -141,11 +141,22 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
         info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
         if not np.isfinite(f):
-            reason = "diverged (lower eta0)"
+            reason = StopReason.DIVERGED_LOWER_ETA0
             break
         if callback is not None and callback(info, w):
-            reason = "stopping criterion"
+            reason = StopReason.STOPPING_CRITERION
             break
         if checkpoint is not None:
             checkpoint(SgdL1State(w, q, float(kernel_state[0]), S.rng_to_json(rng), float(f), epoch, infos))
     return OptimizeResult(w, float(f), len(infos), len(infos), False, reason, infos)
+
+
+#: the learning rate measured on CoNLL-2000 and NETtalk (scripts/bench_solvers.py, bench_nettalk.py)
+ETA0 = 0.1
+
+
+def train_crf(run) -> OptimizeResult:
+    """``sgd-l1`` of :mod:`crf.solvers`."""
+    st = run.settings
+    return sgd_l1(run.space, run.data, rho1=st.rho1, rho2=st.rho2, x0=run.x0, max_iter=st.max_iter, eta0=ETA0,
+                  seed=run.seed, callback=run.callback, **run.resume)

@@ -6,8 +6,7 @@ import json
 
 import click
 
-from ..options import FiniteFloat
-from ..threads import threads_option
+from .params import FiniteFloat, threads_option
 
 
 @click.command("best-mix")

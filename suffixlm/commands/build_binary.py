@@ -8,7 +8,7 @@ import time
 
 import click
 
-from ..threads import threads_option
+from .params import threads_option, writing
 
 
 @click.command("build-binary")
@@ -26,8 +26,7 @@ def command(model_path, output, verify, quiet):
     memory-mapped) and query in compiled code, KenLM's `build_binary` role. The numbers
     are those of the ARPA file, bit for bit. OUT is written atomically and never over IN."""
     from ..binary import BinaryLM, to_binary
-    from ..io import write_error_message
-    from ..options import check_output
+    from .params import check_output
     from ..progress import Progress
     from .ppl import load_model
 
@@ -52,20 +51,15 @@ def command(model_path, output, verify, quiet):
         model = load_model(model_path, False)
     if isinstance(model, BinaryLM):
         raise click.ClickException(f"{model_path}: a binary model already")
-    try:
-        with progress.stage(f"writing {output}"):
-            info = to_binary(model, output, sources=(os.fspath(model_path),))
-    except OSError as e:
-        raise click.ClickException(write_error_message(output, e)) from None
-    except ValueError as e:
-        raise click.ClickException(f"{output}: cannot write: {e}") from None
+    with writing(output), progress.stage(f"writing {output}"):
+        info = to_binary(model, output, sources=(os.fspath(model_path),))
     if not quiet:
         report_binary(output, info, time.perf_counter() - t0)
 
 
 def report_binary(output, info: dict, seconds: float) -> None:
     """The summary line of a binary model written."""
-    from ..options import report_stream
+    from .params import report_stream
 
     counts = ", ".join(f"{c} {n}-grams" for n, c in enumerate(info["counts"], start=1))
     total = max(sum(info["counts"]), 1)

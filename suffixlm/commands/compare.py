@@ -8,8 +8,9 @@ import warnings
 
 import click
 
-from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, FiniteFloat, InputPath, order_text
-from ..threads import threads_option
+from ..options import INT32_MAX, LM_BASES, LM_PENALTIES, MAX_ORDER, order_text
+
+from .params import FiniteFloat, InputPath, threads_option
 
 
 def parse_orders(text: str) -> list[int | None]:
@@ -93,7 +94,7 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..evaluate import score
     from ..model import LogLinearLM
-    from ..options import check_output, check_text_input
+    from .params import check_output, check_text_input
     from .kn import parse_min_counts
 
     from ..progress import Progress

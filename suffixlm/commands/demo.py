@@ -7,8 +7,9 @@ import warnings
 
 import click
 
-from ..options import LM_BASES, LM_PENALTIES, FiniteFloat
-from ..threads import threads_option
+from ..options import LM_BASES, LM_PENALTIES
+
+from .params import FiniteFloat, threads_option
 
 
 @click.command("demo")

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from ..threads import threads_option
+from .params import threads_option, write_backoff, writing
 
 
 @click.command("export")
@@ -27,8 +27,7 @@ def command(model_path, output, binary, quiet):
     back-off weight (the ratio of normalisers). `suffixlm ppl --arpa OUT` and KenLM on
     it give the perplexity of `suffixlm ppl MODEL`."""
     from ..export import loglinear_to_backoff
-    from ..io import write_error_message
-    from ..options import check_output, report_stream
+    from .params import check_output, report_stream
     from ..progress import Progress
     from .ppl import load_model
 
@@ -42,18 +41,8 @@ def command(model_path, output, binary, quiet):
     with progress.stage("converting to a back-off model"):
         backoff = loglinear_to_backoff(model)
     backoff.sources = (os.fspath(model_path),)
-    try:
-        with progress.stage(f"writing {output}"):
-            if binary:
-                from ..binary import write_binary
-
-                write_binary(backoff, output)
-            else:
-                backoff.write_arpa(output)
-    except OSError as e:
-        raise click.ClickException(write_error_message(output, e)) from None
-    except ValueError as e:
-        raise click.ClickException(f"{output}: cannot write: {e}") from None
+    with writing(output), progress.stage(f"writing {output}"):
+        write_backoff(backoff, output, binary)
     if not quiet:
         counts = ", ".join(f"{c} {n}-grams" for n, c in enumerate(backoff.counts, start=1))
         size = f"{os.path.getsize(output)} bytes " if os.path.isfile(output) else ""

@@ -10,23 +10,8 @@ import warnings
 
 import click
 
-from ..distributed import client_from_options, distributed_options
-from ..options import INT32_MAX, ORDER, FiniteFloat, order_text
-from ..threads import threads_option
-
-
-def return_freed_memory_to_os() -> None:
-    """Make glibc hand freed large blocks back at once. Its default (a dynamic mmap
-    threshold) keeps freed numpy arrays of up to 32 MB in the heap, which only inflates
-    the peak RSS of a process that allocates and frees big arrays stage after stage."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+from ..options import INT32_MAX, order_text
+from .params import ORDER, FiniteFloat, dask_client, distributed_options, threads_option, write_backoff, writing
 
 
 def parse_min_counts(text: str | None, order: int, option: str = "--min-count") -> list[int] | None:
@@ -84,9 +69,9 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
     from ..arpa import ArpaError
     from ..corpus import CorpusError
-    from ..io import write_error_message
     from ..kn import DiscountWarning, KneserNeyLM
-    from ..options import check_output, check_text_input, report_stream
+    from ..memory import return_freed_memory_to_os
+    from .params import check_output, check_text_input, report_stream
 
     from .. import _kn_kernels, _ngram_kernels
     from ..progress import Progress, announce_compilation
@@ -111,7 +96,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     t0 = time.perf_counter()
     lm = KneserNeyLM(order, modified=modified, min_counts=min_counts)
     streamed = None
-    with client_from_options(workers, scheduler, memory_limit) as client:
+    with dask_client(workers, scheduler, memory_limit) as client:
         if client is not None and not quiet:
             click.echo(f"estimating on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
         with warnings.catch_warnings(record=True) as caught:
@@ -142,24 +127,17 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             with progress.stage(f"pruning at threshold {prune:g}"):
                 lm.model_ = prune_entropy(lm.model_, prune)
         t1 = time.perf_counter()
-        try:
-            with progress.stage(f"writing {output}"):
-                if streamed is not None:
-                    if binary:
-                        raise click.ClickException("--binary: the model estimated on the cluster is streamed "
-                                                   "to ARPA; write it as ARPA, then run suffixlm build-binary")
-                    streamed.write_arpa(output, sources=(train_file,))
-                elif binary:
-                    from ..binary import write_binary
-
-                    lm.model_.sources = (os.fspath(train_file),)
-                    write_binary(lm.model_, output)
-                else:
-                    lm.write_arpa(output)
-        except OSError as e:
-            raise click.ClickException(write_error_message(output, e)) from None
-        except ArpaError as e:
-            raise click.ClickException(f"{output}: cannot write: {e}") from None
+        with writing(output, (ArpaError,)), progress.stage(f"writing {output}"):
+            if streamed is not None:
+                if binary:
+                    raise click.ClickException("--binary: the model estimated on the cluster is streamed "
+                                               "to ARPA; write it as ARPA, then run suffixlm build-binary")
+                streamed.write_arpa(output, sources=(train_file,))
+            elif binary:
+                lm.model_.sources = (os.fspath(train_file),)
+                write_backoff(lm.model_, output, True)
+            else:
+                lm.write_arpa(output)
         t2 = time.perf_counter()
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)

@@ -7,8 +7,7 @@ import math
 
 import click
 
-from ..options import FiniteFloat
-from ..threads import threads_option
+from .params import FiniteFloat, threads_option, writing
 
 
 def load_model(path: str, arpa: bool, only_for=None):
@@ -131,13 +130,13 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
         static = True
         if mix_lm is None:
             raise click.UsageError("--write-lm writes a merged model: give --mix-lm")
-        from ..options import check_output
+        from .params import check_output
 
         check_output(write_lm, [model_path, test_path, mix_lm] + [m for m, _ in extra])  # before any work
-    from .kn import return_freed_memory_to_os
+    from ..memory import return_freed_memory_to_os
 
     return_freed_memory_to_os()
-    from ..options import check_text_input
+    from .params import check_text_input
 
     check_text_input(test_path, "the test text")
     try:
@@ -162,7 +161,7 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
         report = perplexity_report(corpus, lp, str(test_path))
     except ValueError as e:  # a model whose back-off weights give a probability above 1
         raise click.ClickException(f"{model_path}: {e}") from None
-    from ..options import report_stream
+    from .params import report_stream
 
     to_err = report_stream(write_lm)
     if as_json:
@@ -192,12 +191,6 @@ def _mixture(main, mix_lm, lam, extra, static, write_lm, only_for, inputs):
     merged = merge_static(backoff, weights)
     if write_lm is not None:
         merged.sources = tuple(str(p) for p in inputs + paths)
-        from ..io import write_error_message
-
-        try:
+        with writing(write_lm):
             merged.write_arpa(write_lm)
-        except OSError as e:
-            raise click.ClickException(write_error_message(write_lm, e)) from None
-        except ValueError as e:
-            raise click.ClickException(f"{write_lm}: cannot write: {e}") from None
     return merged

@@ -9,8 +9,9 @@ import time
 
 import click
 
-from ..options import INT32_MAX, FiniteFloat
-from ..threads import threads_option
+from ..options import INT32_MAX
+
+from .params import FiniteFloat, threads_option, write_backoff, writing
 
 
 def parse_threshold(value, option: str = "--threshold") -> float:
@@ -43,8 +44,7 @@ def command(model_path, output, threshold, min_order, binary, as_json, quiet):
     the same back-off weights. An n-gram that is the context of a kept longer one is
     kept."""
     from ..arpa import ArpaError, BackoffLM
-    from ..io import write_error_message
-    from ..options import check_output, report_stream
+    from .params import check_output, report_stream
     from ..prune import prune_entropy
 
     t = parse_threshold(threshold)
@@ -66,18 +66,8 @@ def command(model_path, output, threshold, min_order, binary, as_json, quiet):
         raise click.ClickException(f"{model_path}: {e}") from None
     t2 = time.perf_counter()
     pruned.sources = (os.fspath(model_path),)
-    try:
-        with progress.stage(f"writing {output}"):
-            if binary:
-                from ..binary import write_binary
-
-                write_binary(pruned, output)
-            else:
-                pruned.write_arpa(output)
-    except OSError as e:
-        raise click.ClickException(write_error_message(output, e)) from None
-    except ValueError as e:
-        raise click.ClickException(f"{output}: cannot write: {e}") from None
+    with writing(output), progress.stage(f"writing {output}"):
+        write_backoff(pruned, output, binary)
     t3 = time.perf_counter()
     if quiet:
         return

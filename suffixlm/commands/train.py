@@ -9,22 +9,12 @@ import warnings
 
 import click
 
-from ..distributed import client_from_options, distributed_options
 from ..model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE
-from ..options import (
-    INT32_MAX,
-    LM_BASES,
-    LM_INITS,
-    LM_PENALTIES,
-    LM_SOLVERS,
-    ORDER,
-    SEED_MAX,
-    FiniteFloat,
-    checkpoint_options,
-    min_word_count,
-    min_word_count_option,
+from ..options import INT32_MAX, LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS, SEED_MAX
+from .params import (
+    ORDER, FiniteFloat, checkpoint_options, dask_client, distributed_options, min_word_count, min_word_count_option,
+    threads_option, writing,
 )
-from ..threads import threads_option
 
 
 def _lam(value: str):
@@ -101,9 +91,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     (workers read byte ranges of TRAIN.txt) and the model is built from the merged
     counts: the same model as in one process; training itself runs here."""
     from ..corpus import Corpus, CorpusError, load_training_corpus
-    from ..io import write_error_message
     from ..model import LogLinearLM
-    from ..options import check_output, check_text_input, open_checkpoint, training_interrupts
+    from .params import check_output, check_text_input, open_checkpoint, training_interrupts
 
     from ..progress import Progress, announce_compilation
 
@@ -164,13 +153,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
             model, grid_results = train_all()
     except ValueError as e:
         raise click.ClickException(str(e)) from None
-    try:
-        with training_interrupts(ck, output, saving=True):
-            model.save(output, inputs=[p for p in inputs if p is not None])
-    except OSError as e:
-        raise click.ClickException(write_error_message(output, e)) from None
-    except ValueError as e:
-        raise click.ClickException(f"{output}: cannot write: {e}") from None
+    with writing(output), training_interrupts(ck, output, saving=True):
+        model.save(output, inputs=[p for p in inputs if p is not None])
     if ck is not None:
         ck.remove()  # the model it led to is written
     summary = {
@@ -197,7 +181,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     if grid_results:
         summary["lam_grid"] = grid_results
     if as_json:
-        from ..options import report_stream
+        from .params import report_stream
 
         click.echo(json.dumps(summary), err=report_stream(output))
     elif not quiet:
@@ -239,38 +223,28 @@ def fit_lm(lm, corpus, valid, lam, progress, ck=None):
                       f"{lm.n_nonzero_} non-zero of {lm.n_params_} parameters")
         return lm
 
+    from ..solvers.result import ConvergenceWarning
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the progress says "stopped at --epochs"
+        result = _fit_path(lm, corpus, valid, lam, progress, ck, train_one)
     # after a fit that ended (a failing or interrupted run reports its error alone)
     for message in dict.fromkeys(str(w.message) for w in caught):
         click.echo(f"warning: {message}", err=True)
     return result
 
 
-def _fit_path(lm, corpus, valid, lam, progress, ck, train_one, tol):
-    import copy
-
+def _fit_path(lm, corpus, valid, lam, progress, ck, train_one):
     if lam != "auto":
         return train_one(lam), []
-    from ..model_selection import select_lam
+    from ..model_selection import fit_auto_lam
 
     def report(x, ppl):
         progress.line(f"  lam={x:.3g}: valid ppl {ppl:.3f}")
 
-    # the path at a loose tolerance, then its choice (and the lambda before it) to --tol
-    path_tol = max(tol, PATH_TOL)
-
-    def refine(chosen):
-        lm.weights_ = chosen.weights_  # warm start from that fit of the path
-        return train_one(chosen.lam_, f" lam={chosen.lam_:.3g} to tol {tol:g}", tol, False)
-
-    def restore(arrays, meta):  # a fit of the path, from a checkpoint
-        return copy.copy(lm._restore_fit(corpus, arrays, meta))
-
-    model, results = select_lam(lambda x: train_one(x, f" lam={x:.3g}", path_tol, False), corpus, valid,
-                                report=report, refine=refine if path_tol > tol else None, checkpoint=ck,
-                                restore=restore)
+    model, results = fit_auto_lam(lm, corpus, valid, checkpoint=ck, report=report,
+                                  fit=lambda x, t, label, show: train_one(x, label, t, show))
     progress.line(f"chose lam={model.lam_:.3g}")
     return model, results
 
@@ -302,7 +276,7 @@ def _count_on_dask(train_file, order, vocab_file, min_count, unk, keep_ngram_cou
         from ..model import longest_sentence_order
 
         order = longest_sentence_order(train_file)
-    with client_from_options(workers, scheduler, memory_limit) as client:
+    with dask_client(workers, scheduler, memory_limit) as client:
         if not quiet:
             click.echo(f"counting on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
         try:

@@ -8,8 +8,9 @@ import time
 import click
 import numpy as np
 
-from ..options import ORDER, TREE_METHODS, min_word_count, min_word_count_option
-from ..threads import threads_option
+from ..options import TREE_METHODS
+
+from .params import ORDER, min_word_count, min_word_count_option, threads_option
 
 
 def _order_given(ctx, param, value):
@@ -54,7 +55,7 @@ def command(train, order, as_json, quiet, vocab_path, min_count, unk, method):
     from ..corpus import CorpusError, load_training_corpus
     from ..suffixtree import SuffixTree
 
-    from ..options import check_text_input
+    from .params import check_text_input
 
     check_text_input(train, "the training text")
     t0 = time.perf_counter()

@@ -114,10 +114,24 @@ class Penalty:
     ``prox`` adds to ``prox_seconds`` and ``prox_calls``.
 
     Subclasses implement ``_omega(w, structure)`` and ``_prox(v, kappa)``; one class per
-    operator, registered by name in :data:`PENALTIES`.
+    operator, registered by name in :data:`PENALTIES`. Each carries the facts the
+    estimators decide by (never by the name):
+
+    ``collapsible``: the operator on a collapsed suffix-tree node (count c) is that of its
+    c trie nodes, so the model trains on the suffix tree (Propositions 1-2); else on the
+    trie. ``collapsible_weighted``: the same with depth weights alpha**d (alpha <= 1).
+    ``metric``: it takes a per-coordinate metric (the LM's per-parameter step scales);
+    else only a scale per tree (per output word). ``sign_symmetric``: without ``nonneg``
+    it acts on |v| and keeps the signs. ``crf``: the CRF's proximal solver offers it
+    (``suffixlm crf train --penalty``).
     """
 
     name = ""
+    collapsible = True
+    collapsible_weighted = True
+    metric = True
+    sign_symmetric = True
+    crf = False
 
     def __init__(self, structure: ForestStructure, strength: float = 1.0, nonneg: bool = False):
         self.structure = structure
@@ -182,6 +196,8 @@ class L1(_Separable):
     """Omega(w) = sum_x eta_x |w_x|: soft-thresholding (eq. 7)."""
 
     name = "l1"
+    collapsible_weighted = False
+    crf = True
     _value_fn = staticmethod(value_l1)
     _prox_fn = staticmethod(prox_l1)
 
@@ -190,6 +206,7 @@ class L2Sq(_Separable):
     """Omega(w) = 1/2 sum_x eta_x w_x^2: rescaling (eq. 6)."""
 
     name = "l2sq"
+    collapsible_weighted = False
     _value_fn = staticmethod(value_l2sq)
     _prox_fn = staticmethod(prox_l2sq)
 
@@ -207,6 +224,9 @@ class L2Tree(_TreeNorm):
 
     name = "l2-tree"
     _linf = False
+    collapsible = collapsible_weighted = False  # §5: its groups do not split along a chain
+    metric = False
+    crf = True
 
     def _check_structure(self, structure):
         if not structure.counts_all_one:
@@ -242,6 +262,7 @@ class LinfTree(_TreeNorm):
     """Omega(w) = sum_x eta_x ||w_subtree(x)||_inf: Algorithm 4 (k-best pairing heaps)."""
 
     name = "linf-tree"
+    crf = True
 
     def _prox(self, v, kappa):
         s = self.structure

@@ -31,7 +31,7 @@ from ..memory import allocate, start_point
 from . import state as S
 from ._kernels import extrapolate
 from ._problem import estimate_lipschitz, prox_gradient_step, quadratic_upper_bound_holds
-from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
+from .result import Callback, Clock, IterationInfo, OptimizeResult, StopReason, end_of_iteration
 from .stopping import RelativeDecrease
 
 
@@ -149,7 +149,7 @@ def fista(
     # the longest step so far (restored with the history on resume): the stopping rule
     # scales each decrease by how much shorter than that the step was
     step_max = max((h.step for h in history if h.step is not None and not h.restart), default=0.0)
-    reason, converged = "max_iter", False
+    reason, converged = StopReason.MAX_ITER, False
     for it in range(it + 1, max_iter + 1):
         L_prev = L
         L = L * L_decrease  # try a longer step first; backtracking raises it again
@@ -164,12 +164,12 @@ def fista(
         if F_new > F_old:
             info = clock.record(history, it, F_old, step=1.0 / L, n_evals=n_evals, loss=fx, restart=True)
             if stop_on_stall and t == 1.0:  # already a plain step from x: nothing left to gain
-                reason, converged = "no progress", True
+                reason, converged = StopReason.NO_PROGRESS, True
                 break
             if t == 1.0 and end_of_iteration(callback, info, x, False):
                 # stalled without stop_on_stall: restarts repeat until max_iter, so the
                 # callback (a time budget, a user's stop) must be heard here too
-                reason = "callback"
+                reason = StopReason.CALLBACK
                 break
             # adaptive restart: drop the momentum, take a plain step from x next time
             t = 1.0
@@ -192,7 +192,7 @@ def fista(
                              active=int(np.count_nonzero(x)), loss=fx)
         why = end_of_iteration(callback, info, x, stop)
         if why:
-            reason, converged = why, why == "converged"
+            reason, converged = why, why == StopReason.CONVERGED
             break
         save()
     return OptimizeResult(x, F_old, it, n_evals, converged, reason, history)

@@ -12,9 +12,48 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable, Optional
 
 import numpy as np
+
+
+class StopReason(str, Enum):
+    """Why a solver stopped: one list for every solver of both packages. A member is its
+    words (``str(r)``, ``f"{r}"``, ``r == "max_iter"``, JSON), as progress lines and model
+    files have always shown them."""
+
+    MAX_ITER = "max_iter"  # the cap on iterations (epochs, passes)
+    CALLBACK = "callback"  # the caller's callback asked to stop
+    STOPPING_CRITERION = "stopping criterion"  # the estimators' window rule (Wapiti's / CRFsuite's)
+    CONVERGED = "converged"  # the solver's own tolerance
+    GRADIENT_TOLERANCE = "gradient tolerance"
+    ZERO_GRADIENT = "zero gradient"
+    NO_PROGRESS = "no progress"
+    NO_MISTAKE = "no mistake"  # a perceptron pass without a mistake
+    LINE_SEARCH_FAILED = "line search failed"
+    DIVERGED = "diverged"
+    DIVERGED_LOWER_ETA0 = "diverged (lower eta0)"
+    DIVERGED_OVERFLOW = "diverged (overflow)"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+    @property
+    def is_convergence(self) -> bool:
+        """Whether the solver's own convergence rule stopped it (not the cap, the caller, or a failure)."""
+        return self in _CONVERGENCE
+
+
+_CONVERGENCE = frozenset({StopReason.CONVERGED, StopReason.GRADIENT_TOLERANCE, StopReason.ZERO_GRADIENT,
+                          StopReason.NO_PROGRESS, StopReason.NO_MISTAKE})
+
+
+class ConvergenceWarning(UserWarning):
+    """A fit stopped at its iteration cap before its convergence rule held (scikit-learn's
+    ``ConvergenceWarning``): raise ``max_iter``, or loosen the tolerance."""
 
 
 @dataclass
@@ -49,14 +88,14 @@ class IterationInfo:
 class OptimizeResult:
     """x: the solution; objective its value; n_iter iterations done; n_evals evaluations;
     converged: stopped by its convergence rule (not by the cap or a failure); reason: why
-    it stopped, in words; history: one :class:`IterationInfo` per iteration."""
+    it stopped (a :class:`StopReason`, which reads as its words); history: one :class:`IterationInfo` per iteration."""
 
     x: np.ndarray
     objective: float
     n_iter: int
     n_evals: int
     converged: bool
-    reason: str
+    reason: StopReason
     history: list[IterationInfo] = field(default_factory=list)
 
 
@@ -89,9 +128,10 @@ class Clock:
         return info
 
 
-def end_of_iteration(callback: Callback | None, info: IterationInfo, x: np.ndarray, converged: bool) -> str:
-    """Why to stop after an iteration: ``"callback"`` when the callback asks to,
-    ``"converged"`` when the solver's rule says so, otherwise ``""`` (go on)."""
+def end_of_iteration(callback: Callback | None, info: IterationInfo, x: np.ndarray,
+                     converged: bool) -> StopReason | None:
+    """Why to stop after an iteration: ``CALLBACK`` when the callback asks to,
+    ``CONVERGED`` when the solver's rule says so, otherwise None (go on)."""
     if callback is not None and callback(info, x):
-        return "callback"
-    return "converged" if converged else ""
+        return StopReason.CALLBACK
+    return StopReason.CONVERGED if converged else None

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import state as S
 from ._problem import SmoothProblem, prox_gradient_step, quadratic_upper_bound_holds
-from .result import Callback, Clock, IterationInfo, OptimizeResult, end_of_iteration
+from .result import Callback, Clock, IterationInfo, OptimizeResult, StopReason, end_of_iteration
 from .stopping import RelativeDecrease
 
 
@@ -146,7 +146,7 @@ def sage(
         history = list(state.history)
         steps, n_evals, epoch = state.steps, state.n_evals, state.n_iter
     clock = Clock.after(history)
-    reason, converged = "max_iter", False
+    reason, converged = StopReason.MAX_ITER, False
     W_epoch_start = W.copy()
     for epoch in range(epoch + 1, max_iter + 1):
         order = rng.permutation(n) if B < n else None
@@ -181,7 +181,7 @@ def sage(
                              extra={"batch_size": B, "rho": rho, "steps": steps})
         why = end_of_iteration(callback, info, W, stop)
         if why:
-            reason, converged = why, why == "converged"
+            reason, converged = why, why == StopReason.CONVERGED
             break
         B = min(n, max(B + 1, int(B * batch_growth))) if batch_growth > 1.0 else B
         if checkpoint is not None:

@@ -43,6 +43,22 @@ def test_the_tutorial_form_and_the_first_positional_algorithm():
     assert crf.predict_marginals_single(X[0]) == crf.predict_marginals([X[0]])[0]
 
 
+def test_crfsuites_lbfgs_runs_to_crfsuites_convergence_unless_told_otherwise():
+    def rule(crf):
+        st = crf._settings()
+        return st.history, st.stopwin, st.stopeps
+
+    crfsuite, ours = (6, 10, 1e-5), (5, 5, 0.02)
+    for crf in (CRF("lbfgs"), CRF(c2=0.5), CRF(c1=1.0, c2=1e-3), CRF(algorithm="lbfgs", c1=0.1)):
+        assert rule(crf) == crfsuite
+    assert CRF(c1=1.0)._settings().algorithm == "owlqn"  # CRFsuite's lbfgs with an l1 term is OWL-QN
+    assert rule(CRF()) == rule(CRF("owlqn")) == rule(CRF(rho1=0.1, rho2=1.0)) == ours
+    assert rule(CRF("lbfgs", period=3, delta=0.1, num_memories=4)) == (4, 3, 0.1)
+    assert rule(CRF("lbfgs", stopwin=7, stopeps=0.5, history=2)) == (2, 7, 0.5)
+    # the other algorithms keep their own rules
+    assert rule(CRF("l2sgd"))[1:] == ours[1:]
+
+
 def test_a_pattern_file_given_first_is_a_clear_error(tmp_path):
     pat = tmp_path / "p.pat"
     pat.write_text("u:%x[0,0]\n")

@@ -17,7 +17,8 @@ from suffixlm.corpora import sample_path
 from suffixlm.corpus import Corpus, load_training_corpus
 from suffixlm.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
-from suffixlm.options import ORDER, order_text
+from suffixlm.options import order_text
+from suffixlm.commands.params import ORDER
 
 pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
 TINY = str(sample_path("tiny_lm.train.txt"))
@@ -66,11 +67,12 @@ def test_kn_max_is_the_longest_sentence_order():
 
 
 def test_kn_max_refuses_cut_offs_and_backoff():
+    text = Corpus.from_strings(["a b a", "b a"])
     with pytest.raises(ValueError, match="every n-gram"):
-        KneserNeyLM(None, min_counts=[1, 1, 2])
+        KneserNeyLM(None, min_counts=[1, 1, 2]).fit(text)
     with pytest.raises(ValueError, match="interpolated"):
-        KneserNeyLM(None, interpolate=False)
-    KneserNeyLM(None, min_counts=[1])  # no cut-off: fine
+        KneserNeyLM(None, interpolate=False).fit(text)
+    KneserNeyLM(None, min_counts=[1]).fit(text)  # no cut-off: fine
 
 
 def test_cli_kn_max_writes_the_equivalent_arpa_file(tmp_path):

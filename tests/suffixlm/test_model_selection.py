@@ -121,3 +121,27 @@ def test_a_level_fit_is_no_rise():
     ppl_of = dict(zip(lams, ppls))
     best, results = select_lam(lambda lam: _Fake(lam, ppl_of.get(lam, 99.0)), corpus, "held-out")
     assert best.lam_ == lams[3] and len(results) == 5
+
+
+def test_fit_auto_lam_is_the_commands_lam_auto(tmp_path):
+    """``fit_auto_lam`` (the library call) chooses what ``suffixlm train --lam auto``'s loop
+    chooses, with the same weights, the loose path refined to the estimator's tol."""
+    import numpy as np
+
+    from suffixlm.commands.train import fit_lm
+    from suffixlm.corpus import Corpus
+    from suffixlm.model import LogLinearLM
+    from suffixlm.model_selection import fit_auto_lam
+    from suffixlm.progress import Progress
+
+    corpus = load_training_corpus_lines(tmp_path, TRAIN * 3)
+    valid = Corpus.from_strings(["the cat ran", "a dog sat"], corpus.vocab)
+
+    def estimator():
+        return LogLinearLM(order=2, max_iter=200, tol=1e-6, base="kn", positive=False)
+
+    best, results = fit_auto_lam(estimator(), corpus, valid)
+    assert any(r.get("refined") for r in results) and best.tol == 1e-6
+    cli, cli_results = fit_lm(estimator(), corpus, valid, "auto", Progress(True))
+    assert cli_results == results and cli.lam_ == best.lam_
+    np.testing.assert_array_equal(cli.weights_, best.weights_)
