@@ -877,7 +877,7 @@ class CRF(ParamsMixin):
         if result.reason == StopReason.MAX_ITER and SOLVERS[settings.algorithm].batch:
             warnings.warn(f"the fit stopped at max_iter={settings.max_iter} before its stopping rule held "
                           f"(stopeps={settings.stopeps:g} over stopwin={settings.stopwin}); raise max_iter",
-                          ConvergenceWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=4)  # past _set_fitted, fit and its threads wrapper
         self.n_iter_ = result.n_iter
         # converged: by the solver's own rule or by the stopping window (Wapiti's)
         self.converged_ = bool(result.converged or result.reason == StopReason.STOPPING_CRITERION)

@@ -458,7 +458,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.history_ = res.history
         if res.reason == StopReason.MAX_ITER:
             warnings.warn(f"the fit stopped at max_iter={self.max_iter} before its tolerance (tol={self.tol:g}) "
-                          "held; raise max_iter", ConvergenceWarning, stacklevel=2)
+                          "held; raise max_iter", ConvergenceWarning, stacklevel=3)  # past fit and its threads wrapper
         self.prox_seconds_ = penalty.prox_seconds
         self.gradient_seconds_ = problem.seconds_gradient
         self._prepare_scoring()

@@ -57,8 +57,8 @@ def reference(algorithm, space, data, rho1, rho2, iters):
         obj = Objective(space, data, n_chunks=1)
     if algorithm == "owlqn":
         return owlqn(obj.value_and_gradient_parts, x0, rho1=rho1, rho2=rho2, max_iter=iters).x
-    if algorithm == "lbfgs":
-        return owlqn(obj.value_and_gradient_parts, x0, rho1=0.0, rho2=rho2, max_iter=iters).x
+    if algorithm == "lbfgs":  # CRFsuite's algorithm name: CRFsuite's 6 L-BFGS pairs
+        return owlqn(obj.value_and_gradient_parts, x0, rho1=0.0, rho2=rho2, max_iter=iters, history=6).x
     if algorithm == "sgd-l1":
         return sgd_l1(space, data, rho1=rho1, rho2=rho2, max_iter=iters, eta0=0.1).x
     if algorithm == "bcd":

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from suffixlm import threads
+from suffixlm.commands.params import threads_option
 from suffixlm.corpora import sample_path
 
 TWO = min(2, numba.config.NUMBA_NUM_THREADS)
@@ -108,12 +109,12 @@ def test_threads_option_sets_the_count_for_the_command_and_restores_it():
 
     @click.command()
     @click.option("--x", default=0)
-    @threads.threads_option
+    @threads_option
     def cmd(x):
         seen["n"] = numba.get_num_threads()
 
     @click.command()
-    @threads.threads_option(forward=True)
+    @threads_option(forward=True)
     def fwd(threads):
         seen["fwd"] = (threads, numba.get_num_threads())
 
