@@ -28,9 +28,10 @@ Defaults: with our names only, ours (OWL-QN, rho1 0.5, rho2 1e-4: the best defau
 measured). When the algorithm is one of CRFsuite's (``lbfgs``, ``l2sgd``, ``ap``, ``pa``,
 ``arow``) or ``c1`` / ``c2`` is given, the penalties CRFsuite would use fill what is not
 given: c1 = 0, c2 = 1, and the algorithm ``lbfgs``; ``lbfgs`` with c1 > 0 runs OWL-QN, as
-in CRFsuite, and to CRFsuite's convergence: ``num_memories`` 6, ``period`` 10, ``delta``
-1e-5 (ours: 5, 5 and 0.02, Wapiti's rule, which stops earlier). The iteration caps of CRFsuite's algorithms are CRFsuite's (l2sgd 1000; ap,
-pa, arow 100); ``ap`` is our averaged perceptron.
+in CRFsuite. Either runs to CRFsuite's convergence: ``num_memories`` 6, ``period`` 10,
+``delta`` 1e-5 (ours: 5, 5 and 0.02, Wapiti's rule, which stops earlier). The iteration
+caps of CRFsuite's algorithms are CRFsuite's (l2sgd 1000; ap, pa, arow 100); ``ap`` is our
+averaged perceptron.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def resolve(p: dict, algorithms, penalties) -> Settings:
                          "parameter is the algorithm, as in sklearn-crfsuite; give a pattern file as patterns=...")
     if name not in algorithms:
         raise ValueError(f"algorithm must be one of {', '.join(algorithms)}, not {name!r}")
-    algorithm = "perceptron" if name == "ap" else name
+    algorithm = SOLVERS[name].alias_of or name  # ap runs our perceptron
     # the penalties
     if p.get("rho1") is not None:
         rho1 = _number("rho1", p["rho1"])

@@ -51,11 +51,6 @@ class SolverSpec:
     alias_of: str | None = None
 
     @property
-    def solver(self) -> str:
-        """The algorithm a fit runs and a model file records (``ap`` runs ``perceptron``)."""
-        return self.alias_of or self.name
-
-    @property
     def checkpointable(self) -> bool:
         return self.state is not None
 
