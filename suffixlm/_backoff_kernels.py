@@ -1,51 +1,112 @@
-"""Numba kernel of the back-off query of an ARPA model (SRILM's ``wordProbBO``)."""
+"""Numba kernels of the back-off index (:mod:`suffixlm.backoff.index`): SRILM's context
+trie in a hash map, and its back-off walk (``Ngram::wordProbBO``), which scoring and
+pruning share."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ._hash_kernels import hash_find
+from ._hash_kernels import hash_find, hash_insert_one
+
+
+@njit(cache=True)
+def insert_nodes(rows, ncols, V, keys, vals, shift, next_id, parent, word, depth):
+    """Insert the contexts ``rows[:, :ncols]`` (oldest word first) and all their suffixes
+    as trie nodes under the key ``parent * V + word``. Returns (node id of each row
+    int64[m], next free id)."""
+    m = rows.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        node = 0
+        for j in range(ncols - 1, -1, -1):
+            w = rows[i, j]
+            nxt, new = hash_insert_one(keys, vals, shift, node * V + w, next_id)
+            if new:
+                parent[nxt] = node
+                word[nxt] = w
+                depth[nxt] = depth[node] + 1
+                next_id += 1
+            node = nxt
+        out[i] = node
+    return out, next_id
+
+
+@njit(cache=True)
+def find_nodes(rows, ncols, V, keys, vals, shift):
+    """int64[m]: the node of each context ``rows[:, :ncols]``, -1 where there is none."""
+    m = rows.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        node = 0
+        for j in range(ncols - 1, -1, -1):
+            node = hash_find(keys, vals, shift, node * V + rows[i, j])
+            if node < 0:
+                break
+        out[i] = node
+    return out
+
+
+@njit(cache=True)
+def insert_probs(ctx, words, V, keys, vals, shift, first):
+    """Map ``ctx[i] * V + words[i]`` -> ``first + i``. Returns the number of keys that
+    were already there (an n-gram listed twice)."""
+    dup = 0
+    for i in range(ctx.shape[0]):
+        _, new = hash_insert_one(keys, vals, shift, ctx[i] * V + words[i], first + i)
+        if not new:
+            dup += 1
+    return dup
+
+
+@njit(cache=True)
+def word_prob_bo(w, ctx, start, step, clen, V, nkeys, nvals, nshift, node_alive, node_bow,
+                 pkeys, pvals, pshift, prob_alive, lp):
+    """SRILM's ``Ngram::wordProbBO(w, context, clen)``: the context is ``ctx[start]``,
+    ``ctx[start + step]``, ... (``clen`` words, most recent first). ``node_alive`` /
+    ``prob_alive``: which nodes and n-grams are still in the model (empty: all).
+    float32 sums in SRILM's order. Returns (float32 log10 p, length of the n-gram used:
+    0 = none)."""
+    logp = np.float32(-np.inf)
+    bow = np.float32(0.0)
+    hit = 0
+    node = 0
+    i = 0
+    all_probs = prob_alive.shape[0] == 0
+    all_nodes = node_alive.shape[0] == 0
+    while True:
+        g = hash_find(pkeys, pvals, pshift, node * V + w)
+        if g >= 0 and (all_probs or prob_alive[g]):
+            logp = lp[g]
+            bow = np.float32(0.0)
+            hit = i + 1
+        if i >= clen:
+            break
+        nxt = hash_find(nkeys, nvals, nshift, node * V + ctx[start + i * step])
+        if nxt < 0 or not (all_nodes or node_alive[nxt]):
+            break
+        bow = np.float32(bow + node_bow[nxt])
+        node = nxt
+        i += 1
+    return np.float32(logp + bow), hit
 
 
 @njit(cache=True)
 def backoff_query(tokens, starts, positions, order, vocab_size, node_keys, node_vals,
-                         node_shift, node_bow, prob_keys, prob_vals, prob_shift, prob_lp):
-    """log10 p(w | context) by the ARPA back-off rule, walked like SRILM's
-    ``Ngram::wordProbBO`` (reversed-context trie, float32 sums).
-
-    tokens    : int64[n_tokens]  model word ids
-    starts    : int64[n_tokens]  index of the sentence start (<s>) of each token
-    positions : int64[n]         positions to score
-    node map  : key parent_node * V + word -> node id (root 0; parent = the context one
-                word shorter on the left); node_bow float32[n_nodes + 1]
-    prob map  : key context_node * V + word -> index into prob_lp float32
-    Returns (log10 probability float64[n], length of the n-gram used int64[n]; 0 = none).
-    """
+                  node_shift, node_bow, prob_keys, prob_vals, prob_shift, prob_lp):
+    """log10 p(w | context) by the ARPA back-off rule (``word_prob_bo``) at every
+    position of ``positions``: the context of ``tokens[p]`` runs back to its sentence
+    start ``starts[p]``, at most ``order - 1`` words. Returns (log10 probability
+    float64[n], length of the n-gram used int64[n]; 0 = none)."""
     n = positions.shape[0]
     out = np.empty(n, dtype=np.float64)
     hit = np.zeros(n, dtype=np.int64)
+    everything = np.empty(0, dtype=np.bool_)
     for i in range(n):
         p = positions[i]
-        w = tokens[p]
-        logp = np.float32(-np.inf)
-        k = hash_find(prob_keys, prob_vals, prob_shift, w)
-        if k >= 0:
-            logp = prob_lp[k]
-            hit[i] = 1
-        bow = np.float32(0.0)
-        node = 0
-        depth = min(order - 1, p - starts[p])
-        for d in range(1, depth + 1):
-            nxt = hash_find(node_keys, node_vals, node_shift, node * vocab_size + tokens[p - d])
-            if nxt < 0:
-                break
-            node = nxt
-            bow = bow + node_bow[node]
-            k = hash_find(prob_keys, prob_vals, prob_shift, node * vocab_size + w)
-            if k >= 0:
-                logp = prob_lp[k]
-                bow = np.float32(0.0)
-                hit[i] = d + 1
-        out[i] = np.float64(logp + bow)
+        lp, h = word_prob_bo(tokens[p], tokens, p - 1, -1, min(order - 1, p - starts[p]), vocab_size, node_keys,
+                             node_vals, node_shift, everything, node_bow, prob_keys, prob_vals, prob_shift,
+                             everything, prob_lp)
+        out[i] = np.float64(lp)
+        hit[i] = h
     return out, hit

@@ -1,11 +1,7 @@
-"""Numba kernels of relative-entropy pruning (:mod:`suffixlm.prune`): SRILM's context
-trie as flat arrays, its back-off walk, and the pruning and back-off weight passes.
-
-The trie: node 0 is the empty context; the node of a context ``h1 .. hk`` (oldest
-first) is the child of the node of ``h2 .. hk`` by the word ``h1``, stored in an
-open-addressing hash map (``_hash_kernels``) under the key ``parent * V + h1``.
-Probabilities are a second map, key ``context_node * V + word`` -> index into the
-concatenated log-probabilities of every order. Numbers follow SRILM's types: ``LogP``
+"""Numba kernels of relative-entropy pruning (:mod:`suffixlm.prune`): the pruning and
+back-off weight passes over SRILM's context trie, the model's back-off index
+(:mod:`suffixlm.backoff.index`: nodes, their parents and words, the probability map),
+with flags for the nodes and n-grams still alive. Numbers follow SRILM's types: ``LogP``
 is float32 (log10), ``Prob`` float64.
 """
 
@@ -14,58 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._hash_kernels import hash_find, hash_insert_one
+from ._backoff_kernels import word_prob_bo
 
 LN10 = 2.30258509299404568402  # M_LN10
 PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
-
-
-@njit(cache=True)
-def insert_nodes(rows, ncols, V, keys, vals, shift, next_id, parent, word, depth):
-    """Insert the contexts ``rows[:, :ncols]`` and all their suffixes as trie nodes.
-    Returns (node id of each row int64[m], next free id)."""
-    m = rows.shape[0]
-    out = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        node = 0
-        for j in range(ncols - 1, -1, -1):
-            w = rows[i, j]
-            nxt, new = hash_insert_one(keys, vals, shift, node * V + w, next_id)
-            if new:
-                parent[nxt] = node
-                word[nxt] = w
-                depth[nxt] = depth[node] + 1
-                next_id += 1
-            node = nxt
-        out[i] = node
-    return out, next_id
-
-
-@njit(cache=True)
-def find_nodes(rows, ncols, V, keys, vals, shift):
-    """int64[m]: the node of each context ``rows[:, :ncols]``, -1 where there is none."""
-    m = rows.shape[0]
-    out = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        node = 0
-        for j in range(ncols - 1, -1, -1):
-            node = hash_find(keys, vals, shift, node * V + rows[i, j])
-            if node < 0:
-                break
-        out[i] = node
-    return out
-
-
-@njit(cache=True)
-def insert_probs(ctx, words, V, keys, vals, shift, first):
-    """Map ``ctx[i] * V + words[i]`` -> ``first + i``. Returns the number of keys that
-    were already there (an n-gram listed twice)."""
-    dup = 0
-    for i in range(ctx.shape[0]):
-        _, new = hash_insert_one(keys, vals, shift, ctx[i] * V + words[i], first + i)
-        if not new:
-            dup += 1
-    return dup
 
 
 @njit(cache=True)
@@ -74,31 +22,6 @@ def _to_prob(lp):
     if lp == -np.inf:
         return 0.0
     return np.exp(np.float64(lp) * LN10)
-
-
-@njit(cache=True)
-def word_prob_bo(w, ctx, start, clen, V, nkeys, nvals, nshift, node_alive, node_bow,
-                 pkeys, pvals, pshift, prob_alive, lp):
-    """SRILM's ``Ngram::wordProbBO(w, context, clen)``: ``ctx[start:]`` is the context,
-    most recent word first; float32 sums. Returns float32 log10 p."""
-    logp = np.float32(-np.inf)
-    bow = np.float32(0.0)
-    node = 0
-    i = 0
-    while True:
-        g = hash_find(pkeys, pvals, pshift, node * V + w)
-        if g >= 0 and prob_alive[g]:
-            logp = lp[g]
-            bow = np.float32(0.0)
-        if i >= clen:
-            break
-        nxt = hash_find(nkeys, nvals, nshift, node * V + ctx[start + i])
-        if nxt < 0 or not node_alive[nxt]:
-            break
-        bow = np.float32(bow + node_bow[nxt])
-        node = nxt
-        i += 1
-    return np.float32(logp + bow)
 
 
 @njit(cache=True)
@@ -124,8 +47,8 @@ def _context_prob(ctx, clen, order, bos, eos, unk, unk_nonevent, V, nkeys, nvals
         cl = clen - k
         if cl > order - 1:
             cl = order - 1
-        wp = word_prob_bo(w, ctx, k, cl, V, nkeys, nvals, nshift, node_alive, node_bow,
-                          pkeys, pvals, pshift, prob_alive, lp)
+        wp, _ = word_prob_bo(w, ctx, k, 1, cl, V, nkeys, nvals, nshift, node_alive, node_bow,
+                             pkeys, pvals, pshift, prob_alive, lp)
         nonevent = w == bos or (unk_nonevent and w == unk)
         if wp != -np.inf or not nonevent:
             joint = np.float32(joint + wp)
@@ -159,11 +82,13 @@ def _bow_fixups(num, den, lp, probs, a, b, prob_alive):
 
 
 @njit(cache=True)
-def _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_start, probs, pkeys, pvals,
-                    pshift, prob_alive, lp, last_word, ctx, bo):
-    """SRILM's ``computeBOW`` sums for context node ``nd`` of depth ``d`` (its words in
-    ``ctx``): numerator 1 - sum p(w | h) and denominator 1 - sum p_BO(w | h') over its
-    live n-grams; each p_BO (log10) is left in ``bo`` at the n-gram's slot."""
+def _context_masses(nd, d, V, nkeys, nvals, nshift, parent, word, node_alive, node_bow, probs_start, probs, pkeys,
+                    pvals, pshift, prob_alive, lp, last_word, ctx, bo):
+    """SRILM's ``computeBOW`` for context node ``nd`` of depth ``d``: its words go to
+    ``ctx`` (most recent first); numerator 1 - sum p(w | h) and denominator 1 - sum
+    p_BO(w | h') over its live n-grams, each p_BO (log10) left in ``bo`` at the n-gram's
+    slot; then ``_bow_fixups``. Returns (valid, numerator, denominator)."""
+    _reversed_context(nd, d, parent, word, ctx)
     num = 1.0
     den = 1.0
     for j in range(probs_start[nd], probs_start[nd + 1]):
@@ -171,10 +96,10 @@ def _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_
         if not prob_alive[g]:
             continue
         num -= _to_prob(lp[g])
-        bo[j] = word_prob_bo(last_word[g], ctx, 0, d - 1, V, nkeys, nvals, nshift, node_alive, node_bow,
-                             pkeys, pvals, pshift, prob_alive, lp)
+        bo[j], _ = word_prob_bo(last_word[g], ctx, 0, 1, d - 1, V, nkeys, nvals, nshift, node_alive, node_bow,
+                                pkeys, pvals, pshift, prob_alive, lp)
         den -= _to_prob(bo[j])
-    return num, den
+    return _bow_fixups(num, den, lp, probs, probs_start[nd], probs_start[nd + 1], prob_alive)
 
 
 @njit(cache=True)
@@ -191,12 +116,8 @@ def prune_depth(d, nodes, order, threshold, V, nkeys, nvals, nshift, parent, wor
     n_pruned = 0
     for t in range(nodes.shape[0]):
         nd = nodes[t]
-        _reversed_context(nd, d, parent, word, ctx)
-        a = probs_start[nd]
-        b = probs_start[nd + 1]
-        num, den = _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_start, probs, pkeys,
-                                   pvals, pshift, prob_alive, lp, last_word, ctx, bo)
-        ok, num, den = _bow_fixups(num, den, lp, probs, a, b, prob_alive)
+        ok, num, den = _context_masses(nd, d, V, nkeys, nvals, nshift, parent, word, node_alive, node_bow,
+                                       probs_start, probs, pkeys, pvals, pshift, prob_alive, lp, last_word, ctx, bo)
         if not ok:
             continue
         cprob = _context_prob(ctx, d, order, bos, eos, unk, unk_nonevent, V, nkeys, nvals, nshift, node_alive,
@@ -204,7 +125,7 @@ def prune_depth(d, nodes, order, threshold, V, nkeys, nvals, nshift, parent, wor
         p_h = _to_prob(cprob)
         old_bow = node_bow[nd]
         all_pruned = True
-        for j in range(a, b):
+        for j in range(probs_start[nd], probs_start[nd + 1]):
             g = probs[j]
             p = lp[g]
             new_bow = np.float32(np.log10(num + _to_prob(p)) - np.log10(den + _to_prob(bo[j])))
@@ -242,12 +163,8 @@ def recompute_bows(d, nodes, order, V, nkeys, nvals, nshift, parent, word, node_
         nd = nodes[t]
         if not node_alive[nd]:
             continue
-        _reversed_context(nd, d, parent, word, ctx)
-        a = probs_start[nd]
-        b = probs_start[nd + 1]
-        num, den = _context_masses(nd, d, V, nkeys, nvals, nshift, node_alive, node_bow, probs_start, probs, pkeys,
-                                   pvals, pshift, prob_alive, lp, last_word, ctx, bo)
-        ok, num, den = _bow_fixups(num, den, lp, probs, a, b, prob_alive)
+        ok, num, den = _context_masses(nd, d, V, nkeys, nvals, nshift, parent, word, node_alive, node_bow,
+                                       probs_start, probs, pkeys, pvals, pshift, prob_alive, lp, last_word, ctx, bo)
         if not ok:
             node_bow[nd] = np.float32(-np.inf)
             n_bad += 1

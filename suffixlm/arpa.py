@@ -2,15 +2,9 @@
 
 A ``BackoffLM`` holds, for each order n, the explicit n-grams as rows of word ids
 (``int32``) with their log10 probabilities and back-off weights (``float32``, as SRILM
-keeps them), plus a compact query index built on first use:
-
-* context nodes: every context of an explicit n-gram and every suffix of one (SRILM's
-  reversed-context trie) in an open-addressing hash map ``int64`` key
-  ``parent_node * V + word`` -> node id (the parent is the context one word shorter
-  on the left; root = 0, the node of word w alone is w + 1), with a ``float32``
-  back-off weight per node (0 where the file gives none);
-* probabilities: a hash map ``context_node * V + word`` -> position in the
-  concatenated ``float32`` log-probabilities.
+keeps them), plus SRILM's back-off index built on first use (``BackoffLM.index``,
+:mod:`suffixlm.backoff.index`) and KenLM's probing table, built on the first KenLM-style
+query (:mod:`suffixlm.table`).
 
 Files are parsed by a numba kernel (numbers, words through a byte-string hash
 table); errors name the file and line. Numbers are decimals
@@ -34,7 +28,6 @@ import numpy as np
 from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
 from .io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
 from .ngrams import count_ngrams
-from .table import Int64Map as _Int64Map
 from .table import TableQueries, build_table
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
@@ -53,7 +46,8 @@ def predicted_positions(corpus: Corpus) -> np.ndarray:
     return np.flatnonzero(mask).astype(np.int64)
 
 
-def _sentence_starts(corpus: Corpus) -> np.ndarray:
+def sentence_starts(corpus: Corpus) -> np.ndarray:
+    """int64[n_tokens]: the index of each token's sentence start (its ``<s>``)."""
     return np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets)).astype(np.int64)
 
 
@@ -99,38 +93,14 @@ class BackoffLM(TableQueries):
         return int(sum(self.counts) + sum(int(h.sum()) for _, _, _, h in self.ngrams))
 
     # ------------------------------------------------------------ index
-    def _build_index(self):
-        """Context nodes (suffix-closed) and probabilities in hash maps; see the module docstring."""
-        V = len(self.vocab)
-        N = self.order
-        # base[m-1] = rows of length m that must be context nodes: contexts of explicit
-        # (m+1)-grams, then explicit m-grams carrying a back-off weight
-        base = []
-        for m in range(1, N):
-            rows_m, _, _, hb = self.ngrams[m - 1]
-            base.append(np.concatenate([self.ngrams[m][0][:, :m], rows_m[hb]]))
-        nodes = _Int64Map(V)
-        _, next_id = nodes.insert(np.arange(V, dtype=np.int64), 1)  # unigram node of w: id w + 1
-        cur = [b[:, -1].astype(np.int64) + 1 for b in base]  # node id of the length-k suffix of each base row
-        for k in range(2, N):
-            for m in range(k, N):
-                cur[m - 1], next_id = nodes.insert(cur[m - 1] * V + base[m - 1][:, m - k], next_id)
-        node_bow = np.zeros(next_id, dtype=np.float32)
-        n_probs = sum(len(lp) for _, lp, _, _ in self.ngrams)
-        probs = _Int64Map(n_probs)
-        n_seen = 0
-        for n, (rows, lp, bow, hb) in enumerate(self.ngrams, start=1):
-            if n < N:
-                node_bow[cur[n - 1][len(self.ngrams[n][0]):]] = bow[hb]
-            ctx = np.zeros(len(rows), dtype=np.int64) if n == 1 else cur[n - 2][:len(rows)]
-            pos, n_new = probs.insert(ctx * V + rows[:, -1], n_seen)
-            if n_new - n_seen != len(rows):
-                raise ArpaError(f"model lists the same {n}-gram twice")
-            n_seen = n_new
-        del base, cur
-        # values: position in the concatenated probabilities
-        lp_all = np.concatenate([lp for _, lp, _, _ in self.ngrams])
-        self._index = (nodes, node_bow, probs, lp_all)
+    @property
+    def index(self):
+        """SRILM's back-off index of this model (:class:`suffixlm.backoff.index.BackoffIndex`),
+        built on first use: what ``query``, pruning, mixing and the KN base measure walk."""
+        if self._index is None:
+            from .backoff.index import BackoffIndex
+
+            self._index = BackoffIndex(self)
         return self._index
 
     def _model_tokens(self, corpus: Corpus) -> np.ndarray:
@@ -148,14 +118,7 @@ class BackoffLM(TableQueries):
     def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
         """(log10 p float64[n_pos], n-gram length used int64[n_pos]) at every predicted
         position of ``corpus`` (all tokens but ``<s>``, in order); -inf for probability 0."""
-        from . import _backoff_kernels as K
-
-        nodes, node_bow, probs, prob_lp = self._index or self._build_index()
-        return K.backoff_query(
-            self._model_tokens(corpus), _sentence_starts(corpus), predicted_positions(corpus),
-            self.order, len(self.vocab), nodes.keys, nodes.vals, nodes.shift, node_bow,
-            probs.keys, probs.vals, probs.shift, prob_lp,
-        )
+        return self.index.query(self._model_tokens(corpus), sentence_starts(corpus), predicted_positions(corpus))
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         """float64[n_pos]: log10 p(w | context) at every predicted position (the scoring protocol)."""

@@ -149,7 +149,8 @@ def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
     # KneserNeyLM(order, min_counts=[1]).fit(corpus).model_, without importing suffixlm.kn
     counts = corpus.ngram_counts if getattr(corpus, "ngram_counts", None) is not None else count_ngrams(corpus, order)
     model, _ = estimate_kneser_ney(counts, corpus.vocab, True, [1], True)
-    nodes, node_bow, probs, prob_lp = model._index or model._build_index()
+    index = model.index
+    nodes, probs = index.nodes, index.probs
     lnB = np.empty(tree.n_params)
     ln_gamma = np.empty(tree.n_nodes)
     # the tree's edge labels point into tree.tokens (the text, or its events)
@@ -158,7 +159,8 @@ def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
                                   np.ascontiguousarray(tree.depth, dtype=np.int64),
                                   np.ascontiguousarray(tree.collapsed, dtype=np.int64),
                                   tree.succ_offsets, tree.succ_words, len(corpus.vocab), nodes.keys, nodes.vals,
-                                  nodes.shift, node_bow, probs.keys, probs.vals, probs.shift, prob_lp, lnB, ln_gamma)
+                                  nodes.shift, index.node_bow, probs.keys, probs.vals, probs.shift, index.lp, lnB,
+                                  ln_gamma)
     if missing:
         raise RuntimeError(f"internal error: {missing} contexts of the suffix trie are missing from the KN model")
     root = int(np.flatnonzero(tree.parent < 0)[0])

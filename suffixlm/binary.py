@@ -285,10 +285,10 @@ class BinaryLM(TableQueries):
     def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
         """(log10 p float64[n_pos], n-gram length int64[n_pos]) at every predicted
         position of ``corpus`` by SRILM's rule (as :meth:`suffixlm.arpa.BackoffLM.query`)."""
-        from .arpa import _sentence_starts, predicted_positions
+        from .arpa import predicted_positions, sentence_starts
 
         return K.srilm_query(self._D, self._V, self._S, self.order, self._model_tokens(corpus),
-                             _sentence_starts(corpus), predicted_positions(corpus))
+                             sentence_starts(corpus), predicted_positions(corpus))
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         return self.query(corpus)[0]

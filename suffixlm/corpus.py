@@ -52,7 +52,7 @@ UNK = "<unk>"
 BOS_ID = 0
 EOS_ID = 1
 UNK_ID = 2
-_SPECIALS = (BOS, EOS, UNK)
+SPECIALS = (BOS, EOS, UNK)
 
 
 class CorpusError(InputError):
@@ -138,7 +138,7 @@ class Vocabulary:
 
     def __init__(self, words: Iterable[str], has_unk: bool = False):
         words = list(words)
-        if tuple(words[:3]) != _SPECIALS:
+        if tuple(words[:3]) != SPECIALS:
             raise ValueError("vocabulary must start with <s>, </s>, <unk>")
         _check_words(words)
         self.words = words
@@ -172,15 +172,15 @@ class Vocabulary:
         ``<unk>``, which makes the vocabulary open (``has_unk``)."""
         if min_count < 1:
             raise ValueError("min_count must be >= 1")
-        kept = [w for w, c in counts.items() if c >= min_count and w not in _SPECIALS]
-        dropped = any(c < min_count for w, c in counts.items() if w not in _SPECIALS)
+        kept = [w for w, c in counts.items() if c >= min_count and w not in SPECIALS]
+        dropped = any(c < min_count for w, c in counts.items() if w not in SPECIALS)
         kept.sort(key=lambda w: (-counts[w], w))
         if dropped and not kept:
-            top = max(c for w, c in counts.items() if w not in _SPECIALS)
+            top = max(c for w, c in counts.items() if w not in SPECIALS)
             raise CorpusError(f"min_count={min_count} leaves no word in the vocabulary (the most frequent word "
                               f"is seen {top} times)")
         has_unk = unk or counts.get(UNK, 0) > 0 or dropped
-        return cls(list(_SPECIALS) + kept, has_unk=has_unk)
+        return cls(list(SPECIALS) + kept, has_unk=has_unk)
 
     @classmethod
     def from_text(cls, path: str | Path, min_count: int = 1, unk: bool = False) -> "Vocabulary":
@@ -201,11 +201,11 @@ class Vocabulary:
             w = toks[0]
             if w == UNK:
                 has_unk = True
-            if w in _SPECIALS or w in seen:
+            if w in SPECIALS or w in seen:
                 continue
             seen.add(w)
             words.append(w)
-        return cls(list(_SPECIALS) + words, has_unk=has_unk)
+        return cls(list(SPECIALS) + words, has_unk=has_unk)
 
     def save(self, path: str | Path) -> None:
         """Write one word per line (specials included; ``<unk>`` only if it is a word),
@@ -308,7 +308,7 @@ class Corpus:
 
     @classmethod
     def _encoded(cls, numbered, vocab: Vocabulary, source: str, where: str) -> "Corpus":
-        tokens, off, n_words = _encode(numbered, _UnknownIsUnk(vocab.index).__getitem__, where)
+        tokens, off, n_words = encode_lines(numbered, UnknownIsUnk(vocab.index).__getitem__, where)
         n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
         return cls(tokens, off, vocab, n_words, n_oov, source)
 
@@ -355,8 +355,8 @@ def load_training_corpus(
     if vocab_path is not None:
         vocab = Vocabulary.from_file(vocab_path, unk=unk)
         return Corpus.from_text(path, vocab)
-    first = _FirstSeenIds({w: i for i, w in enumerate(_SPECIALS)})
-    prov, off, n_words = _encode(read_lines(path), first.__getitem__, f"{input_name(path)}:")
+    first = FirstSeenIds({w: i for i, w in enumerate(SPECIALS)})
+    prov, off, n_words = encode_lines(read_lines(path), first.__getitem__, f"{input_name(path)}:")
     words = list(first)
     counts = np.bincount(prov, minlength=len(words))
     counter = Counter({w: int(c) for w, c in zip(words, counts) if c > 0 and w not in (BOS, EOS)})
@@ -388,14 +388,14 @@ def _id_array(a, name: str, dtype) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-class _UnknownIsUnk(dict):
+class UnknownIsUnk(dict):
     """word -> id, ``UNK_ID`` for a word not in the map (``__getitem__`` for ``map``)."""
 
     def __missing__(self, word: str) -> int:
         return UNK_ID
 
 
-class _FirstSeenIds(dict):
+class FirstSeenIds(dict):
     """word -> id, a new word getting the next id (``__getitem__`` for ``map``)."""
 
     def __missing__(self, word: str) -> int:
@@ -403,7 +403,7 @@ class _FirstSeenIds(dict):
         return i
 
 
-def _encode(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) -> tuple[np.ndarray, np.ndarray, int]:
+def encode_lines(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) -> tuple[np.ndarray, np.ndarray, int]:
     """``<s> ids </s>`` of every sentence (``lookup``: word -> id), concatenated.
 
     numbered: ``(number, words)`` pairs; ``where + str(number)`` names a sentence in

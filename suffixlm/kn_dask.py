@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .corpus import (
-    _SPECIALS,
+    SPECIALS,
     BOS,
     BOS_ID,
     EOS,
@@ -40,8 +40,8 @@ from .corpus import (
     Corpus,
     CorpusError,
     Vocabulary,
-    _encode,
-    _FirstSeenIds,
+    encode_lines,
+    FirstSeenIds,
     read_lines,
 )
 from .io import BOM, GZIP_MAGIC, input_name, open_error_message, split_words
@@ -109,10 +109,10 @@ def read_shard(path: str, start: int, end: int):
     """Encode a byte range with provisional ids (order of first appearance).
 
     Returns (words list[str], tokens int32[t], offsets int64[s+1], n_words)."""
-    first = _FirstSeenIds({w: i for i, w in enumerate(_SPECIALS)})
+    first = FirstSeenIds({w: i for i, w in enumerate(SPECIALS)})
     name = input_name(path)
     where = f"{name}: bytes {start}..{end}, line " if end >= 0 else f"{name}:"
-    tok, off, n_words = _encode(_shard_lines(path, start, end), first.__getitem__, where)
+    tok, off, n_words = encode_lines(_shard_lines(path, start, end), first.__getitem__, where)
     return list(first), tok, off, n_words
 
 

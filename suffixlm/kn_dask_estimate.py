@@ -33,8 +33,8 @@ import numpy as np
 
 from .corpus import BOS_ID, UNK_ID, Vocabulary
 from .kn_steps import (
-    _ranges,
     check_int32_counts,
+    context_ranges,
     count_of_counts,
     estimate_discounts,
     estimate_unigrams,
@@ -136,7 +136,7 @@ def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
     nonevent, min_count, d, vocab_size, interpolate = params
     word = np.ascontiguousarray(rows[:, -1])
     lower = (found_s + acc_s).astype(np.float32)
-    start, end = _ranges(prefix, n_ctx)
+    start, end = context_ranges(prefix, n_ctx)
     skip = ctx_unk if ctx_unk is not None else np.zeros(n_ctx, dtype=bool)
     lp, explicit, n_retry = K.estimate_order(start, end, skip, kn, word, lower, nonevent, min_count,
                                              float(d[0]), float(d[1]), float(d[2]), vocab_size, interpolate, False)

@@ -12,7 +12,7 @@ import numpy as np
 from .arpa import BackoffLM
 from .corpus import BOS_ID, UNK_ID, Vocabulary
 from .kn_steps import (
-    _ranges,
+    context_ranges,
     count_of_counts,
     estimate_discounts,
     estimate_unigrams,
@@ -105,7 +105,7 @@ def estimate_kneser_ney(
             continue
         prev = orders[-1]
         n_ctx = len(counts.word[n - 2])
-        start, end = _ranges(counts.prefix[n - 1], n_ctx)
+        start, end = context_ranges(counts.prefix[n - 1], n_ctx)
         skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
         lower = (prev.found + prev.acc)[counts.suffix[n - 1]].astype(np.float32)
         if has_unk is not None:

@@ -64,7 +64,7 @@ def estimate_discounts(n: np.ndarray, modified: bool, order: int) -> tuple[float
     return 0.5, 0.5, 0.5
 
 
-def _ranges(prefix: np.ndarray, n_ctx: int) -> tuple[np.ndarray, np.ndarray]:
+def context_ranges(prefix: np.ndarray, n_ctx: int) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) int64[n_ctx]: the n-grams of each context (``prefix`` sorted); an
     order above the longest sentence has no n-gram and no context: empty arrays."""
     end = np.cumsum(np.bincount(prefix, minlength=n_ctx)).astype(np.int64)

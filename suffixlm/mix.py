@@ -98,14 +98,9 @@ def _backoff_log10(model: BackoffLM, tokens_u: np.ndarray, starts: np.ndarray, p
                    vocab: Vocabulary) -> np.ndarray:
     """log10 p at ``positions`` of the union-id token array, SRILM's shared-vocabulary
     rule: 0 for a word the model does not know, contexts cut at unknown words."""
-    from . import _backoff_kernels as K
-
     known = _known(model, vocab)
     ids = _to_model_ids(model, vocab)[tokens_u]
-    nodes, node_bow, probs, prob_lp = model._index or model._build_index()
-    out, _ = K.backoff_query(ids, _cut_starts(tokens_u, starts, known), positions, model.order, len(model.vocab),
-                             nodes.keys, nodes.vals, nodes.shift, node_bow, probs.keys, probs.vals, probs.shift,
-                             prob_lp)
+    out, _ = model.index.query(ids, _cut_starts(tokens_u, starts, known), positions)
     out[~known[tokens_u[positions]]] = -np.inf
     return out
 

@@ -91,7 +91,7 @@ __all__ = ["prune_entropy", "pruning_criterion"]
 LOG_PSEUDO_ZERO = np.float32(-99.0)  # how ARPA files write log 0
 
 
-def _check_threshold(threshold) -> float:
+def check_threshold(threshold) -> float:
     if isinstance(threshold, bool):
         raise ValueError(f"threshold must be a number, got {threshold!r}")
     try:
@@ -109,54 +109,27 @@ def _check_min_order(min_order) -> int:
     return int(min_order)
 
 
-def _table(capacity: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Empty hash map (keys -1) of a power-of-two size at least twice ``capacity``."""
-    size = 16
-    while size < 2 * capacity + 2:
-        size *= 2
-    return np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64), 64 - (size.bit_length() - 1)
-
-
 class _Trie:
-    """SRILM's context trie and probability table for one model (see ``_prune_kernels``)."""
+    """The state of SRILM's pruning passes over a model's back-off index
+    (:class:`suffixlm.backoff.index.BackoffIndex`; see ``_prune_kernels``): which nodes
+    and n-grams are alive, the values as SRILM holds them (-99 is log 0), the n-grams of
+    each context in file order."""
 
     def __init__(self, model: BackoffLM):
-        from . import _prune_kernels as K
-
-        V = len(model.vocab)
+        index = model.index
         N = model.order
-        self.V, self.N = V, N
         grams = model.ngrams
-        self.offsets = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum([len(lp) for _, lp, _, _ in grams], out=self.offsets[1:])
-        # log-probabilities as SRILM holds them: -99 is log 0
-        self.lp = np.concatenate([lp for _, lp, _, _ in grams]).astype(np.float32)
+        self.index, self.V, self.N = index, index.V, N
+        self.offsets = index.offsets
+        # log-probabilities and back-off weights as SRILM holds them: -99 is log 0
+        self.lp = index.lp.copy()
         self.lp[self.lp == LOG_PSEUDO_ZERO] = -np.inf
+        self.node_bow = index.node_bow.copy()
+        self.node_bow[self.node_bow == LOG_PSEUDO_ZERO] = -np.inf
         self.last_word = np.concatenate([r[:, -1] for r, _, _, _ in grams]).astype(np.int64)
-
-        # nodes: the n-grams listing a back-off weight, the contexts of explicit
-        # n-grams, and all their suffixes (SRILM's trie creates them on the way)
-        cap = 1 + sum(n * (int(grams[n - 1][3].sum()) + len(grams[n][1])) for n in range(1, N))
-        self.nkeys, self.nvals, self.nshift = _table(cap)
-        parent = np.zeros(cap, dtype=np.int64)
-        word = np.full(cap, -1, dtype=np.int64)
-        depth = np.zeros(cap, dtype=np.int64)
-        node_bow = np.zeros(cap, dtype=np.float32)
-        next_id = 1
-        for n in range(1, N):
-            rows, _, bow, hb = grams[n - 1]
-            ids, next_id = K.insert_nodes(np.ascontiguousarray(rows[hb]), n, V, self.nkeys, self.nvals, self.nshift,
-                                          next_id, parent, word, depth)
-            b = bow[hb].astype(np.float32)
-            b[b == LOG_PSEUDO_ZERO] = -np.inf
-            node_bow[ids] = b
-            _, next_id = K.insert_nodes(np.ascontiguousarray(grams[n][0][:, :n]), n, V, self.nkeys, self.nvals,
-                                        self.nshift, next_id, parent, word, depth)
-        self.n_nodes = next_id
-        self.parent, self.word, self.depth = parent[:next_id], word[:next_id], depth[:next_id]
-        self.node_bow = node_bow[:next_id].copy()
-        self.node_alive = np.ones(next_id, dtype=bool)
-        self.n_children = np.bincount(self.parent[1:], minlength=next_id).astype(np.int64)
+        n_nodes = index.n_nodes
+        self.node_alive = np.ones(n_nodes, dtype=bool)
+        self.n_children = np.bincount(index.parent[1:], minlength=n_nodes).astype(np.int64)
 
         # the node of each n-gram (-1: not a context) and of its context
         total = int(self.offsets[-1])
@@ -166,23 +139,16 @@ class _Trie:
             rows = grams[n - 1][0]
             sl = slice(self.offsets[n - 1], self.offsets[n])
             if n < N:
-                self.ngram_node[sl] = K.find_nodes(rows, n, V, self.nkeys, self.nvals, self.nshift)
+                self.ngram_node[sl] = index.find_nodes(rows, n)
             if n > 1:
-                ctx_node[sl] = K.find_nodes(rows, n - 1, V, self.nkeys, self.nvals, self.nshift)
-        self.pkeys, self.pvals, self.pshift = _table(total)
-        for n in range(1, N + 1):
-            sl = slice(self.offsets[n - 1], self.offsets[n])
-            dup = K.insert_probs(ctx_node[sl], self.last_word[sl], V, self.pkeys, self.pvals, self.pshift,
-                                 int(self.offsets[n - 1]))
-            if dup:
-                raise ValueError(f"model lists {dup} {n}-gram(s) twice")
+                ctx_node[sl] = index.find_nodes(rows, n - 1)
         self.prob_alive = np.ones(total, dtype=bool)
         # the n-grams of each context, in file order
         self.probs = np.argsort(ctx_node, kind="stable").astype(np.int64)
-        self.probs_start = np.zeros(next_id + 1, dtype=np.int64)
-        np.cumsum(np.bincount(ctx_node, minlength=next_id), out=self.probs_start[1:])
-        order_by_depth = np.argsort(self.depth, kind="stable")
-        bounds = np.searchsorted(self.depth[order_by_depth], np.arange(N + 1))
+        self.probs_start = np.zeros(n_nodes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ctx_node, minlength=n_nodes), out=self.probs_start[1:])
+        order_by_depth = np.argsort(index.depth, kind="stable")
+        bounds = np.searchsorted(index.depth[order_by_depth], np.arange(N + 1))
         self.nodes_at = [order_by_depth[bounds[d]:bounds[d + 1]].astype(np.int64) for d in range(N)]
 
         # unigram rows: events (SRILM's distributeProb) and whether <unk> is one
@@ -192,8 +158,13 @@ class _Trie:
         self.unigram_event = explicit & (w1 != BOS_ID)
         self.unk_nonevent = not bool((explicit & (w1 == UNK_ID)).any())
 
-    def _common(self):
-        return (self.V, self.nkeys, self.nvals, self.nshift, self.parent, self.word, self.node_alive, self.node_bow)
+    def _maps_nodes(self):
+        i = self.index
+        return i.nodes.keys, i.nodes.vals, i.nodes.shift, i.parent, i.word, self.node_alive, self.node_bow
+
+    def _maps_probs(self):
+        i = self.index
+        return i.probs.keys, i.probs.vals, i.probs.shift
 
     def prune(self, threshold: float, min_order: int, score: np.ndarray) -> list[int]:
         """SRILM's pruning passes; returns the number of n-grams removed per order."""
@@ -202,9 +173,9 @@ class _Trie:
         removed = [0] * self.N
         for d in range(self.N - 1, max(1, min_order - 1) - 1, -1):
             removed[d] = int(K.prune_depth(
-                d, self.nodes_at[d], self.N, threshold, self.V, self.nkeys, self.nvals, self.nshift, self.parent,
-                self.word, self.node_alive, self.node_bow, self.n_children, self.probs_start, self.probs,
-                self.pkeys, self.pvals, self.pshift, self.prob_alive, self.lp, self.last_word, self.ngram_node,
+                d, self.nodes_at[d], self.N, threshold, self.V, *self._maps_nodes(), self.n_children,
+                self.probs_start, self.probs, *self._maps_probs(), self.prob_alive, self.lp, self.last_word,
+                self.ngram_node,
                 BOS_ID, EOS_ID, UNK_ID, self.unk_nonevent, score))
         return removed
 
@@ -214,9 +185,8 @@ class _Trie:
 
         K.distribute_unigram_mass(self.lp[:self.offsets[1]], self.unigram_event)
         for d in range(1, self.N):
-            K.recompute_bows(d, self.nodes_at[d], self.N, self.V, self.nkeys, self.nvals, self.nshift, self.parent,
-                             self.word, self.node_alive, self.node_bow, self.probs_start, self.probs, self.pkeys,
-                             self.pvals, self.pshift, self.prob_alive, self.lp, self.last_word)
+            K.recompute_bows(d, self.nodes_at[d], self.N, self.V, *self._maps_nodes(), self.probs_start, self.probs,
+                             *self._maps_probs(), self.prob_alive, self.lp, self.last_word)
 
     def model(self, original: BackoffLM) -> BackoffLM:
         """The live n-grams as a BackoffLM, its values as its ARPA file gives them
@@ -267,7 +237,7 @@ def prune_entropy(model: BackoffLM, threshold: float, min_order: int = 2) -> Bac
     not changed. ``threshold = 0`` returns an unchanged copy (SRILM does not prune).
     """
     model = _usable(model)
-    t = _check_threshold(threshold)
+    t = check_threshold(threshold)
     min_order = _check_min_order(min_order)
     if t == 0:
         out = BackoffLM(model.vocab, [(r.copy(), p.copy(), b.copy(), h.copy()) for r, p, b, h in model.ngrams])

@@ -89,7 +89,7 @@ class FullScoreReturn(NamedTuple):
     oov: bool
 
 
-def _as_str(word) -> str:
+def as_str(word) -> str:
     if isinstance(word, bytes):
         return word.decode("utf-8")
     if isinstance(word, str):
@@ -114,10 +114,10 @@ class KenLMInterface:
     # -- KenLM -------------------------------------------------------------------
     def __contains__(self, word) -> bool:
         """Whether ``word`` is in the vocabulary (``<unk>`` is not, as in KenLM)."""
-        return self.vocab.index.get(_as_str(word), UNK_ID) != UNK_ID
+        return self.vocab.index.get(as_str(word), UNK_ID) != UNK_ID
 
     def _word_id(self, word) -> int:
-        return self.vocab.id(_as_str(word))
+        return self.vocab.id(as_str(word))
 
     def _full(self, context: tuple[int, ...], wid: int) -> tuple[FullScoreReturn, tuple[int, ...]]:
         lp, n, nxt = self._step(tuple(context), int(wid))
@@ -148,7 +148,7 @@ class KenLMInterface:
         ``<s>``), then for ``</s>`` when ``eos``."""
         vocab = self.vocab
         context: tuple[int, ...] = (BOS_ID,) if bos else ()
-        for word in split_words(_as_str(sentence)):
+        for word in split_words(as_str(sentence)):
             ret, context = self._full(context, vocab.id(word))
             yield tuple(ret)
         if eos:
@@ -190,7 +190,7 @@ class KenLMInterface:
         if not isinstance(sentence, (str, bytes)):
             raise TypeError(f"perplexity() scores one sentence (a string), got {type(sentence).__name__}; "
                             "use corpus_perplexity() or score_file() for a corpus or a file")
-        words = len(split_words(_as_str(sentence))) + 1
+        words = len(split_words(as_str(sentence))) + 1
         return 10.0 ** (-self.score(sentence) / words)
 
     # -- the next-word distribution ----------------------------------------------

@@ -1,7 +1,6 @@
 """The probing table of a back-off model (``_binary_kernels``), built from its n-grams:
 what the binary model file stores and what every back-off model answers KenLM's queries
-from (:class:`TableQueries`); and the growable int64 hash map the ARPA models' indexes
-use."""
+from (:class:`TableQueries`)."""
 
 from __future__ import annotations
 
@@ -10,47 +9,13 @@ import math
 import numpy as np
 
 from . import _binary_kernels as K
-from .corpus import BOS_ID, EOS_ID, UNK_ID, _UnknownIsUnk
+from .corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from .io import split_words
-from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, _as_str
+from .backoff.index import Int64Map
+from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
-
-
-class Int64Map:
-    """Open-addressing hash map int64 key (>= 0) -> int32 value (see ``_hash_kernels.hash_insert``),
-    grown so that it stays at most 5/8 full."""
-
-    def __init__(self, capacity: int):
-        size, self.shift = self._size(capacity)
-        self.keys = np.full(size, -1, dtype=np.int64)
-        self.vals = np.zeros(size, dtype=np.int32)
-        self.n = 0
-
-    @staticmethod
-    def _size(capacity: int) -> tuple[int, int]:
-        size = 16
-        while size * 5 < capacity * 8 + 8:
-            size *= 2
-        return size, 64 - (size.bit_length() - 1)
-
-    def insert(self, keys: np.ndarray, next_id: int, chunk: int = 1 << 18) -> tuple[np.ndarray, int]:
-        """Values of ``keys``; new keys get ``next_id``, ``next_id + 1``, ... Returns (values, next id)."""
-        from . import _hash_kernels as K
-
-        keys = np.ascontiguousarray(keys, dtype=np.int64)
-        out = np.empty(len(keys), dtype=np.int64)
-        for a in range(0, len(keys), chunk):
-            part = keys[a:a + chunk]
-            if (self.n + len(part)) * 8 > len(self.keys) * 5:
-                size, shift = self._size(self.n + len(part))
-                self.keys, self.vals = K.hash_rehash(self.keys, self.vals, size, shift)
-                self.shift = shift
-            out[a:a + chunk], new_next = K.hash_insert(self.keys, self.vals, self.shift, part, int(next_id))
-            self.n += new_next - next_id
-            next_id = new_next
-        return out, int(next_id)
 
 
 def build_table(lm) -> tuple[np.ndarray, int]:
@@ -154,7 +119,7 @@ class TableQueries(KenLMInterface):
         V = len(self.vocab)
         self._D, self._V, self._S, self._missing = D, V, int(S), float(missing)
         self._windex = self.vocab.index
-        self._to_id = _UnknownIsUnk(self._windex).__getitem__
+        self._to_id = UnknownIsUnk(self._windex).__getitem__
         # the vocabulary as a hash table over UTF-8 bytes, for sentences scored in one call
         encoded = [w.encode("utf-8") for w in self.vocab.words]
         self._blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
@@ -166,7 +131,7 @@ class TableQueries(KenLMInterface):
 
     # ------------------------------------------------------------ ids and states
     def _ids(self, sentence: str, eos: bool) -> np.ndarray:
-        ids = list(map(self._to_id, split_words(_as_str(sentence))))
+        ids = list(map(self._to_id, split_words(as_str(sentence))))
         if eos:
             ids.append(EOS_ID)
         return np.array(ids, dtype=np.int64)
@@ -290,7 +255,7 @@ class TableQueries(KenLMInterface):
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
-        sentences = [s if s.__class__ is str else _as_str(s) for s in sentences]
+        sentences = [s if s.__class__ is str else as_str(s) for s in sentences]
         text = "\n".join(sentences)
         if text.count("\n") == max(len(sentences) - 1, 0):  # no line end inside a sentence
             try:
@@ -303,7 +268,7 @@ class TableQueries(KenLMInterface):
         to_id = self._to_id
         ids, offsets = [], [0]
         for s in sentences:
-            ids.extend(map(to_id, split_words(_as_str(s))))
+            ids.extend(map(to_id, split_words(as_str(s))))
             if eos:
                 ids.append(EOS_ID)
             offsets.append(len(ids))

@@ -186,3 +186,56 @@ def test_every_list_of_penalty_names_is_the_penalty_classes():
 
     assert LM_PENALTIES == tuple(PENALTIES)
     assert CRF_PENALTIES == tuple(n for n, c in PENALTIES.items() if c.crf)
+
+
+def private_names_crossing(mods: dict[str, Path] | None = None) -> list[str]:
+    """Every ``_private`` name (not a module, not a dunder) that a module takes from another
+    of our modules: ``from m import _x``, or ``m._x`` where ``m`` names one of our modules
+    (imported as a module, at any depth)."""
+    mods = mods or _modules()
+    found = []
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        package = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        aliases = {}  # local name -> our module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    stem = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                else:
+                    stem = node.module or ""
+                if _known(stem, mods) is None:
+                    continue
+                for a in node.names:
+                    full = f"{stem}.{a.name}"
+                    if full in mods:
+                        aliases[a.asname or a.name] = full
+                    elif a.name.startswith("_") and not a.name.startswith("__") and stem != mod:
+                        found.append(f"{mod}:{node.lineno}: from {stem} import {a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in mods and a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and f"{aliases[node.value.id]}.{node.attr}" not in mods and aliases[node.value.id] != mod):
+                found.append(f"{mod}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_no_private_name_crosses_modules():
+    """A module uses another's public names only: what one file marks private (a leading
+    underscore) no other file imports or reaches into."""
+    assert private_names_crossing() == []
+
+
+def test_private_name_finder_finds_them(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("_hidden = 1\nshown = 2\n")
+    (pkg / "b.py").write_text("from .a import _hidden, shown\nfrom . import a as A\nx = A._hidden + A.shown\n")
+    mods = {"pkg": pkg / "__init__.py", "pkg.a": pkg / "a.py", "pkg.b": pkg / "b.py"}
+    assert private_names_crossing(mods) == ["pkg.b:1: from pkg.a import _hidden", "pkg.b:3: pkg.a._hidden"]

@@ -94,18 +94,18 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
     from ..corpus import Corpus, CorpusError, load_training_corpus
     from ..evaluate import score
     from ..model import LogLinearLM
-    from .params import check_output, check_text_input
+    from .params import check_output, check_text_input, parse_lam
     from .kn import parse_min_counts
 
     from ..progress import Progress
-    from .train import _lam, describe_model, fit_lm
+    from .train import describe_model, fit_lm
 
     progress = Progress(quiet)
     order_list = parse_orders(orders)
     penalties = penalties or ("linf-tree",)
     if lam_text is None:
         lam_text = "auto" if valid_file is not None else "default"
-    lam = _lam(lam_text)
+    lam = parse_lam(lam_text)
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
     if signed is None:

@@ -359,3 +359,18 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, memory
         raise click.ClickException(str(e)) from None
     with stack:
         yield client
+
+
+def parse_lam(value: str):
+    """``--lam``: a number >= 0, 'default' (None) or 'auto'."""
+    if value == "auto":
+        return "auto"
+    if value == "default":
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a number, 'default' nor 'auto'", param_hint="--lam") from None
+    if not (x >= 0 and math.isfinite(x)):
+        raise click.BadParameter(f"{value!r}: must be a finite number >= 0", param_hint="--lam")
+    return x

@@ -16,10 +16,10 @@ from .params import FiniteFloat, threads_option, write_backoff, writing
 
 def parse_threshold(value, option: str = "--threshold") -> float:
     """The ``--threshold`` (``suffixlm kn --prune``) value checked as ``prune_entropy`` wants it."""
-    from ..prune import _check_threshold
+    from ..prune import check_threshold
 
     try:
-        return _check_threshold(value)
+        return check_threshold(value)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint=option) from None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import time
 import warnings
 
@@ -13,22 +12,8 @@ from ..model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE
 from ..options import INT32_MAX, LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS, SEED_MAX
 from .params import (
     ORDER, FiniteFloat, checkpoint_options, dask_client, distributed_options, min_word_count, min_word_count_option,
-    threads_option, writing,
+    parse_lam, threads_option, writing,
 )
-
-
-def _lam(value: str):
-    if value == "auto":
-        return "auto"
-    if value == "default":
-        return None
-    try:
-        x = float(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is neither a number, 'default' nor 'auto'", param_hint="--lam") from None
-    if not (x >= 0 and math.isfinite(x)):
-        raise click.BadParameter(f"{value!r}: must be a finite number >= 0", param_hint="--lam")
-    return x
 
 
 @click.command("train")
@@ -100,7 +85,7 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     min_count = min_word_count(min_count)
     if lam_text is None:
         lam_text = "auto" if valid_file is not None else "default"
-    lam = _lam(lam_text)
+    lam = parse_lam(lam_text)
     inputs = [train_file, valid_file, vocab_file]
     for path, what in ((train_file, "the training text"), (valid_file, "the validation text")):
         check_text_input(path, what)
