@@ -26,7 +26,8 @@ def command(order, penalty, lam, base, quiet):
     and print its test perplexity beside modified Kneser-Ney's."""
     from suffixlm.corpora import sample_path
 
-    from .. import _kn_kernels, _lm_kernels
+    from .. import _kn_kernels
+    from .. import _lm_kernels
     from ..corpus import Corpus, load_training_corpus
     from ..kn import KneserNeyLM
     from ..model import LogLinearLM

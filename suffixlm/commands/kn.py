@@ -73,7 +73,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     from ..memory import return_freed_memory_to_os
     from .params import check_output, check_text_input, report_stream
 
-    from .. import _kn_kernels, _ngram_kernels
+    from .. import _kn_kernels
+    from .. import _ngram_kernels
     from ..progress import Progress, announce_compilation
 
     echo = functools.partial(click.echo, err=report_stream(output))
