@@ -1,6 +1,6 @@
-"""Numba kernels of the back-off index (:mod:`suffixlm.backoff.index`): SRILM's context
-trie in a hash map, and its back-off walk (``Ngram::wordProbBO``), which scoring and
-pruning share."""
+"""Numba kernels of the back-off index (:mod:`suffixlm.backoff.index`): lookups in SRILM's
+context trie, and its back-off walk (``Ngram::wordProbBO``), which scoring and pruning
+share."""
 
 from __future__ import annotations
 
@@ -8,28 +8,6 @@ import numpy as np
 from numba import njit
 
 from ._hash_kernels import hash_find, hash_insert_one
-
-
-@njit(cache=True)
-def insert_nodes(rows, ncols, V, keys, vals, shift, next_id, parent, word, depth):
-    """Insert the contexts ``rows[:, :ncols]`` (oldest word first) and all their suffixes
-    as trie nodes under the key ``parent * V + word``. Returns (node id of each row
-    int64[m], next free id)."""
-    m = rows.shape[0]
-    out = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        node = 0
-        for j in range(ncols - 1, -1, -1):
-            w = rows[i, j]
-            nxt, new = hash_insert_one(keys, vals, shift, node * V + w, next_id)
-            if new:
-                parent[nxt] = node
-                word[nxt] = w
-                depth[nxt] = depth[node] + 1
-                next_id += 1
-            node = nxt
-        out[i] = node
-    return out, next_id
 
 
 @njit(cache=True)

@@ -290,6 +290,17 @@ def state_of(D, V, S, order, words):
     return best
 
 
+@njit(cache=True, inline="always")
+def _begin(bos, order, a_w, a_r):
+    """The state a sentence starts from (``<s>``, record 0, when ``bos``; else empty):
+    fills ``a_w`` / ``a_r`` and returns its length."""
+    if bos and order > 1:
+        a_w[0] = 0
+        a_r[0] = 0
+        return 1
+    return 0
+
+
 @njit(cache=True)
 def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len):
     """KenLM's ``full_scores`` of many sentences at once: ``tokens`` are word ids of the
@@ -306,11 +317,7 @@ def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, ou
     b_r = np.empty(order + 1, dtype=np.int64)
     fill = out_lp.shape[0] > 0
     for s in range(n_sent):
-        k = 0
-        if bos and order > 1:
-            a_w[0] = 0
-            a_r[0] = 0
-            k = 1
+        k = _begin(bos, order, a_w, a_r)
         total = np.float32(0.0)
         for i in range(offsets[s], offsets[s + 1]):
             lp, n, k = walk(D, F, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
@@ -442,11 +449,7 @@ def _space(c):
 def _score_span(D, F, V, S, order, W, blob, text, pos, end, bos, eos, missing_lp, unk, eos_id, a_w, a_r, b_w, b_r):
     """KenLM's ``score`` of the sentence ``text[pos:end]`` (UTF-8 bytes, words split on
     ASCII white space as ``io.split_words``): the float32 sum."""
-    k = 0
-    if bos and order > 1:
-        a_w[0] = 0
-        a_r[0] = 0
-        k = 1
+    k = _begin(bos, order, a_w, a_r)
     total = np.float32(0.0)
     i = pos
     while i < end:

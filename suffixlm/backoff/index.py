@@ -91,37 +91,51 @@ class BackoffIndex:
         total = int(self.offsets[-1])
 
         # nodes: the n-grams listing a back-off weight, the contexts of explicit
-        # n-grams, and all their suffixes (SRILM's trie creates them on the way)
-        cap = 1 + sum(n * (int(grams[n - 1][3].sum()) + len(grams[n][1])) for n in range(1, N))
-        self.nodes = Int64Map(cap)
-        parent = np.zeros(cap, dtype=np.int32)
-        word = np.full(cap, -1, dtype=np.int32)
-        depth = np.zeros(cap, dtype=np.int16)
-        node_bow = np.zeros(cap, dtype=np.float32)
-        m = self.nodes
+        # n-grams, and all their suffixes (SRILM's trie creates them on the way).
+        # base[m-1]: the rows of length m that must be nodes (contexts of the (m+1)-grams
+        # first, then the m-grams with a back-off weight); cur[m-1]: the node of each
+        # one's suffix of length k, built for k = 1, 2, ... one word to the left at a time
+        base = [np.concatenate([grams[m][0][:, :m], grams[m - 1][0][grams[m - 1][3]]]) for m in range(1, N)]
+        self.nodes = m = Int64Map(V)
+        cur = [np.zeros(len(b), dtype=np.int64) for b in base]
+        parent, word, depth = [np.zeros(1, dtype=np.int32)], [np.full(1, -1, dtype=np.int32)], [0]
         next_id = 1
-        for n in range(1, N):
-            rows, _, bow, hb = grams[n - 1]
-            ids, next_id = K.insert_nodes(np.ascontiguousarray(rows[hb]), n, V, m.keys, m.vals, m.shift, next_id,
-                                          parent, word, depth)
-            node_bow[ids] = bow[hb]
-            _, next_id = K.insert_nodes(np.ascontiguousarray(grams[n][0][:, :n]), n, V, m.keys, m.vals, m.shift,
-                                        next_id, parent, word, depth)
-        m.n = next_id - 1
+        for k in range(1, N):
+            for j in range(k - 1, N - 1):  # the rows of length j + 1 >= k
+                w = base[j][:, j + 1 - k].astype(np.int64)
+                ids, new_next = m.insert(cur[j] * V + w, next_id)
+                if new_next > next_id:
+                    fresh = ids >= next_id
+                    par = np.empty(new_next - next_id, dtype=np.int32)
+                    wrd = np.empty(new_next - next_id, dtype=np.int32)
+                    par[ids[fresh] - next_id] = cur[j][fresh]
+                    wrd[ids[fresh] - next_id] = w[fresh]
+                    parent.append(par)
+                    word.append(wrd)
+                    depth.append((k, new_next - next_id))
+                    next_id = new_next
+                cur[j] = ids
         self.n_nodes = next_id
-        self.parent, self.word, self.depth = parent[:next_id].copy(), word[:next_id].copy(), depth[:next_id].copy()
-        self.node_bow = node_bow[:next_id].copy()
-        del parent, word, depth, node_bow
+        self.parent = np.concatenate(parent)
+        self.word = np.concatenate(word)
+        self.depth = np.concatenate([np.zeros(1, dtype=np.int16)] + [np.full(c, d, dtype=np.int16)
+                                                                        for d, c in depth[1:]])
+        self.node_bow = np.zeros(next_id, dtype=np.float32)
+        for j in range(N - 1):
+            _, _, bow, hb = grams[j]
+            self.node_bow[cur[j][len(grams[j + 1][0]):]] = bow[hb]
+        del base, parent, word, depth
 
         self.probs = p = Int64Map(total)
         for n in range(1, N + 1):
             rows = grams[n - 1][0]
-            ctx = np.zeros(len(rows), dtype=np.int64) if n == 1 else self.find_nodes(rows, n - 1)
+            ctx = np.zeros(len(rows), dtype=np.int64) if n == 1 else cur[n - 2][:len(rows)]
             last = np.ascontiguousarray(rows[:, -1], dtype=np.int64)
             dup = K.insert_probs(ctx, last, V, p.keys, p.vals, p.shift, int(self.offsets[n - 1]))
             if dup:
                 raise ValueError(f"model lists {dup} {n}-gram(s) twice")
         p.n = total
+        del cur
         self.lp = np.concatenate([lp for _, lp, _, _ in grams]).astype(np.float32)
 
     def find_nodes(self, rows: np.ndarray, ncols: int) -> np.ndarray:

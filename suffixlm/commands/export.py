@@ -7,16 +7,14 @@ import time
 
 import click
 
-from .params import threads_option, write_backoff, writing
+from .params import binary_option, threads_option, write_backoff, writing
 
 
 @click.command("export")
 @click.argument("model_path", metavar="MODEL")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
               help="ARPA file to write (exactly this path; a name ending in .gz is compressed; '-': stdout).")
-@click.option("--binary", is_flag=True,
-              help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) "
-                   "instead of ARPA.")
+@binary_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress.")
 @threads_option
 def command(model_path, output, binary, quiet):

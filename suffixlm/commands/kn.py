@@ -11,7 +11,9 @@ import warnings
 import click
 
 from ..options import INT32_MAX, order_text
-from .params import ORDER, FiniteFloat, dask_client, distributed_options, threads_option, write_backoff, writing
+from .params import (
+    ORDER, FiniteFloat, binary_option, dask_client, distributed_options, threads_option, write_backoff, writing,
+)
 
 
 def parse_min_counts(text: str | None, order: int, option: str = "--min-count") -> list[int] | None:
@@ -56,9 +58,7 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
 @click.option("--prune", "prune", type=FiniteFloat(0.0), default=None,
               help="Prune the model by relative entropy at this threshold before writing it "
                    "(SRILM -prune; see `suffixlm prune`).")
-@click.option("--binary", is_flag=True,
-              help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) "
-                   "instead of ARPA.")
+@binary_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @distributed_options

@@ -374,3 +374,9 @@ def parse_lam(value: str):
     if not (x >= 0 and math.isfinite(x)):
         raise click.BadParameter(f"{value!r}: must be a finite number >= 0", param_hint="--lam")
     return x
+
+
+#: ``--binary`` of the commands that write a back-off model (kn, prune, export)
+binary_option = click.option(
+    "--binary", is_flag=True,
+    help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) instead of ARPA.")

@@ -11,7 +11,7 @@ import click
 
 from ..options import INT32_MAX
 
-from .params import FiniteFloat, threads_option, write_backoff, writing
+from .params import FiniteFloat, binary_option, threads_option, write_backoff, writing
 
 
 def parse_threshold(value, option: str = "--threshold") -> float:
@@ -32,9 +32,7 @@ def parse_threshold(value, option: str = "--threshold") -> float:
               help="Relative perplexity change below which an n-gram is removed (SRILM -prune), e.g. 1e-8.")
 @click.option("--min-order", default=2, show_default=True, type=click.IntRange(1, INT32_MAX),
               help="Prune only n-grams of at least this order (SRILM -minprune; unigrams are never pruned).")
-@click.option("--binary", is_flag=True,
-              help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) "
-                   "instead of ARPA.")
+@binary_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @threads_option
