@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import threads as _threads
+from .checks import is_int
 from .corpus import Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
 from .kn_steps import (  # noqa: F401  (re-exported: suffixlm.kn's names before the steps moved)
@@ -92,9 +93,6 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         """``TypeError`` for an order or cut-off that is not an integer (floats and bools
         included), ``ValueError`` for one out of range (cut-offs: 1 .. 2**31 - 1, counts
         being 32-bit)."""
-        def is_int(v):
-            return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
         if self.order is not None and not is_int(self.order):
             raise TypeError(f"order must be an integer or None (unbounded), got {self.order!r}")
         if self.order is not None and self.order < 1:
