@@ -168,7 +168,7 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
 
         from . import _gradient_kernels, _inference_kernels, _order2_kernels
 
-        pairs = (_order2_kernels,) if crf._pairwise_params() else ()
+        pairs = (_order2_kernels,) if crf.needs_pair_states() else ()
         announce_compilation(Progress(quiet), _gradient_kernels, _inference_kernels, *pairs)
         seqs = read_sequences(train)
         if not seqs:
@@ -192,8 +192,7 @@ def train(patterns, algorithm, penalty, rho1, rho2, devel, maxiter, stopeps, sto
             elif grow:
                 crf.grow(X, y, list(patterns) if len(patterns) > 1 else None, Xd, yd)
             else:
-                crf._release_inputs = True  # X, y, Xd, yd are ours: fit frees them once encoded
-                crf.fit(X, y, Xd, yd, checkpoint=ck, client=client)
+                crf.fit(X, y, Xd, yd, checkpoint=ck, client=client, consume=True)  # X .. yd are ours alone
     except (DataError, PatternError, ModelError, ValueError) as exc:
         raise _fail(exc) from None
     except OSError as exc:  # an input that exists but cannot be read

@@ -32,9 +32,6 @@ from .transitions import FORBID_CHOICES, allowed_pairs
 __all__ = ["CRF", "ModelError", "Tagger", "FORMAT_NAME", "FORMAT_VERSION", "INPUT_KINDS", "MAX_COLUMNS",
            "MAX_TRANSITION_SCORE", "ALGORITHMS", "PENALTIES"]
 
-# the model file's names (crf.modelfile) stay importable from here, under their old names too
-_CONTAINER_SPEC, _digest, _digest_v1 = modelfile.CONTAINER_SPEC, modelfile.digest, modelfile.digest_v1
-
 
 def _listed(seqs, name: str):
     """The sequences of ``seqs`` as a list: a list or tuple as it is, any other iterable (a
@@ -333,7 +330,7 @@ class CRF(ParamsMixin):
                              f"{settings.algorithm!r}")
         return settings
 
-    def _pairwise_params(self) -> bool:
+    def needs_pair_states(self) -> bool:
         """Whether the parameters ask for label-pair states (order 2 or forbidden pairs)."""
         forbid = getattr(self, "forbid", None)
         return getattr(self, "order", None) == 2 or not (forbid is None or (isinstance(forbid, str)
@@ -457,7 +454,7 @@ class CRF(ParamsMixin):
         return kind
 
     @_threads.scoped
-    def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None, client=None) -> "CRF":
+    def fit(self, X, y, X_dev=None, y_dev=None, checkpoint=None, client=None, *, consume: bool = False) -> "CRF":
         """Train on sequences X and labels y (lists of label strings). X: lists of token rows
         (lists of column strings) expanded by ``patterns``; or, with ``patterns`` None,
         sklearn-crfsuite's / python-crfsuite's feature dicts (one per token) or lists of
@@ -474,7 +471,11 @@ class CRF(ParamsMixin):
 
         ``client``: a ``distributed.Client``: the workers hold shards of the encoded
         training data and evaluate the gradient on them (:mod:`crf.distributed`); the
-        solver runs here. Algorithms owlqn, lbfgs and fista; not with ``checkpoint``."""
+        solver runs here. Algorithms owlqn, lbfgs and fista; not with ``checkpoint``.
+
+        ``consume``: the caller gives ``X``, ``y``, ``X_dev`` and ``y_dev`` up to this fit,
+        which empties those lists as soon as they are encoded (less memory while it trains;
+        the command line's reading)."""
         settings = self._settings()
         if checkpoint is not None and settings.algorithm in _NO_CHECKPOINT:
             raise ValueError(f"checkpoints are not supported with algorithm {self.algorithm!r}")
@@ -489,11 +490,10 @@ class CRF(ParamsMixin):
         kind = self._check_fit_input(X, y, X_dev, y_dev)
         n_threads = self._set_threads()
         t_start = time.perf_counter()
-        release = getattr(self, "_release_inputs", False)  # lists the command line made for this fit alone
 
         def released(*seqs):  # free their strings once encoded
             for s in seqs:
-                if release and isinstance(s, list):
+                if consume and isinstance(s, list):
                     s.clear()
 
         if kind == "columns":
@@ -519,7 +519,7 @@ class CRF(ParamsMixin):
             text = dicts.PATTERN_TEXT[order]
             dev = dicts.encode(space, X_dev, y_dev, "X_dev") if X_dev is not None else None
         released(X_dev, y_dev)
-        if release:
+        if consume:
             release_free_memory()
         self._log(f"* {train.n_sequences} sequences, {train.n_tokens} tokens, {space.n_labels} labels, "
                   f"{len(space.observations)} observations, {space.n_params} features "

@@ -24,7 +24,7 @@ class StringTable(Sequence):
 
     ``blob``: uint8 (size,); ``offsets``: int64 (n + 1,), from 0 to size, non-decreasing,
     every one on a character boundary (callers reading a file check this first:
-    :func:`crf.model._checked_observations`)."""
+    ``crf.modelfile.read``)."""
 
     __slots__ = ("blob", "offsets", "_text")
 

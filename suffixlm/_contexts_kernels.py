@@ -18,7 +18,7 @@ from ._tree_kernels import find_sorted, grow
 
 
 @njit(cache=True)
-def _walk(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens, out_nodes, out_cover, o, write):
+def walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens, out_nodes, out_cover, o, write):
     """Walk position ``i`` of token array ``x`` with ``avail`` context symbols.
     Writes the path at out[o:] when ``write``; returns the path length."""
     node = 0
@@ -76,7 +76,7 @@ def extract(x, offsets, max_depth, depth, context_position, child_offsets, child
                 cover = grow(cover, 2 * cap)
                 cap = nodes.shape[0]
             positions[k] = i
-            o += _walk(x, i, min(max_depth, i - start), depth, context_position, child_offsets, children,
+            o += walk_context(x, i, min(max_depth, i - start), depth, context_position, child_offsets, children,
                        child_first_word, tree_tokens, nodes, cover, o, True)
             k += 1
             path_offsets[k] = o

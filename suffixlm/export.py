@@ -51,17 +51,14 @@ def _attach_bows(rows: np.ndarray, ctx_rows: np.ndarray, ctx_bow: np.ndarray):
 def loglinear_to_backoff(lm) -> BackoffLM:
     """The fitted :class:`suffixlm.model.LogLinearLM` ``lm`` as a :class:`BackoffLM`
     (write it with ``write_arpa``)."""
-    lm._check_fitted()
-    if not hasattr(lm, "_topo"):
-        lm._prepare_scoring()
-    lm._ensure_forward()
+    sa = lm.scoring_arrays()
     t = lm.tree_
     b = lm.base_
     # at unbounded order: one more than the deepest context (what an ARPA file can hold)
     N = int(lm.order) if lm.order is not None else int(t.depth.max(initial=0)) + 1
     vocab = lm.vocab_
     V = len(vocab)
-    collapsed = lm._collapsed
+    collapsed = sa.collapsed
     nonroot = t.parent >= 0
     if b.kind != "none" and not b.on_edges and np.any(collapsed[nonroot] != 1):
         raise RuntimeError("internal error: a model with a base measure read on the trie lives on the trie")
@@ -75,16 +72,16 @@ def loglinear_to_backoff(lm) -> BackoffLM:
     logp = np.empty(idx_off[-1], dtype=np.float64)
     ctx_rows = np.empty(ctx_row_off[-1], dtype=np.int32)
     ctx_bow = np.empty(ctx_idx_off[-1], dtype=np.float64)
-    K.expand(t.parent, t.depth, collapsed, t.succ_offsets, t.succ_words.astype(np.int64), lm._param_parent,
-             t.context_position, t.tokens, lm.weights_, lm._S, lm._Z, b.lnB, b.gamma, N,
-             row_off, idx_off, ctx_row_off, ctx_idx_off, rows, logp, ctx_rows, ctx_bow, *lm._edge_args()[1:])
+    K.expand(t.parent, t.depth, collapsed, t.succ_offsets, t.succ_words.astype(np.int64), sa.param_parent,
+             t.context_position, t.tokens, lm.weights_, sa.S, sa.Z, b.lnB, b.gamma, N,
+             row_off, idx_off, ctx_row_off, ctx_idx_off, rows, logp, ctx_rows, ctx_bow, *sa.edge_base)
 
     # unigrams: every word; those that are no root param score ln_unseen
     root = int(np.flatnonzero(~nonroot)[0])
     lo, hi = t.succ_offsets[root], t.succ_offsets[root + 1]
-    lz = np.log(lm._Z[root])
+    lz = np.log(sa.Z[root])
     uni = np.full(V, (b.ln_unseen - lz) / LN10)
-    uni[t.succ_words[lo:hi]] = (lm._S[lo:hi] + b.lnB[lo:hi] - lz) / LN10
+    uni[t.succ_words[lo:hi]] = (sa.S[lo:hi] + b.lnB[lo:hi] - lz) / LN10
     uni[BOS_ID] = LOG_ZERO
     words = np.arange(V, dtype=np.int32)
     if not vocab.has_unk:

@@ -211,10 +211,10 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
     def _sum_dtype(self):
         return np.float64 if "tree_model_" in self.__dict__ else np.float32
 
-    def _step(self, context, word):
+    def kenlm_step(self, context, word):
         if "tree_model_" in self.__dict__:
-            return self.tree_model_._step(context, word)
-        return self.model_._step(context, word)
+            return self.tree_model_.kenlm_step(context, word)
+        return self.model_.kenlm_step(context, word)
 
     def write_arpa(self, path) -> None:
         """Write the model as an ARPA file (``BackoffLM.write_arpa``), never over the training text."""

@@ -157,7 +157,7 @@ class MixtureLM(KenLMInterface):
             p = np.einsum("k,kn->n", self.weights, np.power(10.0, comp))
             return np.log10(p)
 
-    def _step(self, context, word):
+    def kenlm_step(self, context, word):
         """KenLM API: each model's probability in its own ids (0 for a word it does not
         know; its context stops at the most recent word it does not know), mixed."""
         if not hasattr(self, "_maps"):
@@ -172,7 +172,7 @@ class MixtureLM(KenLMInterface):
                 if not known[ctx[i]]:
                     ctx = ctx[i + 1:]
                     break
-            lp, n, _ = m._step(tuple(int(ids[t]) for t in ctx), int(ids[word]))
+            lp, n, _ = m.kenlm_step(tuple(int(ids[t]) for t in ctx), int(ids[word]))
             total += wk * 10.0 ** lp
             length = max(length, n)
         keep = self.order - 1

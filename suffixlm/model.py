@@ -22,7 +22,7 @@ import math
 import os
 import time
 import warnings
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
@@ -129,6 +129,16 @@ def discount_weights(tree) -> np.ndarray:
     cls = np.minimum(tree.succ_counts, 3).astype(np.int64) - 1
     cum = np.vstack([np.zeros((1, 3)), np.cumsum(D, axis=0)])  # cum[d] = sum of D[:d]
     return cum[deep + 1, cls] - cum[deep - c + 1, cls]
+
+
+class ScoringArrays(NamedTuple):
+    """A fitted :class:`LogLinearLM`'s scores on its tree (``LogLinearLM.scoring_arrays``)."""
+
+    param_parent: np.ndarray  #: int64[n_params]: the parameter one node up with the same word, -1 at the top
+    collapsed: np.ndarray  #: int64[n_nodes]: trie contexts on each node's edge
+    S: np.ndarray  #: float64[n_params]: each parameter's score (its weight plus those above it)
+    Z: np.ndarray  #: float64[n_nodes]: each node's normaliser
+    edge_base: tuple  #: the base's closed form inside edges (ln D1 products, events, non-events)
 
 
 class LogLinearLM(ParamsMixin, KenLMInterface):
@@ -277,8 +287,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         from .suffixtree import SuffixTree
 
         t0 = time.perf_counter()
-        # the sorting build, also at unbounded order: on full PTB at depth 83 it takes
-        # 1.3-1.4 s against Ukkonen's 1.8 s (wall, benchmarks/unbounded.md); same tree
+        # the sorting build, also at unbounded order (the faster of the two there:
+        # benchmarks/unbounded.md); the same tree
         tree = SuffixTree.build(corpus, max_depth=self._max_depth(corpus.offsets), collapse=not self._on_trie())
         ctx = extract_contexts(tree, corpus)
         keep = corpus.target_mask()[ctx.positions]
@@ -657,6 +667,15 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         if not hasattr(self, "weights_"):
             raise RuntimeError("this LogLinearLM is not fitted yet: call fit() or load()")
 
+    def scoring_arrays(self) -> ScoringArrays:
+        """The arrays the fitted model scores with (computed once for its weights): what
+        :mod:`suffixlm.export` expands into a back-off model. Read-only."""
+        self._check_fitted()
+        if not hasattr(self, "_topo"):
+            self._prepare_scoring()
+        self._ensure_forward()
+        return ScoringArrays(self._param_parent, self._collapsed, self._S, self._Z, self._edge_args()[1:])
+
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         """log10 P(token | context) for every predicted position of ``corpus`` (all
         non-``<s>`` tokens, in order); NaN where the target is an OOV that is not
@@ -689,12 +708,12 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._check_fitted()
         return self.vocab_
 
-    def _step(self, context, word):
+    def kenlm_step(self, context, word):
         """(log10 p(word | context), n-gram length, next context) for the KenLM API
         (:mod:`suffixlm.query`). The n-gram length is one more than the depth of the
         deepest context where ``word`` has a parameter (where an ARPA export lists the
         n-gram); the next context is the part of the history the tree matches."""
-        from ._contexts_kernels import _walk
+        from ._contexts_kernels import walk_context
 
         self._check_fitted()
         if not hasattr(self, "_topo"):
@@ -707,7 +726,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         x = np.array(context + (word, 0), dtype=np.int32)
         nodes = np.empty(m + 2, dtype=np.int64)
         cover = np.empty(m + 2, dtype=np.int64)
-        n = _walk(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
+        n = walk_context(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
                   t.tokens, nodes, cover, 0, True)
         lp = self._path_log10(nodes[:n], cover[:n], word)
         if word == BOS_ID:
@@ -725,7 +744,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             if K.find_param(t.succ_offsets, t.succ_words, nodes[e], word) >= 0:
                 ngram = int(t.depth[nodes[e]] - (t.collapsed[nodes[e]] - cover[e] if e == n - 1 else 0)) + 1
                 break
-        n = _walk(x, i + 1, min(m, i + 1), t.depth, t.context_position, t.child_offsets, t.children,
+        n = walk_context(x, i + 1, min(m, i + 1), t.depth, t.context_position, t.child_offsets, t.children,
                   t.child_first_word, t.tokens, nodes, cover, 0, True)
         keep = int(t.depth[nodes[n - 1]] - t.collapsed[nodes[n - 1]] + cover[n - 1]) if n > 1 else 0
         return lp, ngram, tuple(int(v) for v in x[i + 1 - keep:i + 1])

@@ -99,7 +99,7 @@ def as_str(word) -> str:
 
 class KenLMInterface:
     """The KenLM-shaped queries, on top of one primitive per model:
-    ``_step(context: tuple[int, ...], word_id) -> (log10 p, n-gram length, next context)``
+    ``kenlm_step(context: tuple[int, ...], word_id) -> (log10 p, n-gram length, next context)``
     (word ids of ``self.vocab``; ``context`` oldest first, starting with ``<s>`` after
     ``BeginSentenceWrite``); for ``<unk>`` in a model without it, the unigram
     probability is ``UNKNOWN_MISSING_LOG10`` as in KenLM. ``_sum_dtype``: the precision
@@ -108,7 +108,7 @@ class KenLMInterface:
     _sum_dtype = np.float64
 
     # -- what the model provides -------------------------------------------------
-    def _step(self, context: tuple[int, ...], word: int) -> tuple[float, int, tuple[int, ...]]:
+    def kenlm_step(self, context: tuple[int, ...], word: int) -> tuple[float, int, tuple[int, ...]]:
         raise NotImplementedError
 
     # -- KenLM -------------------------------------------------------------------
@@ -120,7 +120,7 @@ class KenLMInterface:
         return self.vocab.id(as_str(word))
 
     def _full(self, context: tuple[int, ...], wid: int) -> tuple[FullScoreReturn, tuple[int, ...]]:
-        lp, n, nxt = self._step(tuple(context), int(wid))
+        lp, n, nxt = self.kenlm_step(tuple(context), int(wid))
         return FullScoreReturn(float(lp), int(n), wid == UNK_ID), nxt
 
     def BeginSentenceWrite(self, state: State) -> None:
@@ -204,7 +204,7 @@ class KenLMInterface:
         for i, st in enumerate(states):
             ctx = tuple(st.words)
             for w in range(len(self.vocab)):
-                out[i, w] = self._step(ctx, w)[0]
+                out[i, w] = self.kenlm_step(ctx, w)[0]
         return out
 
     def distribution(self, state: State) -> np.ndarray:

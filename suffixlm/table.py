@@ -153,7 +153,7 @@ class TableQueries(KenLMInterface):
         """The words a state keeps, oldest first."""
         return [self.vocab.words[i] for i in self._words_of_record(self._record(state.words))]
 
-    def _step(self, context, word):
+    def kenlm_step(self, context, word):
         r = self._record(context)
         lp, n, nxt = K.step(self._D, self._V, self._S, self.order, r, int(word), self._missing)
         return float(lp), int(n), self._words_of_record(int(nxt))

@@ -129,8 +129,6 @@ def test_the_model_files_names_stay_importable_from_the_estimators_modules():
         assert getattr(suffixlm.model, name) is getattr(suffixlm.modelfile, name)
     for name in ("FORMAT_NAME", "FORMAT_VERSION", "ModelError", "INPUT_KINDS", "MAX_COLUMNS", "MAX_TRANSITION_SCORE"):
         assert getattr(crf.model, name) is getattr(crf.modelfile, name)
-    assert crf.model._digest is crf.modelfile.digest and crf.model._digest_v1 is crf.modelfile.digest_v1
-    assert crf.model._CONTAINER_SPEC is crf.modelfile.CONTAINER_SPEC
 
 
 def test_the_crf_model_and_its_file_load_no_numba():

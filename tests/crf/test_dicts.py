@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from crf import CRF, ModelError, dicts
 from crf.features import EncodedCorpus
 from crf.inference import Objective
-from crf.model import FORMAT_NAME, _digest
+from crf.modelfile import FORMAT_NAME, digest
 from crf.train import _sequence_kernels as SQ
 from suffixlm.io import save_container
 
@@ -348,7 +348,7 @@ def _rewrite(src, dst, edit):
     version = meta.pop("version")
     edit(arrays, meta)
     meta.pop("sha256", None)
-    meta["sha256"] = _digest({"format": FORMAT_NAME, "version": version, **meta}, arrays)
+    meta["sha256"] = digest({"format": FORMAT_NAME, "version": version, **meta}, arrays)
     save_container(dst, arrays, meta, FORMAT_NAME, version, meta_key="meta")
     return dst
 

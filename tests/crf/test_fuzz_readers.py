@@ -41,7 +41,7 @@ from suffixlm.corpora import sample_path
 
 from crf import CRF, ModelError
 from crf.data import DataError, read_sequences, split_labels
-from crf.model import _digest, _digest_v1
+from crf.modelfile import digest, digest_v1
 from crf.cli import _concatenated
 from crf.patterns import PatternError, PatternWarning, expand_patterns, parse_patterns, read_patterns
 from suffixlm.io import GZIP_MAGIC
@@ -308,7 +308,7 @@ def rehashed(members):
         arrays = {k: members[k] for k in ("obs_blob", "obs_offsets", "kinds", "theta")}
         if not isinstance(meta, dict) or not all(isinstance(a, np.ndarray) for a in arrays.values()):
             return members
-        meta["sha256"] = _digest_v1(arrays) if meta.get("version") == 1 else _digest(meta, arrays)
+        meta["sha256"] = digest_v1(arrays) if meta.get("version") == 1 else digest(meta, arrays)
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return members
     return {**members, "meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)}

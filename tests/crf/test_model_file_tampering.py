@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from crf import CRF, ModelError
 from crf.data import read_sequences, split_labels
-from crf.model import FORMAT_NAME, FORMAT_VERSION, _digest
+from crf.modelfile import FORMAT_NAME, FORMAT_VERSION, digest
 from suffixlm.cli import main
 from suffixlm.io import save_container
 
@@ -53,7 +53,7 @@ def rewritten(tmp_path, src, edit, rehash=True, name="tampered.crf"):
     edit(arrays, meta)
     if rehash:
         meta.pop("sha256", None)
-        meta["sha256"] = _digest({"format": FORMAT_NAME, "version": version, **meta}, arrays)
+        meta["sha256"] = digest({"format": FORMAT_NAME, "version": version, **meta}, arrays)
     out = tmp_path / name
     save_container(out, arrays, meta, FORMAT_NAME, version, meta_key="meta")
     return out

@@ -316,17 +316,17 @@ def test_tampered_allowed_pairs_are_refused(tmp_path):
 
     from suffixlm.io import load_container, save_container
 
-    from crf.model import _CONTAINER_SPEC, FORMAT_NAME, FORMAT_VERSION, _digest
+    from crf.modelfile import CONTAINER_SPEC, FORMAT_NAME, FORMAT_VERSION, digest
 
     X, y = _iob()
     path = tmp_path / "m.crf"
     CRF(patterns=PATS, order=2, rho1=0.0, algorithm="lbfgs").fit(X, y).save(path)
-    arrays, meta = load_container(path, FORMAT_NAME, (FORMAT_VERSION,), _CONTAINER_SPEC, meta_key="meta")
+    arrays, meta = load_container(path, FORMAT_NAME, (FORMAT_VERSION,), CONTAINER_SPEC, meta_key="meta")
     for bad, msg in ((["B-NP", "nope"], "not a pair"), ("x", "not a pair"), (meta["allowed_pairs"][0], "twice")):
         m = json.loads(json.dumps(meta))
         m["allowed_pairs"] = m["allowed_pairs"] + [bad]
         m = {k: v for k, v in m.items() if k not in ("format", "version", "sha256")}
-        m["sha256"] = _digest({"format": FORMAT_NAME, "version": FORMAT_VERSION, **m}, arrays)
+        m["sha256"] = digest({"format": FORMAT_NAME, "version": FORMAT_VERSION, **m}, arrays)
         out = tmp_path / "bad.crf"
         save_container(out, arrays, m, FORMAT_NAME, FORMAT_VERSION, meta_key="meta")
         with pytest.raises(ModelError, match=msg):

@@ -203,7 +203,7 @@ def test_minimal_states_predict_like_the_whole_history(models, name):
         for w in words[1:]:
             o = State()
             lp = m.BaseScore(s, w, o)
-            assert lp == pytest.approx(m._step(full, m.vocab.id(w))[0], rel=1e-12, abs=1e-12)
+            assert lp == pytest.approx(m.kenlm_step(full, m.vocab.id(w))[0], rel=1e-12, abs=1e-12)
 
 
 def test_kneser_ney_estimator_and_its_arpa_model_agree(models):
