@@ -80,9 +80,9 @@ def main(corpora, order, repeats, workers):
              f"Command: `python scripts/bench_dask.py {' '.join(corpora)} --repeats {repeats}`. "
              f"Order {order}, medians of {repeats} run(s); peak RSS sampled every 50 ms; every distributed ARPA "
              "byte-identical to the single-process one. The Dask runs count, merge and estimate on the workers "
-             "(`kn_dask`, `kn_dask_estimate`); the driver holds the unigram level and writes the ARPA one "
-             "partition at a time. Machine: 2 cores, 24 GiB, shared with other jobs (load averages per corpus "
-             "in the JSON); the wall times include the local cluster's start-up.", "",
+             "(`distributed.kn_counts`, `distributed.kn_estimate`); the driver holds the unigram level and writes "
+             "the ARPA one partition at a time. Machine: 2 cores, 24 GiB, shared with other jobs (load averages per "
+             "corpus in the JSON); the wall times include the local cluster's start-up.", "",
              "| words | single s | single peak MB | 2 workers s | driver peak MB | worker peak MB "
              "| limit/worker MB | limited s | limited worker peak MB | identical |",
              "|---|---|---|---|---|---|---|---|---|---|"]

@@ -103,7 +103,7 @@ def _stage(lm, corpus, order, workers, memory_limit):
     t0 = time.perf_counter()
     if workers:
         from suffixlm.distributed import client_from_options
-        from suffixlm.lm_dask import count_text_events
+        from suffixlm.distributed.lm_events import count_text_events
 
         with client_from_options(workers, None, memory_limit) as client:
             client.wait_for_workers(workers)

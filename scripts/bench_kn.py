@@ -137,10 +137,10 @@ def main() -> None:
 
     load_after = os.getloadavg()
 
-    from suffixlm.arpa import read_arpa
+    from suffixlm.backoff.arpa import read_arpa
     from suffixlm.corpus import Corpus, load_training_corpus
     from suffixlm.evaluate import score
-    from suffixlm.kn import DiscountWarning, KneserNeyLM
+    from suffixlm.backoff.kn import DiscountWarning, KneserNeyLM
 
     readme = readme_path.read_text()
     anchors = parse_anchor_tables(readme)

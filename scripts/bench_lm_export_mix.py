@@ -55,11 +55,11 @@ def kenlm_ppl(path, lines):
 def run(data, out_rows, only=None):
     import numpy as np
 
-    from suffixlm.arpa import BackoffLM
+    from suffixlm.backoff.arpa import BackoffLM
     from suffixlm.corpus import Corpus, load_training_corpus, read_lines
     from suffixlm.evaluate import score
-    from suffixlm.kn import KneserNeyLM
-    from suffixlm.mix import MixtureLM, best_mix, merge_static
+    from suffixlm.backoff.kn import KneserNeyLM
+    from suffixlm.backoff.mix import MixtureLM, best_mix, merge_static
     from suffixlm.model import LogLinearLM
 
     train_name, test_name = DATA[data]

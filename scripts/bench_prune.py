@@ -82,10 +82,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    from suffixlm.arpa import BackoffLM
+    from suffixlm.backoff.arpa import BackoffLM
     from suffixlm.corpus import Corpus
     from suffixlm.evaluate import score
-    from suffixlm.prune import prune_entropy
+    from suffixlm.backoff.prune import prune_entropy
 
     table = parse_prune_table(shared("anchors", "README.md").read_text())
     if not table:
@@ -147,8 +147,8 @@ def main() -> None:
           f"Command: `{machine['command']}` ({machine['date']}, {machine['cpu']}, {machine['cpu_count']} cores, "
           f"Python {machine['python']}; load average at the end {load[0]:.2f}: another job was running).", "",
           "Input: SRILM's own ARPA files; SRILM ran `ngram -order N -unk -lm IN -prune T -write-lm OUT` and scored "
-          "OUT on ptb.test.txt. Ours: `suffixlm.prune.prune_entropy(BackoffLM.read_arpa(IN), T)`, scored the same "
-          "way. Time: `prune_entropy` alone, median of "
+          "OUT on ptb.test.txt. Ours: `suffixlm.backoff.prune.prune_entropy(BackoffLM.read_arpa(IN), T)`, scored "
+          "the same way. Time: `prune_entropy` alone, median of "
           f"{args.runs} (the input already in memory).", "",
           "| input | threshold | n-grams kept, ours | same as SRILM | ppl / ppl1, ours | SRILM | same file as SRILM "
           "| prune time |",

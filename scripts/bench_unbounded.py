@@ -14,7 +14,7 @@ Each model is trained in a subprocess of its own (its peak RSS is the process's
 - ``loglinear``: the default model of ``suffixlm train`` (modified-KN base measure, signed
   weights, linf-tree penalty) at lambda = 1 / training tokens (train's default without
   ``--valid``); at order max it lives on the collapsed suffix tree with Kneser-Ney computed
-  on the tree (``suffixlm.kn_tree``), at fixed orders on the suffix trie with the KN base
+  on the tree (``suffixlm.backoff.kn_tree``), at fixed orders on the suffix trie with the KN base
   read from the n-gram estimator, as ``suffixlm train`` does;
 - ``loglinear-auto``: the same with ``--lam auto`` on ``ptb.valid.txt`` (orders given by
   ``--auto-orders``, default 4-7 and max);
@@ -69,7 +69,7 @@ def one(train: str, test: str, valid: str, order: str, model: str) -> dict:
     out = {"order": order, "model": model}
     t0 = time.perf_counter()
     if model == "kn" and o is not None:
-        from suffixlm.kn import KneserNeyLM
+        from suffixlm.backoff.kn import KneserNeyLM
 
         lm = KneserNeyLM(o, min_counts=[1]).fit(corpus)
         out["fit_seconds"] = time.perf_counter() - t0
@@ -118,7 +118,7 @@ def one_variant(train: str, test: str, valid: str, name: str) -> dict:
     import warnings
 
     sys.path.insert(0, str(ROOT))
-    import suffixlm.base as B
+    import suffixlm.base_measure as B
     from suffixlm.corpus import Corpus, load_training_corpus
     from suffixlm.model import LogLinearLM
 

@@ -12,7 +12,7 @@ the search goes up from it by the same factor until it rises there too, so every
 chosen lambda has a worse neighbour on both sides. Each fit is warm-started from the
 previous one and runs FISTA until the objective's relative decrease stays below
 ``--tol`` (cap ``--iters``); the runs that hit the cap are listed in the table.
-Kneser-Ney: our modified KN (``suffixlm.kn``, which reproduces SRILM) with SRILM's
+Kneser-Ney: our modified KN (``suffixlm.backoff.kn``, which reproduces SRILM) with SRILM's
 default cut-offs and with none, computed in the same run; SRILM's own figures from
 ../shared/anchors are printed beside them.
 
@@ -124,7 +124,7 @@ def run_job(job):
 
 def kn_rows(orders):
     from suffixlm.evaluate import score
-    from suffixlm.kn import KneserNeyLM
+    from suffixlm.backoff.kn import KneserNeyLM
 
     train, test, _ = _load()
     rows = []

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Text file (.gz compresses).")
 @click.option("-q", "--quiet", is_flag=True)
 def main(model, n_words, seed, output, quiet):
-    from suffixlm.arpa import ArpaError, read_arpa
+    from suffixlm.backoff.arpa import ArpaError, read_arpa
     from suffixlm.io import atomic_write
     from suffixlm.sample import BackoffSampler
 

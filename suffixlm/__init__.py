@@ -1,7 +1,7 @@
 """suffixlm: log-linear n-gram language models on suffix trees with structured penalties.
 
 ``suffixlm.LogLinearLM`` and ``suffixlm.KneserNeyLM`` are the two estimators
-(:mod:`suffixlm.model`, :mod:`suffixlm.kn`). ``suffixlm.Model(path)`` loads an ARPA
+(:mod:`suffixlm.model`, :mod:`suffixlm.backoff.kn`). ``suffixlm.Model(path)`` loads an ARPA
 file or a suffixlm model file with KenLM's query API (``score``, ``full_scores``,
 ``perplexity``, ``State``, ``BaseScore``, ...; see :mod:`suffixlm.query`)."""
 
@@ -18,7 +18,7 @@ def __getattr__(name):
 
         return Model
     if name == "KneserNeyLM":
-        from .kn import KneserNeyLM
+        from .backoff.kn import KneserNeyLM
 
         return KneserNeyLM
     if name == "LogLinearLM":

@@ -1,11 +1,11 @@
-"""numba kernel of the Kneser-Ney base measure of the log-linear LM (``suffixlm.base``)."""
+"""numba kernel of the Kneser-Ney base measure of the log-linear LM (``suffixlm.base_measure``)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ._hash_kernels import hash_find
+from .backoff._hash_kernels import hash_find
 
 LN10 = np.log(10.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kn_tree_kernels import edge_base
+from .backoff._kn_tree_kernels import edge_base
 
 LN10 = np.log(10.0)
 
@@ -42,7 +42,7 @@ def expand(node_parent, depth, collapsed, succ_offsets, succ_words, param_parent
     + i * d : ...]``, its weight at ``ctx_bow[ctx_idx_off[d] + i]``. Inside a collapsed edge
     the trie context at kk of its c words scores S[parent param] + kk w and has the
     normaliser Z[parent] + sum (exp(S[parent param] + kk w) - exp S[parent param]); with a
-    base measure on edges (``ln_d1_cum`` not empty, ``suffixlm.base``) the base there is
+    base measure on edges (``ln_d1_cum`` not empty, ``suffixlm.base_measure``) the base there is
     B_kk(v) = 1/s + prod d1 (B_parent(v) - 1/s) for the node's s events, prod d1 times the
     parent's for the rest, and each trie context's weight is the d1 of its depth (the
     deepest one's: what is left of gamma[j])."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kn_tree_kernels import edge_base
+from .backoff._kn_tree_kernels import edge_base
 from ._tree_kernels import find_sorted
 
 #: Fixed blocks of the parallel sums: the result does not depend on the thread count.
@@ -80,7 +80,7 @@ def forward_pass(w, topo, level_start, node_parent, collapsed, succ_offsets, par
     nodes of one level are independent given their parents', so each level of at least
     ``_MIN_LEVEL`` nodes runs in parallel (every node's values are computed alone: the
     result is the same for any thread count).
-    With a base measure (module docstring of ``suffixlm.base``): lnB[q] = ln B(v | j) of
+    With a base measure (module docstring of ``suffixlm.base_measure``): lnB[q] = ln B(v | j) of
     each param, gamma[j] the base's interpolation weight of node j's edge, u0 the base
     mass of the words that are no root param; expS[q] then holds B(v | j) exp(S[q]).
     Without one: lnB = 0, gamma = 1, u0 = the number of such words."""
@@ -259,7 +259,7 @@ def score_positions(
     inside an edge: cover < collapsed). Targets never seen after any context score
     ln_unseen (0 without a base measure) before normalisation. ``out`` float64[n_pos].
 
-    Inside an edge a base measure needs its closed form there (``suffixlm.base``):
+    Inside an edge a base measure needs its closed form there (``suffixlm.base_measure``):
     ln_d1_cum (summed ln D1 by depth), n_events (events per node) and nonevent (bool[V]);
     empty arrays for no base measure (the base is then 1 at every depth)."""
     edges = ln_d1_cum.shape[0] > 0

@@ -1,7 +1,7 @@
 """scikit-learn's estimator protocol without scikit-learn: ``get_params`` / ``set_params``
 read from the constructor's signature, so that ``sklearn.base.clone``, ``GridSearchCV``,
 ``cross_val_score`` and pipelines work on :class:`suffixlm.LogLinearLM`,
-:class:`suffixlm.kn.KneserNeyLM` and :class:`crf.CRF` alike (every constructor stores
+:class:`suffixlm.backoff.kn.KneserNeyLM` and :class:`crf.CRF` alike (every constructor stores
 each argument unchanged under its own name, as scikit-learn requires)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ An order-n model sees the text only through the prediction at every position: th
 target, after its context of up to n-1 words reaching back to the sentence's ``<s>``.
 The suffix tree, the loss, its gradient and every statistic of training are functions of
 the multiset of these events (``SuffixTree.from_events``, ``LMObjective(event_count=)``),
-so a text of any size can be counted elsewhere (on a Dask cluster: ``lm_dask``) and the
+so a text of any size can be counted elsewhere (on a Dask cluster: ``distributed.lm_events``) and the
 model built from the counts alone.
 
 The events are n-grams: an n-gram of order n (any first word) is the event of its last
@@ -117,7 +117,7 @@ def events_from_ngram_counts(counts, order: int):
 
 def context_events(corpus: Corpus, order: int, keep_ngram_counts: bool = False) -> ContextEvents:
     """The events of ``corpus`` for an order-``order`` model, counted in this process
-    (``count_ngrams``; ``lm_dask.count_text_events`` counts a file on a cluster)."""
+    (``count_ngrams``; ``distributed.lm_events.count_text_events`` counts a file on a cluster)."""
     from .ngrams import count_ngrams
 
     counts = count_ngrams(corpus, int(order))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _export_kernels as K
-from .arpa import LOG_ZERO, BackoffLM, row_index
+from .backoff.arpa import LOG_ZERO, BackoffLM, row_index
 from .corpus import BOS_ID, UNK_ID
 
 LN10 = float(np.log(10.0))

@@ -23,23 +23,23 @@ def _regular_head(path, n: int) -> bytes | None:
 
 
 def load_model(path: str | os.PathLike, arpa: bool = False, only_for=None):
-    """A suffixlm binary model (:class:`suffixlm.binary.BinaryLM`, memory-mapped), an
+    """A suffixlm binary model (:class:`suffixlm.backoff.binary.BinaryLM`, memory-mapped), an
     ARPA file (``arpa=True``, or recognised by its content) as a
-    :class:`suffixlm.arpa.BackoffLM`, else a suffixlm log-linear model file. For ARPA
+    :class:`suffixlm.backoff.arpa.BackoffLM`, else a suffixlm log-linear model file. For ARPA
     files, ``only_for`` (sentences as token lists) keeps just the n-grams those
     sentences can use. Raises ``OSError`` naming the file when it cannot be read, and
     ``ArpaError`` / ``ModelFormatError`` / ``BinaryFormatError`` (all ``ValueError``)
     when its content is not a valid model."""
-    from .binary import MAGIC
+    from .backoff.binary import MAGIC
 
     head = _regular_head(path, len(MAGIC))
     if head is not None and head == MAGIC:
-        from .binary import BinaryLM
+        from .backoff.binary import BinaryLM
 
         if arpa:
             raise ValueError(f"{path}: a suffixlm binary model, not an ARPA file (give it as MODEL, without --arpa)")
         return BinaryLM(path)
-    from .arpa import BackoffLM, is_arpa_file
+    from .backoff.arpa import BackoffLM, is_arpa_file
 
     if arpa or is_arpa_file(path):
         return BackoffLM.read_arpa(path, only_for=only_for)

@@ -190,7 +190,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                           discounts (counts 1, 2, 3+) from the count-of-counts at that
                           depth, so the model's expected count of a seen event is its
                           count minus that discount (see ``count_class_discounts``)
-    base : str            base measure inside the softmax (``suffixlm.base``): ``"none"``
+    base : str            base measure inside the softmax (``suffixlm.base_measure``): ``"none"``
                           (the paper's model) or ``"kn"``: P(v | x) proportional to
                           P_KN(v | x) exp(score), interpolated modified Kneser-Ney of the
                           same order without cut-offs, so w = 0 is exactly that model;
@@ -383,7 +383,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         text's counted events, :class:`suffixlm.events.ContextEvents`).
 
         ``client``: a ``distributed.Client``; ``corpus`` is then a path, read and counted
-        in shards by the workers (``lm_dask.count_text_events``, vocabulary of the text
+        in shards by the workers (``distributed.lm_events.count_text_events``, vocabulary of the text
         itself, closed, as ``fit(path)``), and the model is built from the merged
         counts alone: the same tree and weights as the single-process fit (to rounding).
         A model built from counts trains with the full-batch solver (fista) only.
@@ -465,7 +465,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 raise TypeError("with a client the training text is given as a path (the workers read it), got "
                                 f"{type(data).__name__}")
             self._check_events_params(self.order)
-            from .lm_dask import count_text_events
+            from .distributed.lm_events import count_text_events
 
             # at unbounded order the Kneser-Ney base is computed on the tree of the events
             order = self.order if self.order is not None else longest_sentence_order(data)
@@ -580,10 +580,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         return new
 
     def _base_measure(self, tree, corpus):
-        from .base import kneser_ney_base, no_base
+        from .base_measure import kneser_ney_base, no_base
 
         if self.base == "kn" and not self._on_trie():
-            from .base import kneser_ney_tree_base
+            from .base_measure import kneser_ney_tree_base
 
             return kneser_ney_tree_base(tree, corpus.vocab, self.n_unseen_)
         if self.base == "kn":
@@ -650,7 +650,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         b = self.base_
         if not b.on_edges:
             return self.tree_.depth, np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.bool_)
-        from .kn_tree import nonevents
+        from .backoff.kn_tree import nonevents
 
         return self.tree_.depth, b.ln_d1_cum, b.n_events, nonevents(self.vocab_)
 
@@ -761,7 +761,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         return float(out[0] / LN10)
 
     def to_backoff(self):
-        """The model as a back-off model (:class:`suffixlm.arpa.BackoffLM`, exactly the
+        """The model as a back-off model (:class:`suffixlm.backoff.arpa.BackoffLM`, exactly the
         same probabilities up to float32; :mod:`suffixlm.export`)."""
         from .export import loglinear_to_backoff
 
@@ -807,8 +807,8 @@ def tree_kneser_ney_model(data, modified: bool = True):
     model: a fitted :class:`suffixlm.model.LogLinearLM` whose weights are all 0, so its
     probabilities are its base, the tree's KN (``kn_``: the ``kn_tree.TreeKN``). Its
     ``to_backoff()`` is the ARPA form (one n-gram per trie context and word)."""
-    from .base import kneser_ney_tree_base
-    from .kn_tree import estimate_tree_kn
+    from .base_measure import kneser_ney_tree_base
+    from .backoff.kn_tree import estimate_tree_kn
 
     lm = LogLinearLM(order=None, base="kn", lam=0.0)
     lm.vocab_ = data.vocab

@@ -228,7 +228,7 @@ def _checked_base(path, h: dict, data: dict, tree: SuffixTree, n_unseen: float, 
     finite and > 0 per node with finite, non-zero products along every path, and the
     mass u0 of the unseen words (and the ln B of each) as ``kneser_ney_base`` derives
     them from the root's ln B."""
-    from .base import event_counts, from_arrays, no_base
+    from .base_measure import event_counts, from_arrays, no_base
 
     if h["base"] == "none":
         for key, want in (("base_u0", n_unseen), ("base_ln_unseen", 0.0)):

@@ -25,7 +25,7 @@ class LMObjective:
     returns the gradient in that metric, i.e. the partial derivatives divided by the
     metric.
 
-    ``base``: the :class:`suffixlm.base.BaseMeasure`, or for the paper's model the number
+    ``base``: the :class:`suffixlm.base_measure.BaseMeasure`, or for the paper's model the number
     of predicted words that are no root param. ``extra_events``: (end nodes, params,
     weight) of events added to the whole-corpus statistics (``LogLinearLM(loo=...)``).
     ``event_count``: float64 or int64 per entry of ``end_node`` / ``target_param``, how
@@ -38,7 +38,7 @@ class LMObjective:
     def __init__(self, tree, end_node, target_param, base, scale=None, extra_events=None, event_count=None):
         self.tree = tree
         if not hasattr(base, "kind"):  # a number: the unseen words of the plain model
-            from .base import no_base
+            from .base_measure import no_base
 
             base = no_base(tree, float(base))
         self.base = base

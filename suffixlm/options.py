@@ -21,7 +21,7 @@ LM_PENALTIES = ("l1", "l2sq", "l2-tree", "linf-tree", "linf-tree-pivot")
 LM_SOLVERS = ("fista", "sage")
 #: Starting points of the log-linear LM.
 LM_INITS = ("smoothed", "zeros")
-#: Base measures of the log-linear LM (:mod:`suffixlm.base`).
+#: Base measures of the log-linear LM (:mod:`suffixlm.base_measure`).
 LM_BASES = ("none", "kn")
 
 #: Suffix-tree constructions (:meth:`suffixlm.suffixtree.SuffixTree.build`).

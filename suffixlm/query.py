@@ -3,7 +3,7 @@
 ``import kenlm; m = kenlm.Model("lm.arpa")`` becomes ``import suffixlm; m =
 suffixlm.Model("lm.arpa")`` (an ARPA file, plain or gzip, or a suffixlm model file),
 and the same calls work on a :class:`suffixlm.model.LogLinearLM`, a
-:class:`suffixlm.kn.KneserNeyLM` and a :class:`suffixlm.arpa.BackoffLM`:
+:class:`suffixlm.backoff.kn.KneserNeyLM` and a :class:`suffixlm.backoff.arpa.BackoffLM`:
 
 * ``score(sentence, bos=True, eos=True)``: log10 p(sentence ``</s>`` | ``<s>``);
 * ``full_scores(sentence, bos=True, eos=True)``: a generator of ``(log10 p, n-gram

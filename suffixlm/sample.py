@@ -11,7 +11,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .arpa import BackoffLM
+from .backoff.arpa import BackoffLM
 from .corpus import BOS_ID, EOS_ID
 
 

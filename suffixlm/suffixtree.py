@@ -67,7 +67,7 @@ Built from counts
 -----------------
 The tree is a function of the multiset of (context, target) events alone, so
 ``SuffixTree.from_events`` builds it from the distinct events and their counts (a text
-counted elsewhere: ``suffixlm.events``, ``suffixlm.lm_dask``). The events, each laid out
+counted elsewhere: ``suffixlm.events``, ``suffixlm.distributed.lm_events``). The events, each laid out
 as its n-gram (context oldest word first, then the target), take the place of the text:
 the same radix sort, leaf grouping and topology kernels run on the events' target
 positions, and ``successors`` adds each event's count where the text build adds

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suffixlm.arpa import ArpaError, BackoffLM
+from suffixlm.backoff.arpa import ArpaError, BackoffLM
 from suffixlm.cli import main
 from suffixlm.corpus import Corpus, CorpusError, Vocabulary, load_training_corpus
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.ngrams import count_ngrams
 from suffixlm.options import INT32_MAX
 from suffixlm.commands.params import FiniteFloat

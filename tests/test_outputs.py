@@ -65,7 +65,7 @@ def _python_lm_save(i, out):
 
 
 def _python_write_arpa(i, out):
-    from suffixlm.arpa import BackoffLM
+    from suffixlm.backoff.arpa import BackoffLM
 
     BackoffLM.read_arpa(i["arpa2"]).write_arpa(out)
 

@@ -78,7 +78,8 @@ def test_package_imports_do_not_come_from_the_test_folders():
         assert here.name == "__init__.py" and here.parent.name == folder
         assert ROOT / "tests" not in here.parents
     assert hasattr(crf, "CRF") and hasattr(suffixlm, "__version__")
-    assert suffixlm.KneserNeyLM.__module__ == "suffixlm.kn" and suffixlm.LogLinearLM.__module__ == "suffixlm.model"
+    assert suffixlm.KneserNeyLM.__module__ == "suffixlm.backoff.kn"
+    assert suffixlm.LogLinearLM.__module__ == "suffixlm.model"
 
 
 def test_pytest_runs_from_another_directory(tmp_path):

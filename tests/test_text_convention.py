@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from crf.data import DataError, read_sequences
 from crf.patterns import read_patterns
-from suffixlm.arpa import ArpaError, BackoffLM
+from suffixlm.backoff.arpa import ArpaError, BackoffLM
 from suffixlm.cli import main
 from suffixlm.corpus import CorpusError, Vocabulary, load_training_corpus
 from suffixlm.io import BOM, MAX_LINE_ENV, split_words
@@ -175,7 +175,7 @@ def test_kenlm_scoring_splits_sentences_as_the_readers_do():
     """``score``, ``full_scores`` and ``perplexity`` split a sentence on ASCII white space
     (``split_words``): a no-break space or U+2028 is inside a word, as in a text file
     (before: ``str.split`` made two words of 'a\\xa0b')."""
-    from suffixlm.kn import KneserNeyLM
+    from suffixlm.backoff.kn import KneserNeyLM
 
     lm = KneserNeyLM(2, min_counts=[1]).fit(["a b c", "b c a", "a\xa0b c"])
     assert len(list(lm.full_scores("a\xa0b c", eos=False))) == 2

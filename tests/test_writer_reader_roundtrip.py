@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from crf import CRF
 from crf.data import read_sequences
 from crf.dicts import MAX_FEATURE_VALUE
-from suffixlm.arpa import BackoffLM
+from suffixlm.backoff.arpa import BackoffLM
 from suffixlm.corpus import Corpus, Vocabulary, write_text
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

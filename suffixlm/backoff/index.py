@@ -16,7 +16,7 @@ measure of the log-linear model walk.
 Both maps are :class:`Int64Map`, kept at most half full (the load
 ``_hash_kernels`` asks for). The back-off walk is SRILM's ``Ngram::wordProbBO``
 (``_backoff_kernels.word_prob_bo``: single-precision sums in SRILM's order); KenLM's
-queries run on the probing table of :mod:`suffixlm.table` instead, whose records hold
+queries run on the probing table of :mod:`suffixlm.backoff.table` instead, whose records hold
 the backed-off values KenLM sums in its own order.
 """
 
@@ -45,7 +45,7 @@ class Int64Map:
         return size, 64 - (size.bit_length() - 1)
 
     def _room(self, extra: int) -> None:
-        from .. import _hash_kernels as K
+        from . import _hash_kernels as K
 
         if 2 * (self.n + extra) + 2 > len(self.keys):
             size, shift = self._size(self.n + extra)
@@ -54,7 +54,7 @@ class Int64Map:
 
     def insert(self, keys: np.ndarray, next_id: int, chunk: int = 1 << 18) -> tuple[np.ndarray, int]:
         """Values of ``keys``; new keys get ``next_id``, ``next_id + 1``, ... Returns (values, next id)."""
-        from .. import _hash_kernels as K
+        from . import _hash_kernels as K
 
         keys = np.ascontiguousarray(keys, dtype=np.int64)
         out = np.empty(len(keys), dtype=np.int64)
@@ -80,7 +80,7 @@ class BackoffIndex:
     """
 
     def __init__(self, lm):
-        from .. import _backoff_kernels as K
+        from . import _backoff_kernels as K
 
         grams = lm.ngrams
         V = len(lm.vocab)
@@ -141,7 +141,7 @@ class BackoffIndex:
     def find_nodes(self, rows: np.ndarray, ncols: int) -> np.ndarray:
         """int64[m]: the node of each context ``rows[:, :ncols]`` (oldest word first), -1
         where the model has none."""
-        from .. import _backoff_kernels as K
+        from . import _backoff_kernels as K
 
         return K.find_nodes(np.ascontiguousarray(rows), ncols, self.V, self.nodes.keys, self.nodes.vals,
                             self.nodes.shift)
@@ -151,7 +151,7 @@ class BackoffIndex:
         token's context runs back to ``starts[position]``, its sentence's ``<s>``, and
         to at most ``order - 1`` words): (log10 p float64[n], length of the n-gram used
         int64[n], 0 = none)."""
-        from .. import _backoff_kernels as K
+        from . import _backoff_kernels as K
 
         return K.backoff_query(tokens, starts, positions, self.order, self.V, self.nodes.keys, self.nodes.vals,
                                self.nodes.shift, self.node_bow, self.probs.keys, self.probs.vals, self.probs.shift,

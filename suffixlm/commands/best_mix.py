@@ -27,7 +27,7 @@ def command(valid_path, models, precision, as_json, quiet):
     import numpy as np
 
     from ..corpus import Corpus, CorpusError, read_lines
-    from ..mix import best_mix
+    from ..backoff.mix import best_mix
     from .ppl import load_model
 
     if len(models) < 2:

@@ -1,5 +1,5 @@
 """``suffixlm build-binary``: an ARPA file or a log-linear model file as a binary model
-(memory-mapped at load, queried in compiled code: :mod:`suffixlm.binary`)."""
+(memory-mapped at load, queried in compiled code: :mod:`suffixlm.backoff.binary`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def command(model_path, output, verify, quiet):
     `suffixlm ppl`, `suffixlm.Model` and decoders open without parsing (it is
     memory-mapped) and query in compiled code, KenLM's `build_binary` role. The numbers
     are those of the ARPA file, bit for bit. OUT is written atomically and never over IN."""
-    from ..binary import BinaryLM, to_binary
+    from ..backoff.binary import BinaryLM, to_binary
     from .params import check_output
     from ..progress import Progress
     from .ppl import load_model

@@ -130,7 +130,7 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
         valid = Corpus.from_text(valid_file, train.vocab) if valid_file else None
     except CorpusError as e:
         raise click.ClickException(str(e)) from None
-    from ..arpa import ArpaError, BackoffLM
+    from ..backoff.arpa import ArpaError, BackoffLM
 
     arpa_reports = []  # scored before any training: a bad ARPA file fails at once
     for path in arpa_files:
@@ -154,7 +154,7 @@ def command(train_file, test_file, orders, penalties, lam_text, valid_file, alph
 
     for order in order_list:
         if with_kn:
-            from ..kn import KneserNeyLM
+            from ..backoff.kn import KneserNeyLM
 
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:

@@ -26,10 +26,10 @@ def command(order, penalty, lam, base, quiet):
     and print its test perplexity beside modified Kneser-Ney's."""
     from suffixlm.corpora import sample_path
 
-    from .. import _kn_kernels
+    from ..backoff import _kn_kernels
     from .. import _lm_kernels
     from ..corpus import Corpus, load_training_corpus
-    from ..kn import KneserNeyLM
+    from ..backoff.kn import KneserNeyLM
     from ..model import LogLinearLM
     from ..penalties import _linf_tree
     from ..progress import Progress, announce_compilation

@@ -67,13 +67,13 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             workers, scheduler, memory_limit):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
-    from ..arpa import ArpaError
+    from ..backoff.arpa import ArpaError
     from ..corpus import CorpusError
-    from ..kn import DiscountWarning, KneserNeyLM
+    from ..backoff.kn import DiscountWarning, KneserNeyLM
     from ..memory import return_freed_memory_to_os
     from .params import check_output, check_text_input, report_stream
 
-    from .. import _kn_kernels
+    from ..backoff import _kn_kernels
     from .. import _ngram_kernels
     from ..progress import Progress, announce_compilation
 
@@ -105,7 +105,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             try:
                 if client is not None and prune is None and order is not None:
                     # the n-grams stay on the workers; the file is written one partition at a time
-                    from ..kn_dask import estimate_text_kn
+                    from ..distributed.kn_counts import estimate_text_kn
 
                     streamed, stats = estimate_text_kn(client, train_file, order, vocab_path, unk=unk,
                                                        modified=modified, min_counts=min_counts,
@@ -122,7 +122,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                 raise click.ClickException(f"Dask workers kept dying on a task (memory limit too low?): "
                                            f"{str(e).splitlines()[0]}") from None
         if prune is not None:
-            from ..prune import prune_entropy
+            from ..backoff.prune import prune_entropy
 
             unpruned_counts = lm.model_.counts
             with progress.stage(f"pruning at threshold {prune:g}"):

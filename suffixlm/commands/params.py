@@ -135,7 +135,7 @@ def writing(output, errors: tuple = (ValueError,)) -> Iterator[None]:
 def write_backoff(model, output, binary: bool) -> None:
     """A back-off model to ``output``: the binary format (``suffixlm build-binary``'s) or ARPA."""
     if binary:
-        from ..binary import write_binary
+        from ..backoff.binary import write_binary
 
         write_binary(model, output)
     else:

@@ -177,7 +177,7 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
 
 
 def _mixture(main, mix_lm, lam, extra, static, write_lm, only_for, inputs):
-    from ..mix import MixtureLM, full_weights, merge_static
+    from ..backoff.mix import MixtureLM, full_weights, merge_static
 
     paths = [mix_lm] + [m for m, _ in extra]
     models = [main] + [load_model(p, False, only_for=only_for) for p in paths]

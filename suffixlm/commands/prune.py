@@ -16,7 +16,7 @@ from .params import FiniteFloat, binary_option, threads_option, write_backoff, w
 
 def parse_threshold(value, option: str = "--threshold") -> float:
     """The ``--threshold`` (``suffixlm kn --prune``) value checked as ``prune_entropy`` wants it."""
-    from ..prune import check_threshold
+    from ..backoff.prune import check_threshold
 
     try:
         return check_threshold(value)
@@ -41,9 +41,9 @@ def command(model_path, output, threshold, min_order, binary, as_json, quiet):
     `ngram -unk -lm MODEL.arpa -prune T -write-lm OUT.arpa`: the same n-grams kept,
     the same back-off weights. An n-gram that is the context of a kept longer one is
     kept."""
-    from ..arpa import ArpaError, BackoffLM
+    from ..backoff.arpa import ArpaError, BackoffLM
     from .params import check_output, report_stream
-    from ..prune import prune_entropy
+    from ..backoff.prune import prune_entropy
 
     t = parse_threshold(threshold)
     check_output(output, [model_path])  # before any work

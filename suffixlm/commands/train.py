@@ -253,9 +253,9 @@ def describe_model(order, base, signed, penalty, alpha, discount, lam, n_tokens,
 
 def _count_on_dask(train_file, order, vocab_file, min_count, unk, keep_ngram_counts, workers, scheduler, memory_limit,
                    quiet):
-    """The training text's counted events (``lm_dask.count_text_events``); the cluster is
+    """The training text's counted events (``distributed.lm_events.count_text_events``); the cluster is
     closed before training, which runs in this process."""
-    from ..lm_dask import count_text_events
+    from ..distributed.lm_events import count_text_events
 
     if order is None:
         from ..model import longest_sentence_order

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suffixlm import _arpa_write_kernels as K
-from suffixlm.arpa import ArpaError, BackoffLM, is_arpa_file, read_arpa
+from suffixlm.backoff import _arpa_write_kernels as K
+from suffixlm.backoff.arpa import ArpaError, BackoffLM, is_arpa_file, read_arpa
 from suffixlm.corpus import Corpus
 from suffixlm.evaluate import score
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 
 HAND = """
 \\data\\
@@ -148,7 +148,7 @@ def test_format_g7_near_a_tie_below_ten_to_the_seven(x):
 @settings(max_examples=200, deadline=None)
 @given(st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, width=32))
 def test_quantize_is_read_back_of_written_text(x):
-    from suffixlm.kn import quantize_g7
+    from suffixlm.backoff.kn import quantize_g7
 
     q = quantize_g7(np.array([x], dtype=np.float32))[0]
     if x == 0 or abs(x) < 1e-15:
@@ -181,7 +181,7 @@ def test_hand_written_file_back_off_rule():
     assert list(hit[:3]) == [2, 3, 1]
 
 
-@pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")  # tiny text: fallback discounts
+@pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")  # tiny text: fallback discounts
 def test_round_trip_identical_scores(tmp_path):
     train = Corpus.from_strings(["a b c a b", "b c d", "a b d d", "c a b c", "d a"] * 3, unk=True)
     test = Corpus.from_strings(["a b c d", "d d a x", "c"], train.vocab)
@@ -197,7 +197,7 @@ def test_round_trip_identical_scores(tmp_path):
     assert gzip.open(tmp_path / "m.arpa.gz").read() == (tmp_path / "m.arpa").read_bytes()
 
 
-@pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+@pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
 @pytest.mark.parametrize("min_counts", [None, [1]])
 def test_reading_only_what_a_text_needs_keeps_its_scores(tmp_path, min_counts):
     train = Corpus.from_strings(["a b c a b", "b c d", "a b d d", "c a b c", "d a", "b c a b d"] * 3, unk=True)
@@ -319,7 +319,7 @@ def test_numbers_outside_the_exact_fast_path_are_parsed_by_python(tmp_path):
 def test_header_counts_the_file_cannot_hold_are_refused_before_allocating():
     import resource
 
-    from suffixlm.arpa import ArpaError, BackoffLM
+    from suffixlm.backoff.arpa import ArpaError, BackoffLM
 
     text = ("\n\\data\\\nngram 1=2\nngram 2=100000000000\n\n\\1-grams:\n-1\ta\n-1\t</s>\n\n"
             "\\2-grams:\n-1\ta </s>\n\n\\end\\\n").encode()

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suffixlm.arpa import BackoffLM, row_index
+from suffixlm.backoff.arpa import BackoffLM, row_index
 from suffixlm.cli import main
-from suffixlm.mix import _cut_starts
+from suffixlm.backoff.mix import _cut_starts
 
 HEAD = "\n\\data\\\nngram 1=4\nngram 2=2\nngram 3={n3}\n\n\\1-grams:\n-1 <s>\t-0.3\n-1 </s>\n-0.5 a\t-0.2\n" \
        "-0.6 b\t-0.1\n\n\\2-grams:\n-0.2 <s> a\n-0.3 a b\n\n\\3-grams:\n{tri}\n\\end\\\n"

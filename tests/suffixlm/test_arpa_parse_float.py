@@ -21,8 +21,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from suffixlm._arpa_read_kernels import EXACT, INEXACT, NOT_A_NUMBER
-from suffixlm._arpa_read_kernels import parse_float as _parse_float
+from suffixlm.backoff._arpa_read_kernels import EXACT, INEXACT, NOT_A_NUMBER
+from suffixlm.backoff._arpa_read_kernels import parse_float as _parse_float
 
 GRAMMAR = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
 

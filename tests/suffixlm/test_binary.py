@@ -1,4 +1,4 @@
-"""The binary back-off model (suffixlm.binary): the same numbers as the ARPA model it
+"""The binary back-off model (suffixlm.backoff.binary): the same numbers as the ARPA model it
 was built from (which equals the kenlm module bit for bit, tests/suffixlm/test_kenlm_api.py),
 through KenLM's API, SRILM's statistics, the batched calls and the distribution; its
 loader's checks; the command line."""
@@ -16,13 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 import suffixlm
-from suffixlm.arpa import BackoffLM
-from suffixlm.binary import BinaryFormatError, BinaryLM, write_binary
+from suffixlm.backoff.arpa import BackoffLM
+from suffixlm.backoff.binary import BinaryFormatError, BinaryLM, write_binary
 from suffixlm.cli import main
 from suffixlm.corpus import Corpus
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
-from suffixlm.prune import prune_entropy
+from suffixlm.backoff.prune import prune_entropy
 from suffixlm.query import State
 
 from .test_kenlm_api import ODD, TINY_ARPA, TRAIN, _walks

@@ -105,7 +105,7 @@ def test_train_with_kn_base_and_signed_weights(tmp_path):
     """--base kn --signed: the model file keeps the base measure; with lambda large enough
     to keep every weight 0 the perplexity is that of `suffixlm kn --no-cutoffs`-style KN."""
     from suffixlm.evaluate import score
-    from suffixlm.kn import KneserNeyLM
+    from suffixlm.backoff.kn import KneserNeyLM
 
     model = tmp_path / "kn.model"
     r = run("train", TRAIN, "-o", str(model), "--order", "3", "--base", "kn", "--signed", "--lam", "1e3", "--quiet",

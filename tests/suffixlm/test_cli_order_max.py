@@ -15,12 +15,12 @@ from suffixlm.cli import main
 from suffixlm.commands.compare import parse_orders
 from suffixlm.corpora import sample_path
 from suffixlm.corpus import Corpus, load_training_corpus
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
 from suffixlm.options import order_text
 from suffixlm.commands.params import ORDER
 
-pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
 TINY = str(sample_path("tiny_lm.train.txt"))
 TINY_TEST = str(sample_path("tiny_lm.test.txt"))
 

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from suffixlm.corpora import sample_path
 
-from suffixlm.arpa import BackoffLM as BackoffLMReader
+from suffixlm.backoff.arpa import BackoffLM as BackoffLMReader
 from suffixlm.cli import main
 from suffixlm.corpus import EOS_ID, load_training_corpus
-from suffixlm.kn import KneserNeyLM
-from suffixlm.kn_dask import split_text
+from suffixlm.backoff.kn import KneserNeyLM
+from suffixlm.distributed.kn_counts import split_text
 from suffixlm.ngrams import count_ngrams
 from suffixlm.sample import BackoffSampler
 
@@ -26,7 +26,7 @@ from ..dask_util import kill_once_plugin
 
 TINY = str(sample_path("tiny_lm.train.txt"))
 # the tiny corpus is too small for modified-KN discounts at some orders: the fallback warns
-pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -74,8 +74,8 @@ def test_merge_partition_and_find_rows_brute_force():
     and the join's binary search against a dictionary, on random rows with many ties."""
     from collections import Counter
 
-    from suffixlm._merge_kernels import find_rows
-    from suffixlm.kn_dask import merge_partition
+    from suffixlm.distributed._merge_kernels import find_rows
+    from suffixlm.distributed.kn_counts import merge_partition
 
     rng = np.random.default_rng(0)
     for n_pieces in (1, 2, 3, 5):
@@ -102,7 +102,7 @@ def test_merge_partition_and_find_rows_brute_force():
 
 
 def test_counts_equal_single_process(client, sampled_corpus):
-    from suffixlm.kn_dask import count_text_ngrams
+    from suffixlm.distributed.kn_counts import count_text_ngrams
 
     ref = count_ngrams(load_training_corpus(sampled_corpus, unk=True), 4)
     got, vocab, stats = count_text_ngrams(client, sampled_corpus, 4, unk=True, n_shards=7, n_partitions=3)
@@ -194,12 +194,12 @@ def test_vocab_file_and_gzip(client, tmp_path):
 
 @pytest.mark.parametrize("order", [3, 5])
 def test_estimate_closed_vocabulary_fixups_and_partitions(client, sampled_corpus, tmp_path, order):
-    """The KN steps on the workers (``kn_dask_estimate``) against the single process where
+    """The KN steps on the workers (``distributed.kn_estimate``) against the single process where
     every cross-partition path is used: a closed vocabulary whose <unk> contexts get no
     probabilities, SRILM's default cut-offs (fix-ups of missing contexts at orders 3..N-1),
     back-off KN, and 1, 7 or 16 partitions (some of the 16 are empty: words heavier than a
     16th of the tokens)."""
-    from suffixlm.kn_dask import estimate_text_kn
+    from suffixlm.distributed.kn_counts import estimate_text_kn
 
     vocab = tmp_path / "v.txt"
     words = load_training_corpus(sampled_corpus).vocab.words[3:]

@@ -1,5 +1,5 @@
 """The log-linear LM built from counted (context, target) events: ``SuffixTree.from_events``,
-``suffixlm.events``, on a Dask cluster ``suffixlm.lm_dask`` (``LogLinearLM.fit(path, client=)``,
+``suffixlm.events``, on a Dask cluster ``suffixlm.distributed.lm_events`` (``LogLinearLM.fit(path, client=)``,
 ``suffixlm train --workers``). The reference is always the single-process model on the text."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ TINY_TEST = str(sample_path("tiny_lm.test.txt"))
 # many sentence starts and ends: one-word sentences, repeats, a sentence longer than the order
 BOUNDARY = ["a", "b", "a", "a b", "b a", "a a", "c", "a b c a b c a b", "b", "b b b b b b", "c a", "a"] * 3
 # the tiny corpus is too small for modified-KN discounts at some orders: the fallback warns
-pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
 
 EDGE_LABELS = ("tokens", "offsets", "context_position")
 
@@ -201,7 +201,7 @@ def client():
 
 
 def test_counts_equal_single_process(client, boundary_file, tmp_path):
-    from suffixlm.lm_dask import count_text_events
+    from suffixlm.distributed.lm_events import count_text_events
 
     vocab = tmp_path / "v.txt"
     vocab.write_text("\n".join(load_training_corpus(TINY).vocab.words[3:20]) + "\n")
@@ -235,7 +235,7 @@ def test_fit_with_client_equals_single_process(client, boundary_file, name):
 def test_vocabulary_file_closed_vocabulary(client, tmp_path):
     """A vocabulary file and no <unk>: OOV training targets are counted in the tree but not
     predicted, as in one process."""
-    from suffixlm.lm_dask import count_text_events
+    from suffixlm.distributed.lm_events import count_text_events
 
     vocab = tmp_path / "v.txt"
     vocab.write_text("\n".join(load_training_corpus(TINY).vocab.words[3:25]) + "\n")
@@ -256,7 +256,7 @@ def test_worker_killed_mid_job(killable_client, boundary_file, tmp_path):
     ref = LogLinearLM(order=4, max_iter=40).fit(TINY)
     client.register_plugin(kill_once_plugin(marker, "lm-count-"))
     try:
-        from suffixlm.lm_dask import count_text_events
+        from suffixlm.distributed.lm_events import count_text_events
 
         ev = count_text_events(client, TINY, 4, n_shards=6)
     finally:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suffixlm.arpa import BackoffLM
+from suffixlm.backoff.arpa import BackoffLM
 from suffixlm.cli import main
 from suffixlm.corpus import Corpus
 from suffixlm.export import loglinear_to_backoff

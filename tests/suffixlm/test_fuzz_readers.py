@@ -38,11 +38,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from suffixlm.corpora import sample_path
 
-from suffixlm.arpa import ArpaError, BackoffLM, predicted_positions
+from suffixlm.backoff.arpa import ArpaError, BackoffLM, predicted_positions
 from suffixlm.corpus import BOS, EOS, UNK, Corpus, CorpusError, Vocabulary, load_training_corpus
 from suffixlm.events import context_events
 from suffixlm.io import GZIP_MAGIC
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.load import load_model
 from suffixlm.model import LogLinearLM, ModelFormatError
 

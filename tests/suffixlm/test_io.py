@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crf.data import DataError, read_sequences
-from suffixlm.arpa import ArpaError, is_arpa_file, read_arpa
+from suffixlm.backoff.arpa import ArpaError, is_arpa_file, read_arpa
 from suffixlm.corpus import Corpus, CorpusError, load_training_corpus, read_lines
 from suffixlm.io import (
     ContainerError,
@@ -24,10 +24,11 @@ from suffixlm.io import (
     open_input,
     save_container,
 )
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM, ModelFormatError
 
-pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")  # tiny texts: fallback discounts
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::suffixlm.backoff.kn.DiscountWarning")  # tiny texts: fallback discounts
 TEXT = "a b c\nb c a\n\nc a b\n"
 ARPA = """
 \\data\\

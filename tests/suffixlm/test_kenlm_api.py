@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import suffixlm
-from suffixlm.arpa import BackoffLM
+from suffixlm.backoff.arpa import BackoffLM
 from suffixlm.corpus import Corpus
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
 from suffixlm.query import UNKNOWN_MISSING_LOG10, FullScoreReturn, State
 
@@ -79,7 +79,7 @@ def _compare_with_kenlm(path, sentences, words, tmp_path=None):
     km = kenlm.Model(str(path))
     _compare_model_with_kenlm(kenlm, km, suffixlm.Model(path), sentences, words)
     if tmp_path is not None:  # and the binary model built from the file
-        from suffixlm.binary import write_binary
+        from suffixlm.backoff.binary import write_binary
 
         write_binary(BackoffLM.read_arpa(path), tmp_path / "model.bin")
         _compare_model_with_kenlm(kenlm, km, suffixlm.Model(tmp_path / "model.bin"), sentences, words)

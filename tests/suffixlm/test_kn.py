@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from suffixlm.corpus import BOS, EOS, UNK, Corpus, Vocabulary, load_training_corpus
 from suffixlm.evaluate import score
-from suffixlm.kn import (
+from suffixlm.backoff.kn import (
     DiscountWarning,
     KneserNeyLM,
     count_ngrams,

@@ -1,4 +1,4 @@
-"""Kneser-Ney on the suffix tree (``suffixlm.kn_tree``) and the log-linear model at
+"""Kneser-Ney on the suffix tree (``suffixlm.backoff.kn_tree``) and the log-linear model at
 unbounded order (``LogLinearLM(order=None)``): against a brute-force interpolated KN that
 runs every context back to its sentence start, against the n-gram estimator at finite
 orders, the collapsed-edge closed forms against the expanded trie, and the KenLM-shaped
@@ -15,12 +15,12 @@ import pytest
 
 from suffixlm.corpora import sample_path
 from suffixlm.corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, load_training_corpus
-from suffixlm.kn import KneserNeyLM
-from suffixlm.kn_tree import depth_discounts, estimate_tree_kn
+from suffixlm.backoff.kn import KneserNeyLM
+from suffixlm.backoff.kn_tree import depth_discounts, estimate_tree_kn
 from suffixlm.model import LogLinearLM
 from suffixlm.suffixtree import SuffixTree
 
-pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.kn.DiscountWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
 TINY = str(sample_path("tiny_lm.train.txt"))
 TINY_TEST = str(sample_path("tiny_lm.test.txt"))
 
@@ -272,7 +272,7 @@ def test_unbounded_model_exports_an_equivalent_arpa_file(tmp_path, positive):
     """The ARPA file of an unbounded model (order = its deepest context + 1, the base's
     closed form expanded inside every edge) scores held-out text as the model does, to
     the file's precision."""
-    from suffixlm.arpa import BackoffLM
+    from suffixlm.backoff.arpa import BackoffLM
 
     corpus = load_training_corpus(TINY, unk=True)
     test = Corpus.from_text(TINY_TEST, corpus.vocab)
@@ -332,7 +332,7 @@ def test_unbounded_model_from_cluster_counts_equals_the_single_process_one(killa
 def test_an_unbounded_model_mixes():
     """A mixture with an unbounded model scores as the weighted sum of its parts, and its
     order is the fitted one (one more than the training text's longest context)."""
-    from suffixlm.mix import MixtureLM
+    from suffixlm.backoff.mix import MixtureLM
 
     corpus = load_training_corpus(TINY, unk=True)
     test = Corpus.from_text(TINY_TEST, corpus.vocab)

@@ -12,7 +12,7 @@ import pytest
 
 from suffixlm.corpus import BOS_ID, UNK_ID, Corpus
 from suffixlm.evaluate import score
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM, ModelFormatError, count_class_discounts, discount_weights, node_counts
 from suffixlm.suffixtree import SuffixTree
 

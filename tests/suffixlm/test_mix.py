@@ -1,4 +1,4 @@
-"""Mixtures (suffixlm.mix; `suffixlm ppl --mix-lm`, `suffixlm best-mix`) and SRILM's
+"""Mixtures (suffixlm.backoff.mix; `suffixlm ppl --mix-lm`, `suffixlm best-mix`) and SRILM's
 -debug 1 lines."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suffixlm.arpa import BackoffLM
+from suffixlm.backoff.arpa import BackoffLM
 from suffixlm.cli import main
 from suffixlm.corpus import Corpus
 from suffixlm.evaluate import score
-from suffixlm.kn import KneserNeyLM
-from suffixlm.mix import MixtureLM, best_mix, full_weights, merge_static
+from suffixlm.backoff.kn import KneserNeyLM
+from suffixlm.backoff.mix import MixtureLM, best_mix, full_weights, merge_static
 from suffixlm.model import LogLinearLM
 from suffixlm.query import State
 
@@ -61,7 +61,7 @@ def test_dynamic_mixture_is_the_weighted_sum_with_a_shared_vocabulary(models):
     vocab = [w for w in mx.vocab.words if w not in ("<s>", "<unk>")]
     c = Corpus.from_strings(TEST, vocab=mx.vocab)
     lp = mx.log10_probs(c)
-    from suffixlm.arpa import predicted_positions
+    from suffixlm.backoff.arpa import predicted_positions
 
     scored = c.target_mask()[predicted_positions(c)]
     k = 0

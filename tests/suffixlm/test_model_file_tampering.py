@@ -17,7 +17,7 @@ import pytest
 from suffixlm.corpus import Corpus
 from suffixlm.events import context_events
 from suffixlm.io import save_container
-from suffixlm.kn import DiscountWarning
+from suffixlm.backoff.kn import DiscountWarning
 from suffixlm.model import FORMAT, LogLinearLM, ModelFormatError
 
 TRAIN = ["a b a b c", "b a a", "c c a b", "a b c a b c", "b b", "d a b c a b c d"]

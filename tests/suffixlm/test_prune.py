@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suffixlm.arpa import BackoffLM
+from suffixlm.backoff.arpa import BackoffLM
 from suffixlm.cli import main
 from suffixlm.corpus import BOS_ID, EOS_ID, Corpus
 from suffixlm.evaluate import score
-from suffixlm.kn import DiscountWarning, KneserNeyLM
-from suffixlm.prune import prune_entropy, pruning_criterion
+from suffixlm.backoff.kn import DiscountWarning, KneserNeyLM
+from suffixlm.backoff.prune import prune_entropy, pruning_criterion
 from tests.suffixlm.test_kn import _synthetic_sentences as synthetic_sentences
 
 EPS = 3e-6  # SRILM's Prob_Epsilon

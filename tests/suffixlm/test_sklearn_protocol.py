@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from suffixlm.corpora import sample_path
 
-from suffixlm.kn import KneserNeyLM
+from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
 
 SENTENCES = sample_path("tiny_lm.train.txt").read_text().splitlines()[:120]

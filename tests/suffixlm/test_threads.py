@@ -188,7 +188,7 @@ def test_a_small_model_trains_on_one_thread(monkeypatch):
 def test_models_are_the_same_bits_on_one_and_two_threads(monkeypatch):
     """The log-linear LM's kernels promise it (each tree node computed alone, fixed
     blocks of the sums), serial small levels included; KN's kernels are serial."""
-    from suffixlm.kn import KneserNeyLM
+    from suffixlm.backoff.kn import KneserNeyLM
     from suffixlm.model import LogLinearLM
 
     monkeypatch.setenv(threads.MIN_PARALLEL_ENV, "0")

@@ -1,6 +1,6 @@
 """Kneser-Ney estimation on a Dask cluster, where the counts live (``suffixlm kn --workers``).
 
-After ``kn_dask``'s keyed shuffle, partition p holds, for every order n >= 2, the
+After ``distributed.kn_counts``'s keyed shuffle, partition p holds, for every order n >= 2, the
 n-grams whose first word lies in the word range [lo_p, hi_p), sorted. An n-gram's
 prefix (its context) has the same first word, so all that SRILM computes per context
 is local to a partition: the context totals and gamma, the probabilities
@@ -31,19 +31,8 @@ import uuid
 
 import numpy as np
 
-from .corpus import BOS_ID, UNK_ID, Vocabulary
-from .kn_steps import (
-    check_int32_counts,
-    context_ranges,
-    count_of_counts,
-    estimate_discounts,
-    estimate_unigrams,
-    fixup_order,
-    listed_unigrams,
-    quantize_g7,
-    srilm_min_counts,
-    walk_step,
-)
+from ..backoff import kn_steps as steps
+from ..corpus import BOS_ID, UNK_ID, Vocabulary
 
 # ---------------------------------------------------------------- tasks (pure functions)
 
@@ -64,7 +53,7 @@ def _setup(merged, lo: int):
             prefix = (rows[:, 0] - lo).astype(np.int32)
         else:
             prefix = M.find_rows(out[-4], np.ascontiguousarray(rows[:, :-1]))
-        out += [rows, check_int32_counts(cnt, n), prefix, len(rows)]
+        out += [rows, steps.check_int32_counts(cnt, n), prefix, len(rows)]
     return out
 
 
@@ -110,7 +99,7 @@ def _second_words(rows: np.ndarray, V: int) -> np.ndarray:
 
 
 def _coc(kn, rows, nonevent):
-    return count_of_counts(kn, np.ascontiguousarray(rows[:, -1]), nonevent)
+    return steps.count_of_counts(kn, np.ascontiguousarray(rows[:, -1]), nonevent)
 
 
 def _suffix_values(rows, found1, acc1, sels, *pieces):
@@ -131,17 +120,17 @@ def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
     """First pass over an order: probabilities, the contexts' back-off weights, the
     back-off walk (as ``kn.estimate_kneser_ney``); ``ctx_unk``: contexts holding a
     closed-vocabulary <unk> (None in an open vocabulary)."""
-    from . import _kn_kernels as K
+    from ..backoff import _kn_kernels as K
 
     nonevent, min_count, d, vocab_size, interpolate = params
     word = np.ascontiguousarray(rows[:, -1])
     lower = (found_s + acc_s).astype(np.float32)
-    start, end = context_ranges(prefix, n_ctx)
+    start, end = steps.context_ranges(prefix, n_ctx)
     skip = ctx_unk if ctx_unk is not None else np.zeros(n_ctx, dtype=bool)
     lp, explicit, n_retry = K.estimate_order(start, end, skip, kn, word, lower, nonevent, min_count,
                                              float(d[0]), float(d[1]), float(d[2]), vocab_size, interpolate, False)
     bow_ctx, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
-    found, acc = walk_step(found_s, acc_s, bow_ctx[prefix], lp, explicit)
+    found, acc = steps.walk_step(found_s, acc_s, bow_ctx[prefix], lp, explicit)
     unk = (ctx_unk[prefix] | (word == UNK_ID)) if ctx_unk is not None else None
     return lp, explicit, found, acc, bow_ctx, unk, int(n_retry), int(n_bad)
 
@@ -149,14 +138,14 @@ def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
 def _fixup_forward(lp, explicit, bow_ctx, prefix, mark, found_s, acc_s):
     """Second pass over an order: the back-off walk through the fixed-up lower order, then
     SRILM's fix-ups of this order's marked n-grams (``mark`` None: the top order)."""
-    found, acc = walk_step(found_s, acc_s, bow_ctx[prefix], lp, explicit)
+    found, acc = steps.walk_step(found_s, acc_s, bow_ctx[prefix], lp, explicit)
     n_fix = 0
     if mark is not None:
         fix = mark & ~explicit
         n_fix = int(fix.sum())
         if n_fix:
             lp, explicit = lp.copy(), explicit.copy()
-            fixup_order(lp, explicit, found, acc, fix)
+            steps.fixup_order(lp, explicit, found, acc, fix)
     return lp, explicit, found, acc, n_fix
 
 
@@ -197,10 +186,10 @@ def _output(rows, lp, explicit, bow, node):
     back-off weight, has back-off weight), as read back from ``%.7g``."""
     idx = np.flatnonzero(explicit)
     r = np.ascontiguousarray(rows[idx])
-    p = quantize_g7(lp[idx])
+    p = steps.quantize_g7(lp[idx])
     if bow is None:
         return r, p, np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
-    return r, p, quantize_g7(bow[idx]), node[idx]
+    return r, p, steps.quantize_g7(bow[idx]), node[idx]
 
 
 def _sizes(x) -> tuple[int, int]:
@@ -212,10 +201,10 @@ def _sizes(x) -> tuple[int, int]:
 
 
 class ClusterKN:
-    """An interpolated KN model estimated on the cluster from ``kn_dask``'s merged
+    """An interpolated KN model estimated on the cluster from ``distributed.kn_counts``'s merged
     partitions; its n-grams stay on the workers until written or gathered.
 
-    unigrams: int64[V] raw unigram counts; merged: futures of ``kn_dask.merge_partition``
+    unigrams: int64[V] raw unigram counts; merged: futures of ``distributed.kn_counts.merge_partition``
     (partition p: n-grams whose first word id is in [bounds[p], bounds[p+1]));
     progress: None, or a function called with a line at the end of each stage."""
 
@@ -232,7 +221,7 @@ class ClusterKN:
         self.P = P = len(self.bounds) - 1
         self.V = V = len(unigrams)
         if min_counts is None:
-            min_counts = srilm_min_counts(N)
+            min_counts = steps.srilm_min_counts(N)
         self.min_counts = list(min_counts) + [min_counts[-1]] * (N - len(min_counts))
         nonevent = np.zeros(V, dtype=bool)
         nonevent[BOS_ID] = True
@@ -242,7 +231,7 @@ class ClusterKN:
         self.closed = not vocab.has_unk
         self.vocab_size = int(V - nonevent.sum())
         self.modified, self.interpolate = modified, interpolate
-        raw1 = check_int32_counts(np.asarray(unigrams), 1)
+        raw1 = steps.check_int32_counts(np.asarray(unigrams), 1)
         F: dict = {}
         self.F = F
         self.m = {}
@@ -326,7 +315,7 @@ class ClusterKN:
                     F["kn", q, n] = self._submit(_kn_counts, F["count", q, n], F["rows", q, n], nonevent,
                                                  *[F["idx", p, q, n + 1] for p in range(P)], name=f"kn-{q}-{n}")
         # counts-of-counts: a small global reduction; discounts on the driver
-        cocs = [count_of_counts(kn1, np.arange(V, dtype=np.int32), nonevent)]
+        cocs = [steps.count_of_counts(kn1, np.arange(V, dtype=np.int32), nonevent)]
         futures = {(p, n): self._submit(_coc, F["kn", p, n], F["rows", p, n], nonevent, name=f"coc-{p}-{n}")
                    for n in range(2, N + 1) for p in range(P)}
         got = dict(zip(futures, client.gather(list(futures.values()))))
@@ -335,12 +324,12 @@ class ClusterKN:
         discounts = []
         for n in range(1, N + 1):
             size = V if n == 1 else sum(self.m[p, n] for p in range(P))
-            d = estimate_discounts(cocs[n - 1], self.modified, n) if size else (0.5, 1.0, 1.5)
+            d = steps.estimate_discounts(cocs[n - 1], self.modified, n) if size else (0.5, 1.0, 1.5)
             info["count_of_counts"].append([int(x) for x in cocs[n - 1][1:]])
             info["discounts"].append(d)
             discounts.append(d)
         # unigrams, here
-        lp1, explicit1, n_retry = estimate_unigrams(kn1, nonevent, int(self.min_counts[0]), discounts[0],
+        lp1, explicit1, n_retry = steps.estimate_unigrams(kn1, nonevent, int(self.min_counts[0]), discounts[0],
                                                     self.vocab_size, bool(self.interpolate))
         info["retries"].append(n_retry)
         info["bad_bows"].append(0)
@@ -419,9 +408,9 @@ class ClusterKN:
             del F[key]
         node1 = self._nodes(N)
         # what the file lists
-        idx = listed_unigrams(explicit1, nonevent)
-        self.unigrams = (idx.astype(np.int32).reshape(-1, 1), quantize_g7(lp1[idx]),
-                         quantize_g7(bow1[idx]), node1[idx] if N > 1 else np.zeros(len(idx), dtype=bool))
+        idx = steps.listed_unigrams(explicit1, nonevent)
+        self.unigrams = (idx.astype(np.int32).reshape(-1, 1), steps.quantize_g7(lp1[idx]),
+                         steps.quantize_g7(bow1[idx]), node1[idx] if N > 1 else np.zeros(len(idx), dtype=bool))
         self.out = {}
         for n in range(2, N + 1):
             for p in range(P):
@@ -471,15 +460,15 @@ class ClusterKN:
 
     def write_arpa(self, path, sources=()) -> None:
         """Write the ARPA file, streamed partition by partition (``io.atomic_write``)."""
-        from .arpa import write_arpa_sections
-        from .io import atomic_write
+        from ..backoff.arpa import write_arpa_sections
+        from ..io import atomic_write
 
         with atomic_write(path, inputs=sources) as fh:
             write_arpa_sections(fh, self.vocab.words, self.counts, self.sections())
 
     def model(self):
         """The whole model on the driver (``BackoffLM``)."""
-        from .arpa import BackoffLM
+        from ..backoff.arpa import BackoffLM
 
         ngrams = []
         for n, pieces in enumerate(self.sections(), start=1):

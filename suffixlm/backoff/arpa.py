@@ -4,7 +4,7 @@ A ``BackoffLM`` holds, for each order n, the explicit n-grams as rows of word id
 (``int32``) with their log10 probabilities and back-off weights (``float32``, as SRILM
 keeps them), plus SRILM's back-off index built on first use (``BackoffLM.index``,
 :mod:`suffixlm.backoff.index`) and KenLM's probing table, built on the first KenLM-style
-query (:mod:`suffixlm.table`).
+query (:mod:`suffixlm.backoff.table`).
 
 Files are parsed by a numba kernel (numbers, words through a byte-string hash
 table); errors name the file and line. Numbers are decimals
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
-from .io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
-from .ngrams import count_ngrams
+from ..corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
+from ..io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
+from ..ngrams import count_ngrams
 from .table import TableQueries, build_table
 
 LOG_ZERO = -99.0  # how ARPA files write log10(0)
@@ -98,7 +98,7 @@ class BackoffLM(TableQueries):
         """SRILM's back-off index of this model (:class:`suffixlm.backoff.index.BackoffIndex`),
         built on first use: what ``query``, pruning, mixing and the KN base measure walk."""
         if self._index is None:
-            from .backoff.index import BackoffIndex
+            from .index import BackoffIndex
 
             self._index = BackoffIndex(self)
         return self._index
@@ -125,7 +125,7 @@ class BackoffLM(TableQueries):
         return self.query(corpus)[0]
 
     def _make_table(self):
-        """The probing table KenLM's queries run on (:mod:`suffixlm.table`), built on the
+        """The probing table KenLM's queries run on (:mod:`suffixlm.backoff.table`), built on the
         first query."""
         return build_table(self)
 

@@ -1,5 +1,5 @@
 """The steps of Kneser-Ney estimation that the single-process ``kn.estimate_kneser_ney``
-and the Dask ``kn_dask_estimate.ClusterKN`` share, element by element: cut-offs,
+and the Dask ``distributed.kn_estimate.ClusterKN`` share, element by element: cut-offs,
 counts-of-counts and discounts, context ranges, the unigram mass, the back-off walk and
 SRILM's fix-ups, and the ``%.7g`` quantisation of what an ARPA file holds."""
 
@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .corpus import BOS_ID, CorpusError
+from ..corpus import BOS_ID, CorpusError
 
 INT32_MAX = 2**31 - 1
 

@@ -1,5 +1,5 @@
 """Numba kernels of interpolated Kneser-Ney on a (collapsed) suffix tree of contexts
-(``suffixlm.kn_tree``): the counts, the counts-of-counts by order, and the probabilities
+(``suffixlm.backoff.kn_tree``): the counts, the counts-of-counts by order, and the probabilities
 at every node's deepest context with the closed form along its edge."""
 
 from __future__ import annotations

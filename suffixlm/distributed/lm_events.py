@@ -3,15 +3,15 @@ events counted in shards and merged by key, equal to ``events.context_events`` o
 
 The model sees the text only through its events (``suffixlm.events``), and they are
 n-grams: those of the model's order, and the lower-order ones that start with ``<s>``.
-So this is ``kn_dask``'s counting with a filter before the shuffle:
+So this is ``distributed.kn_counts``'s counting with a filter before the shuffle:
 
 1. vocabulary: the shards' word counts are summed on the driver, which builds the
    vocabulary as ``load_training_corpus`` does (``min_count``, a vocabulary file, ``unk``);
 2. counting: each worker reads its byte range, encodes it with those ids, counts its
-   n-grams (``kn_dask.count_shard``) and keeps only the events (all n-grams, with
+   n-grams (``distributed.kn_counts.count_shard``) and keeps only the events (all n-grams, with
    ``keep_ngram_counts``, for the Kneser-Ney base measure), split by first-word ranges;
 3. keyed shuffle: one reduce task per first-word range sums the counts of equal
-   n-grams (``kn_dask.merge_partition``); the driver concatenates the sorted ranges.
+   n-grams (``distributed.kn_counts.merge_partition``); the driver concatenates the sorted ranges.
 
 The driver then holds the distinct events and their counts, never the text: the tree
 and the per-event statistics are built from those alone (``LogLinearLM.fit``). Every
@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .corpus import BOS_ID
-from .events import ContextEvents, events_from_rows
-from .kn_dask import build_counts, count_on_cluster, count_shard, shuffle_merge
+from ..corpus import BOS_ID
+from ..events import ContextEvents, events_from_rows
+from .kn_counts import build_counts, count_on_cluster, count_shard, shuffle_merge
 
 
 def count_shard_events(shard, vocab_words: list[str], has_unk: bool, order: int, bounds: np.ndarray,
                        all_orders: bool):
-    """``kn_dask.count_shard``, keeping of the orders below ``order`` only the n-grams that
+    """``distributed.kn_counts.count_shard``, keeping of the orders below ``order`` only the n-grams that
     start with ``<s>`` (the events) unless ``all_orders``."""
     unigrams, n_oov, parts = count_shard(shard, vocab_words, has_unk, order, bounds)
     if not all_orders:

@@ -1,5 +1,5 @@
-"""Numba kernels of the Dask shuffle and joins on n-gram rows (``kn_dask``,
-``kn_dask_estimate``): rows are int32[m, n] word ids, sorted lexicographically."""
+"""Numba kernels of the Dask shuffle and joins on n-gram rows (``distributed.kn_counts``,
+``distributed.kn_estimate``): rows are int32[m, n] word ids, sorted lexicographically."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ import zlib
 import numpy as np
 
 from . import _binary_kernels as K
-from .corpus import UNK_ID, Corpus, Vocabulary
-from .query import UNKNOWN_MISSING_LOG10
+from ..corpus import UNK_ID, Corpus, Vocabulary
+from ..query import UNKNOWN_MISSING_LOG10
 from .table import TableQueries, build_table
 
 MAGIC = b"suffixlm binary\n"
@@ -98,10 +98,10 @@ def binary_bytes_header(lm, D: np.ndarray, S: int, vocab_blob: bytes) -> tuple[b
 
 
 def write_binary(lm, path, sources=()) -> dict:
-    """Write the back-off model ``lm`` (a :class:`suffixlm.arpa.BackoffLM`) as a binary
+    """Write the back-off model ``lm`` (a :class:`suffixlm.backoff.arpa.BackoffLM`) as a binary
     model at ``path``, atomically (``io.atomic_write``; never over one of ``sources``).
     Returns the header (sizes) written."""
-    from .io import atomic_write
+    from ..io import atomic_write
 
     if sys.byteorder != "little":
         raise OSError("the binary model format is little-endian; this machine is not")
@@ -193,7 +193,7 @@ def read_header(path) -> tuple[dict, int]:
 
 
 class BinaryLM(TableQueries):
-    """A binary back-off model, memory-mapped (:mod:`suffixlm.binary`), with KenLM's
+    """A binary back-off model, memory-mapped (:mod:`suffixlm.backoff.binary`), with KenLM's
     query API (:mod:`suffixlm.query`), SRILM's statistics (``score_file``,
     ``log10_probs``), batched scoring and the next-word distribution.
 
@@ -279,12 +279,12 @@ class BinaryLM(TableQueries):
             _fail(self.path, "damaged binary model (table checksum)")
 
     def __repr__(self):
-        return f"<suffixlm.binary.BinaryLM from {self.path!r}: order {self.order}, {len(self.vocab)} words>"
+        return f"<suffixlm.backoff.binary.BinaryLM from {self.path!r}: order {self.order}, {len(self.vocab)} words>"
 
     # ------------------------------------------------------------ SRILM's statistics
     def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
         """(log10 p float64[n_pos], n-gram length int64[n_pos]) at every predicted
-        position of ``corpus`` by SRILM's rule (as :meth:`suffixlm.arpa.BackoffLM.query`)."""
+        position of ``corpus`` by SRILM's rule (as :meth:`suffixlm.backoff.arpa.BackoffLM.query`)."""
         from .arpa import predicted_positions, sentence_starts
 
         return K.srilm_query(self._D, self._V, self._S, self.order, self._model_tokens(corpus),
@@ -306,7 +306,7 @@ class BinaryLM(TableQueries):
 def to_binary(model, path, sources=()) -> dict:
     """Write any back-off or log-linear model (in memory) as a binary model."""
     if hasattr(model, "weights_"):
-        from .export import loglinear_to_backoff
+        from ..export import loglinear_to_backoff
 
         model = loglinear_to_backoff(model)
     elif not hasattr(model, "ngrams"):

@@ -1,7 +1,7 @@
 """The single-process Kneser-Ney estimator (``estimate_kneser_ney``: SRILM's, from n-gram
 counts), apart from the ``KneserNeyLM`` estimator class so that the base measure of the
-log-linear model (``suffixlm.base``) can use it without importing ``suffixlm.kn``, which
-imports the log-linear model for unbounded order. ``suffixlm.kn`` re-exports it."""
+log-linear model (``suffixlm.base_measure``) can use it without importing ``suffixlm.backoff.kn``, which
+imports the log-linear model for unbounded order. ``suffixlm.backoff.kn`` re-exports it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arpa import BackoffLM
-from .corpus import BOS_ID, UNK_ID, Vocabulary
+from ..corpus import BOS_ID, UNK_ID, Vocabulary
 from .kn_steps import (
     context_ranges,
     count_of_counts,
@@ -22,7 +22,7 @@ from .kn_steps import (
     srilm_min_counts,
     walk_step,
 )
-from .ngrams import NgramCounts
+from ..ngrams import NgramCounts
 
 
 def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndarray]:

@@ -27,7 +27,7 @@ param weigh 1 each.
 Contexts that end inside a collapsed edge need the base at that partial depth. The
 ARPA-read base (``kneser_ney_base``, finite orders) has no closed form there, so a model
 with it is trained on the suffix trie (every edge one word). Kneser-Ney computed on the
-tree itself (``kneser_ney_tree_base``, ``suffixlm.kn_tree``; the model at unbounded
+tree itself (``kneser_ney_tree_base``, ``suffixlm.backoff.kn_tree``; the model at unbounded
 order) has one: inside the edge of node j every context's weight is D1 of its order and
 B(v | depth e) = 1/s_j + prod D1 (B(v | parent) - 1/s_j) for the s_j words j predicts, so
 the collapsed tree serves, with ``ln_d1_cum`` (the summed ln D1 by depth) and the
@@ -143,10 +143,10 @@ def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
     also be the text's counted events (``suffixlm.events.ContextEvents`` with its
     ``ngram_counts``): KN is estimated from those counts, the same model."""
     from . import _base_kernels as K
-    from .kn_estimate import estimate_kneser_ney
+    from .backoff.kn_estimate import estimate_kneser_ney
     from .ngrams import count_ngrams
 
-    # KneserNeyLM(order, min_counts=[1]).fit(corpus).model_, without importing suffixlm.kn
+    # KneserNeyLM(order, min_counts=[1]).fit(corpus).model_, without importing suffixlm.backoff.kn
     counts = corpus.ngram_counts if getattr(corpus, "ngram_counts", None) is not None else count_ngrams(corpus, order)
     model, _ = estimate_kneser_ney(counts, corpus.vocab, True, [1], True)
     index = model.index
@@ -175,7 +175,7 @@ def kneser_ney_base(tree, corpus, order: int, n_unseen: float) -> BaseMeasure:
 def event_counts(tree, vocab) -> np.ndarray:
     """int64[n_nodes]: the words each node predicts that are events (not ``<s>``, nor a
     closed vocabulary's ``<unk>``)."""
-    from .kn_tree import nonevents
+    from .backoff.kn_tree import nonevents
 
     ev = ~nonevents(vocab)[np.asarray(tree.succ_words)]
     cs = np.concatenate([[0], np.cumsum(ev, dtype=np.int64)])
@@ -183,10 +183,10 @@ def event_counts(tree, vocab) -> np.ndarray:
 
 
 def kneser_ney_tree_base(tree, vocab, n_unseen: float, min_coc: int = 0, kn=None) -> BaseMeasure:
-    """Interpolated modified Kneser-Ney computed on ``tree`` itself (``suffixlm.kn_tree``:
+    """Interpolated modified Kneser-Ney computed on ``tree`` itself (``suffixlm.backoff.kn_tree``:
     any depth, collapsed or not, no cut-offs) as the base measure, with the closed form
     inside edges. ``kn``: that estimate already made (a ``kn_tree.TreeKN``)."""
-    from .kn_tree import estimate_tree_kn
+    from .backoff.kn_tree import estimate_tree_kn
 
     if kn is None:
         kn = estimate_tree_kn(tree, vocab, min_coc=min_coc)

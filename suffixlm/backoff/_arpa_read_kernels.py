@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from ._arpa_write_kernels import POW10
-from ._tree_kernels import grow
+from .._tree_kernels import grow
 
 # error codes of parse_ngram_section
 ERR_NONE = 0

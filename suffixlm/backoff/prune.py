@@ -84,7 +84,7 @@ import math
 import numpy as np
 
 from .arpa import BackoffLM
-from .corpus import BOS_ID, EOS_ID, UNK_ID
+from ..corpus import BOS_ID, EOS_ID, UNK_ID
 
 __all__ = ["prune_entropy", "pruning_criterion"]
 

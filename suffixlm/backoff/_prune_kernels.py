@@ -1,4 +1,4 @@
-"""Numba kernels of relative-entropy pruning (:mod:`suffixlm.prune`): the pruning and
+"""Numba kernels of relative-entropy pruning (:mod:`suffixlm.backoff.prune`): the pruning and
 back-off weight passes over SRILM's context trie, the model's back-off index
 (:mod:`suffixlm.backoff.index`: nodes, their parents and words, the probability map),
 with flags for the nodes and n-grams still alive. Numbers follow SRILM's types: ``LogP``

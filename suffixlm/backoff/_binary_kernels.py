@@ -1,4 +1,4 @@
-"""Numba kernels of the binary back-off model (``suffixlm.binary``): the probing table
+"""Numba kernels of the binary back-off model (``suffixlm.backoff.binary``): the probing table
 of every part of every explicit n-gram, its construction, and the queries.
 
 The table is one int64 array ``D`` of 16-byte records (two int64 each), read through

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import threads as _threads
-from .checks import is_int
-from .corpus import Corpus, Vocabulary, as_corpus
-from .estimator import ParamsMixin
-from .kn_steps import (  # noqa: F401  (re-exported: suffixlm.kn's names before the steps moved)
+from .. import threads as _threads
+from ..checks import is_int
+from ..corpus import Corpus, Vocabulary, as_corpus
+from ..estimator import ParamsMixin
+from .kn_steps import (  # noqa: F401  (re-exported: suffixlm.backoff.kn's names before the steps moved)
     SRILM_DEFAULT_MIN_COUNTS,
     DiscountWarning,
     count_of_counts,
@@ -48,8 +48,8 @@ from .kn_steps import (  # noqa: F401  (re-exported: suffixlm.kn's names before 
     srilm_min_counts,
 )
 from .kn_estimate import estimate_kneser_ney, kneser_ney_counts  # noqa: F401  (re-exported)
-from .ngrams import count_ngrams
-from .query import KenLMInterface
+from ..ngrams import count_ngrams
+from ..query import KenLMInterface
 
 
 class KneserNeyLM(ParamsMixin, KenLMInterface):
@@ -61,7 +61,7 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
     ----------
     order : int | None     n-gram order N; None: unbounded (every context back to its
                            sentence start), estimated on the suffix tree of the contexts
-                           (``suffixlm.kn_tree``, linear in the text; docs/unbounded.md),
+                           (``suffixlm.backoff.kn_tree``, linear in the text; docs/unbounded.md),
                            without cut-offs and interpolated only
     modified : bool        three discounts per order (Chen & Goodman) or one
     min_counts : list[int] | None   per-order cut-offs (SRILM ``-gtNmin``); None =
@@ -124,7 +124,7 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
 
     def _fit_tree(self, data, sources) -> "KneserNeyLM":
         """Unbounded order: KN on the suffix tree of ``data`` (a Corpus or counted events)."""
-        from .model import tree_kneser_ney_model
+        from ..model import tree_kneser_ney_model
 
         self.__dict__.pop("model_", None)
         self.tree_model_ = tree_kneser_ney_model(data, self.modified)
@@ -163,28 +163,28 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         """Fit on a text file (one sentence per line; see ``corpus.load_training_corpus``).
 
         client: a ``distributed.Client``: the workers read, encode and count shards of the
-        file, the counts are merged by key on the cluster (``kn_dask``) and the KN steps run
-        where the n-grams live (``kn_dask_estimate``); the driver never holds the text, then
+        file, the counts are merged by key on the cluster (``distributed.kn_counts``) and the KN steps run
+        where the n-grams live (``distributed.kn_estimate``); the driver never holds the text, then
         gathers the model, which equals the single-process one. None: read the file here.
         Sets ``n_sentences_``, ``n_words_``, ``n_oov_`` besides the learned state of ``fit``."""
         self._check_params()
         if client is None:
-            from .corpus import load_training_corpus
+            from ..corpus import load_training_corpus
 
             corpus = load_training_corpus(path, vocab_path, unk=unk)
             self.fit(corpus)
             self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
             return self
         if self.order is None:
-            from .lm_dask import count_text_events
-            from .model import longest_sentence_order
+            from ..distributed.lm_events import count_text_events
+            from ..model import longest_sentence_order
 
             events = count_text_events(client, str(path), longest_sentence_order(path), vocab_path=vocab_path,
                                        unk=unk)
             self._fit_tree(events, (str(path),))
             self.n_sentences_, self.n_words_, self.n_oov_ = events.n_sentences, events.n_words, events.n_oov
             return self
-        from .kn_dask import estimate_text_kn
+        from ..distributed.kn_counts import estimate_text_kn
 
         self.__dict__.pop("tree_model_", None)
         self.order_ = int(self.order)

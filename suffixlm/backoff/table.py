@@ -9,17 +9,17 @@ import math
 import numpy as np
 
 from . import _binary_kernels as K
-from .corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
-from .io import split_words
-from .backoff.index import Int64Map
-from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str
+from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
+from ..io import split_words
+from .index import Int64Map
+from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
 
 
 def build_table(lm) -> tuple[np.ndarray, int]:
-    """(the table int64[2 (V + S + N + 1)], S) of a :class:`suffixlm.arpa.BackoffLM` of
+    """(the table int64[2 (V + S + N + 1)], S) of a :class:`suffixlm.backoff.arpa.BackoffLM` of
     order N: every contiguous part of every explicit n-gram (KenLM stores them all; a part
     the model does not list is a "blank" carrying the backed-off probability), the parts
     of each length in a region of their own, then the regions' directory."""

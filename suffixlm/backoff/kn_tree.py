@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kn_tree_kernels as K
-from .corpus import BOS_ID, UNK_ID, Vocabulary
+from ..corpus import BOS_ID, UNK_ID, Vocabulary
 from .kn_steps import DiscountWarning, estimate_discounts
 
 #: floor of a discount D1 (its log is summed along edges)

@@ -33,8 +33,8 @@ from typing import Sequence
 import numpy as np
 
 from .arpa import BackoffLM, row_index
-from .corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
-from .query import KenLMInterface
+from ..corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
+from ..query import KenLMInterface
 
 LN10 = math.log(10.0)
 

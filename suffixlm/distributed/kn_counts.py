@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .corpus import (
+from ..corpus import (
     SPECIALS,
     BOS,
     BOS_ID,
@@ -44,9 +44,9 @@ from .corpus import (
     FirstSeenIds,
     read_lines,
 )
-from .io import BOM, GZIP_MAGIC, input_name, open_error_message, split_words
-from .kn_steps import check_int32_counts
-from .ngrams import NgramCounts, count_ngrams
+from ..io import BOM, GZIP_MAGIC, input_name, open_error_message, split_words
+from ..backoff.kn_steps import check_int32_counts
+from ..ngrams import NgramCounts, count_ngrams
 
 
 @dataclass
@@ -233,10 +233,10 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
                      min_counts: list[int] | None = None, interpolate: bool = True, n_shards: int | None = None,
                      n_partitions: int | None = None, progress=None):
     """Interpolated KN on the text file ``path``, counted and estimated on the Dask cluster
-    of ``client`` (``kn_dask_estimate.ClusterKN``: the n-grams stay on the workers until
+    of ``client`` (``distributed.kn_estimate.ClusterKN``: the n-grams stay on the workers until
     written). Returns (ClusterKN, TextStats); the model equals the single-process one.
     progress: None, or a function called with a line at the end of each stage."""
-    from .kn_dask_estimate import ClusterKN
+    from .kn_estimate import ClusterKN
 
     vocab, stats, bounds, counted, tag = count_on_cluster(client, path, order, vocab_path, unk, n_shards,
                                                           n_partitions)
