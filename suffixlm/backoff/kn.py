@@ -39,17 +39,12 @@ from .. import threads as _threads
 from ..checks import is_int
 from ..corpus import Corpus, Vocabulary, as_corpus
 from ..estimator import ParamsMixin
-from .kn_steps import (  # noqa: F401  (re-exported: suffixlm.backoff.kn's names before the steps moved)
-    SRILM_DEFAULT_MIN_COUNTS,
-    DiscountWarning,
-    count_of_counts,
-    estimate_discounts,
-    quantize_g7,
-    srilm_min_counts,
-)
-from .kn_estimate import estimate_kneser_ney, kneser_ney_counts  # noqa: F401  (re-exported)
 from ..ngrams import count_ngrams
 from ..query import KenLMInterface
+from .kn_estimate import estimate_kneser_ney
+from .kn_steps import DiscountWarning
+
+__all__ = ["DiscountWarning", "KneserNeyLM"]
 
 
 class KneserNeyLM(ParamsMixin, KenLMInterface):

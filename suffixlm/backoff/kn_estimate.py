@@ -1,7 +1,7 @@
 """The single-process Kneser-Ney estimator (``estimate_kneser_ney``: SRILM's, from n-gram
 counts), apart from the ``KneserNeyLM`` estimator class so that the base measure of the
-log-linear model (``suffixlm.base_measure``) can use it without importing ``suffixlm.backoff.kn``, which
-imports the log-linear model for unbounded order. ``suffixlm.backoff.kn`` re-exports it."""
+log-linear model (``suffixlm.base_measure``) can use it without importing
+``suffixlm.backoff.kn``, which imports the log-linear model for unbounded order."""
 
 from __future__ import annotations
 

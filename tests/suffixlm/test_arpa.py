@@ -148,7 +148,7 @@ def test_format_g7_near_a_tie_below_ten_to_the_seven(x):
 @settings(max_examples=200, deadline=None)
 @given(st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, width=32))
 def test_quantize_is_read_back_of_written_text(x):
-    from suffixlm.backoff.kn import quantize_g7
+    from suffixlm.backoff.kn_steps import quantize_g7
 
     q = quantize_g7(np.array([x], dtype=np.float32))[0]
     if x == 0 or abs(x) < 1e-15:

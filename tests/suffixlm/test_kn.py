@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 
 from suffixlm.corpus import BOS, EOS, UNK, Corpus, Vocabulary, load_training_corpus
 from suffixlm.evaluate import score
-from suffixlm.backoff.kn import (
-    DiscountWarning,
-    KneserNeyLM,
-    count_ngrams,
-    count_of_counts,
-    estimate_discounts,
-    kneser_ney_counts,
-    srilm_min_counts,
-)
+from suffixlm.backoff.kn import DiscountWarning, KneserNeyLM
+from suffixlm.backoff.kn_estimate import kneser_ney_counts
+from suffixlm.backoff.kn_steps import count_of_counts, estimate_discounts, srilm_min_counts
+from suffixlm.ngrams import count_ngrams
 
 TOY = ["a b", "a b", "b a", "c"]
 
