@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._inference_kernels import (_FAST, STATE_LABEL, _forward_backward, _gold_score, _same_bigram_row, fb_workspace,
-                                 pair_marginals, pair_size)
+from ._inference_kernels import (FAST, STATE_LABEL, fb_workspace, forward_backward, gold_score, pair_marginals,
+                                 pair_size, same_bigram_row, sparse_pair_marginals)
 
 
 @njit(cache=True)
@@ -56,7 +56,7 @@ def bigram_rows(seq_offsets, bbase, uniform, brow_start):
         u = nb > 0 and T > 1
         if u:
             for t in range(2, T):
-                if not _same_bigram_row(bbase, s + t, s + t - 1):
+                if not same_bigram_row(bbase, s + t, s + t - 1):
                     u = False
                     break
         uniform[i] = u
@@ -94,7 +94,7 @@ def occurrence_counts(seq_offsets, ubase, bbase, uniform, L, bstart, n_uobs, upt
         occ_ptr[o] += occ_ptr[o - 1]
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx, uniform,
                    brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err):
     """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows."""
@@ -107,9 +107,9 @@ def _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, s
         seq_loss[i] = 0.0
         seq_err[i] = 0
         return
-    logz = _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
-                             U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val)
-    seq_loss[i] = logz - _gold_score(theta, U, bbase, labels, s, e, L)
+    logz = forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                            U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val)
+    seq_loss[i] = logz - gold_score(theta, U, bbase, labels, s, e, L)
     errs = 0
     for t in range(T):
         best = 0
@@ -140,10 +140,7 @@ def _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, s
                 row[k] *= P[k]
         else:
             for t in range(1, T):
-                pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, pp, False)
-                for q in range(m_ptr[t], m_ptr[t + 1]):
-                    k = m_idx[q]
-                    pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+                sparse_pair_marginals(t, L, eU, alpha, beta, scale, m_ptr, m_idx, m_val, tmp, pp)
                 for k in range(L2):
                     row[k] += pp[k]
         for t in range(1, T):
@@ -152,18 +149,15 @@ def _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, s
     for t in range(1, T):
         row = Pb[rb + t]
         if sparse:
-            pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, row, False)
-            for q in range(m_ptr[t], m_ptr[t + 1]):
-                k = m_idx[q]
-                row[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+            sparse_pair_marginals(t, L, eU, alpha, beta, scale, m_ptr, m_idx, m_val, tmp, row)
         else:
             pair_marginals(t, L, eU, alpha, beta, scale, psi[psi_of[t]], tmp, row)
         row[labels[s + t - 1] * L + labels[s + t]] -= 1.0
 
 
-@njit(cache=True, fastmath=_FAST)
-def _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, o1, s0, s1,
-             tok0, brow0, Pu, Pb, g):
+@njit(cache=True, fastmath=FAST)
+def scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0, o1, s0, s1,
+            tok0, brow0, Pu, Pb, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids) and the
     batch of sequences s0..s1-1: every occurrence in corpus order adds its row to its block."""
     L2 = L * L
@@ -239,7 +233,7 @@ def group_bounds(s0, ns, ng, gi, seq_offsets):
     return a, b, maxT
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                   uniform, brow_start, batches, n_groups, units, n_uobs, uptr, Pu, Pb, seq_loss, seq_err, g):
     """Negative log-likelihood (returned) and its gradient, written into g float64 (n_params,).
@@ -271,8 +265,8 @@ def loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sp
                 _sequence_rows(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr,
                                nz_idx, uniform, brow_start, i, tok0, brow0, ws, pp, Pu, Pb, seq_loss, seq_err)
         for u in prange(n_units):
-            _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, units[u],
-                     units[u + 1], s0, s1, tok0, brow0, Pu, Pb, g)
+            scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, units[u],
+                    units[u + 1], s0, s1, tok0, brow0, Pu, Pb, g)
     loss = 0.0
     for i in range(seq_loss.shape[0]):
         loss += seq_loss[i]

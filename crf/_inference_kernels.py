@@ -33,15 +33,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-_NEG_INF = -np.inf
+#: the score of a labelling no path reaches (Viterbi, the pair states' log Z)
+NEG_INF = -np.inf
 #: the label bits of a seen-states entry (``crf.features.pack_states``: the block's end above them)
 STATE_LABEL = np.int64((1 << 32) - 1)
 # Re-association lets LLVM vectorise the sums of the recursions (no inf/nan
 # assumptions: those stay exact IEEE).  Not used where -inf is a value (Viterbi).
-_FAST = {"reassoc", "contract", "nsz", "arcp"}
+FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def unary_scores(theta, ubase, uval, ustates, s, e, L, U):
     """U[t, y] = sum_j uval[s + t, j] theta[ubase[s + t, j] + y] for t < e - s (values 1
     when uval is empty; with seen states, the block's weights of the labels it has, see
@@ -67,7 +68,7 @@ def unary_scores(theta, ubase, uval, ustates, s, e, L, U):
                         U[t, y] += theta[b + y]
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def exp_unary(theta, ubase, uval, ustates, s, e, L, U, eU):
     """The unary scores U of tokens s..e-1 (:func:`unary_scores`) and eU[t, y] = exp(U[t, y] -
     max_y U[t, y]); returns the sum of the maxima removed (range safety of the scaled
@@ -101,14 +102,14 @@ def pair_size(L, nb):
 
 
 @njit(cache=True)
-def _same_bigram_row(bbase, i, k):
+def same_bigram_row(bbase, i, k):
     for j in range(bbase.shape[1]):
         if bbase[i, j] != bbase[k, j]:
             return False
     return True
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def transition_scores(theta, bbase, i, L2, W):
     """W[k] = sum_j theta[bbase[i, j] + k], k < L*L (log transition potentials at token i)."""
     for k in range(L2):
@@ -120,8 +121,8 @@ def transition_scores(theta, bbase, i, L2, W):
                 W[k] += theta[b + k]
 
 
-@njit(cache=True, fastmath=_FAST)
-def _dense_psi(theta, bbase, s, T, L, psi, psi_of):
+@njit(cache=True, fastmath=FAST)
+def dense_psi(theta, bbase, s, T, L, psi, psi_of):
     """psi[m] = exp(W) for the distinct transition rows; psi_of[t] = m (t >= 1).
 
     psi_of[0] (unused as an index: there is no transition into position 0) keeps
@@ -146,10 +147,10 @@ def row_slot(base, s, t, m, of):
     (the slot, whether it is new and must be built). A row equal to the previous
     position's reuses its slot; the first row reuses slot 0 when of[0] (the token whose
     row slot 0 holds, or -1) has the same row. Sets of[t], and of[0] for a new slot 0."""
-    if m >= 0 and _same_bigram_row(base, s + t, s + t - 1):
+    if m >= 0 and same_bigram_row(base, s + t, s + t - 1):
         of[t] = m
         return m, False
-    if m < 0 and of[0] >= 0 and _same_bigram_row(base, s + t, of[0]):
+    if m < 0 and of[0] >= 0 and same_bigram_row(base, s + t, of[0]):
         of[t] = 0
         return 0, False
     m += 1
@@ -186,9 +187,9 @@ def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_i
         m_ptr[t + 1] = n
 
 
-@njit(cache=True, fastmath=_FAST)
-def _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
-                      U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
+@njit(cache=True, fastmath=FAST)
+def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                     U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
     """Scaled forward-backward on sequence [s, e); returns log Z.
 
     On return alpha[t] * beta[t] is the marginal of position t, and the pairwise
@@ -204,7 +205,7 @@ def _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstar
     elif sparse:
         _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_idx, m_val)
     else:
-        _dense_psi(theta, bbase, s, T, L, psi, psi_of)
+        dense_psi(theta, bbase, s, T, L, psi, psi_of)
     # forward
     c = 0.0
     for y in range(L):
@@ -269,22 +270,30 @@ def _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstar
     return logz
 
 
-@njit(cache=True, fastmath=_FAST)
-def _gold_score(theta, U, bbase, labels, s, e, L):
+@njit(cache=True, fastmath=FAST, inline="always")
+def add_gold_position(sc, theta, U, bbase, labels, s, t, L):
+    """sc plus the gold labelling's unary score at position t and (t >= 1) its transition
+    weights, added one by one (the order of the sums of :func:`gold_score`)."""
+    y = labels[s + t]
+    sc += U[t, y]
+    if t > 0:
+        k = labels[s + t - 1] * L + y
+        for j in range(bbase.shape[1]):
+            b = bbase[s + t, j]
+            if b >= 0:
+                sc += theta[b + k]
+    return sc
+
+
+@njit(cache=True, fastmath=FAST)
+def gold_score(theta, U, bbase, labels, s, e, L):
     """Score of the gold labelling; U: the unary scores of the sequence (already computed)."""
     sc = 0.0
     for t in range(e - s):
-        y = labels[s + t]
-        sc += U[t, y]
-        if t > 0:
-            k = labels[s + t - 1] * L + y
-            for j in range(bbase.shape[1]):
-                b = bbase[s + t, j]
-                if b >= 0:
-                    sc += theta[b + k]
+        sc = add_gold_position(sc, theta, U, bbase, labels, s, t, L)
     return sc
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp, add=False):
     """pp[y'L + y] = p(y_{t-1} = y', y_t = y | x) at t >= 1 from the scaled recursions and
     the dense transition matrix P (float64 (L*L,)) of token t; tmp: float64 (L,) work.
@@ -307,7 +316,17 @@ def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp, add=False):
                 pp[r + y] = a * tmp[y]
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST, inline="always")
+def sparse_pair_marginals(t, L, eU, alpha, beta, scale, m_ptr, m_idx, m_val, tmp, pp):
+    """:func:`pair_marginals` into pp at t >= 1 after the sparse recursion (Psi_t = 1 + M_t):
+    the factor of the 1, then M_t's non-zeros (m_ptr, m_idx, m_val of ``_sparse_m``) added."""
+    pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, pp, False)
+    for q in range(m_ptr[t], m_ptr[t + 1]):
+        k = m_idx[q]
+        pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+
+
+@njit(cache=True, fastmath=FAST)
 def add_expectation(g, bases, vals, p, gold):
     """g[b + k] += v p[k] and g[b + gold] -= v for every feature block b >= 0 in bases (one
     token's row of unigram or bigram bases) with its value v (vals, the same row of values,
@@ -327,7 +346,7 @@ def add_expectation(g, bases, vals, p, gold):
                 g[b + gold] -= 1.0
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def add_unigram_expectation(g, bases, vals, ustates, p, gold):
     """:func:`add_expectation` for one token's unigram blocks (p: its label marginals),
     seen states included (a block adds p of the labels it has)."""
@@ -367,7 +386,7 @@ def state_index(ustates, b, y):
 
 @njit(cache=True)
 def fb_workspace(maxT, L, sparse, nb):
-    """Work space of ``_forward_backward`` for sequences of up to maxT tokens and nb
+    """Work space of ``forward_backward`` for sequences of up to maxT tokens and nb
     bigram patterns: (U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx,
     m_val); the recursion not chosen gets 1-element placeholders, and without bigram
     patterns the label-pair arrays have rows of 1 (:func:`pair_size`)."""
@@ -393,7 +412,7 @@ def fb_workspace(maxT, L, sparse, nb):
             np.empty(maxT), np.empty(L), psi, psi_of, S, mark, m_ptr, m_idx, m_val)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr,
                          nz_idx, first, last, maxT, g, errs):
     """Sum over sequences first..last-1 of -log p(y|x); adds the gradient into g.
@@ -413,10 +432,10 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels
         s = seq_offsets[i]
         e = seq_offsets[i + 1]
         T = e - s
-        logz = _forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
-                                 U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
-                                 m_idx, m_val)
-        loss += logz - _gold_score(theta, U, bbase, labels, s, e, L)
+        logz = forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
+                                U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr,
+                                m_idx, m_val)
+        loss += logz - gold_score(theta, U, bbase, labels, s, e, L)
         seq_err = 0
         for t in range(T):
             best = 0
@@ -453,17 +472,14 @@ def _chunk_loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels
             continue
         for t in range(1, T):
             if sparse:
-                pair_marginals(t, L, eU, alpha, beta, scale, None, tmp, pp, False)
-                for q in range(m_ptr[t], m_ptr[t + 1]):
-                    k = m_idx[q]
-                    pp[k] += alpha[t - 1, k // L] * m_val[q] * tmp[k % L]
+                sparse_pair_marginals(t, L, eU, alpha, beta, scale, m_ptr, m_idx, m_val, tmp, pp)
             else:
                 pair_marginals(t, L, eU, alpha, beta, scale, psi[psi_of[t]], tmp, pp)
             add_expectation(g, bbase[s + t], none, pp, labels[s + t - 1] * L + labels[s + t])
     return loss
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def loss_gradient(theta, seq_offsets, ubase, uval, ustates, bbase, labels, L, sparse, bstart, nz_ptr, nz_idx,
                   chunks, G, errors):
     """Negative log-likelihood and its gradient (model expectations - empirical counts).
@@ -499,9 +515,9 @@ def marginals(theta, seq_offsets, ubase, uval, ustates, bbase, L, sparse, bstart
         s = seq_offsets[i]
         T = seq_offsets[i + 1] - s
         U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val = fb_workspace(T, L, sparse, bbase.shape[1])
-        logz[i] = 0.0 if T == 0 else _forward_backward(theta, ubase, uval, ustates, bbase, s, s + T, L, sparse, bstart,
-                                                       nz_ptr, nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
-                                                       mark, m_ptr, m_idx, m_val)
+        logz[i] = 0.0 if T == 0 else forward_backward(theta, ubase, uval, ustates, bbase, s, s + T, L, sparse, bstart,
+                                                      nz_ptr, nz_idx, U, eU, alpha, beta, scale, tmp, psi, psi_of, S,
+                                                      mark, m_ptr, m_idx, m_val)
         for t in range(T):
             for y in range(L):
                 out[s + t, y] = alpha[t, y] * beta[t, y]
@@ -521,13 +537,13 @@ def restrict_to_forced(U, forced, s, T, L):
         if f >= 0:
             for y in range(L):
                 if y != f:
-                    U[t, y] = _NEG_INF
+                    U[t, y] = NEG_INF
 
 
 @njit(cache=True)
 def _best(delta, t, L):
     """(the largest of delta[t, :L], its first label); (-inf, 0) when all are -inf."""
-    bv = _NEG_INF
+    bv = NEG_INF
     ba = 0
     for y in range(L):
         if delta[t, y] > bv:
@@ -559,10 +575,10 @@ def viterbi_sequence(theta, ubase, uval, ustates, bbase, forced, s, e, L, U, del
                 delta[t, y] = bv + U[t, y]
                 back[t, y] = ba
             continue
-        if t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1):
+        if t == 1 or not same_bigram_row(bbase, s + t, s + t - 1):
             transition_scores(theta, bbase, s + t, L2, W)
         for y in range(L):
-            bv = _NEG_INF
+            bv = NEG_INF
             ba = 0
             for yp in range(L):
                 v = delta[t - 1, yp] + W[yp * L + y]
@@ -605,7 +621,7 @@ def nbest_sequence(theta, ubase, uval, ustates, bbase, forced, s, e, L, N, out, 
     U = np.empty((T, L))
     unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     restrict_to_forced(U, forced, s, T, L)
-    delta = np.full((T, L, N), _NEG_INF)
+    delta = np.full((T, L, N), NEG_INF)
     bstate = np.zeros((T, L, N), dtype=np.int64)
     brank = np.zeros((T, L, N), dtype=np.int64)
     trans = bbase.shape[1] > 0
@@ -615,7 +631,7 @@ def nbest_sequence(theta, ubase, uval, ustates, bbase, forced, s, e, L, N, out, 
     for y in range(L):
         delta[0, y, 0] = U[0, y]
     for t in range(1, T):
-        if trans and (t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1)):
+        if trans and (t == 1 or not same_bigram_row(bbase, s + t, s + t - 1)):
             transition_scores(theta, bbase, s + t, L2, W)
         for y in range(L):
             if trans or y == 0:  # without transitions the candidates are the same for every y

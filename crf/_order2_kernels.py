@@ -30,9 +30,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._gradient_kernels import _scatter, group_bounds, unigram_rank, zero_blocks
-from ._inference_kernels import (_FAST, _NEG_INF, _dense_psi, _same_bigram_row, exp_unary, restrict_to_forced,
-                                 row_slot, transition_scores, unary_scores)
+from ._gradient_kernels import group_bounds, scatter, unigram_rank, zero_blocks
+from ._inference_kernels import (FAST, NEG_INF, add_gold_position, dense_psi, exp_unary, restrict_to_forced, row_slot,
+                                 same_bigram_row, transition_scores, unary_scores)
 
 
 @njit(cache=True)
@@ -58,7 +58,7 @@ def workspace2(maxT, L, pairs, n3, nb, nt):
             np.empty(L), np.empty(L), np.empty(T), np.empty(max(P, 1)), psi, psi_of, phi, phi_of, pa, pb)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def trigram_scores(theta, tbase, i, pred_r, X):
     """X[q] = sum_j theta[tbase[i, j] + pred_r[q]]: the log potentials of the allowed triples at token i."""
     for q in range(pred_r.shape[0]):
@@ -70,11 +70,11 @@ def trigram_scores(theta, tbase, i, pred_r, X):
                 X[q] += theta[b + pred_r[q]]
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _trigram_psi(theta, tbase, s, T, pred_r, phi, phi_of):
     """phi[m] = exp(X) for the distinct trigram rows of positions t >= 2; phi_of[t] = m.
     phi_of[0] keeps the token whose row phi[0] holds (reused by the next sequence with
-    that row, as ``_dense_psi`` does); callers set it to -1 for fresh weights."""
+    that row, as ``dense_psi`` does); callers set it to -1 for fresh weights."""
     m = -1
     for t in range(2, T):
         m, fresh = row_slot(tbase, s, t, m, phi_of)
@@ -85,7 +85,7 @@ def _trigram_psi(theta, tbase, s, T, pred_r, phi, phi_of):
                 row[q] = np.exp(row[q])
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _into_pair(t, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp):
     """tmp[j] = Psi_t(pair j) eU[t, its label] beta[t, j] / scale[t] (t >= 1)."""
     inv = 1.0 / scale[t]
@@ -98,7 +98,7 @@ def _into_pair(t, pairs, pb, eU, beta, scale, psi, psi_of, hasB, tmp):
             tmp[j] = eU[t, pb[j]] * beta[t, j] * inv
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs, pred_ptr, pred_j, pred_r, ws, Pt=None,
                       rb=0, u=False):
     """Scaled forward-backward on the pair states of sequence [s, e); returns log Z (-inf
@@ -116,7 +116,7 @@ def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs,
     hasT = tbase.shape[1] > 0
     logz = exp_unary(theta, ubase, uval, ustates, s, e, L, U, eU)
     if hasB:
-        _dense_psi(theta, bbase, s, T, L, psi, psi_of)
+        dense_psi(theta, bbase, s, T, L, psi, psi_of)
     if hasT:
         _trigram_psi(theta, tbase, s, T, pred_r, phi, phi_of)
     c = 0.0
@@ -152,7 +152,7 @@ def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs,
             cur[j] = acc
             c += acc
         if not c > 0.0:
-            return _NEG_INF
+            return NEG_INF
         scale[t] = c
         for j in range(P):
             alpha[t, j] /= c
@@ -220,21 +220,14 @@ def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs,
     return logz
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def gold_score2(theta, U, bbase, tbase, labels, s, e, L):
     """Score of the gold labelling (U: the sequence's unary scores, already computed)."""
     sc = 0.0
     for t in range(e - s):
-        y = labels[s + t]
-        sc += U[t, y]
-        if t > 0:
-            k = labels[s + t - 1] * L + y
-            for j in range(bbase.shape[1]):
-                b = bbase[s + t, j]
-                if b >= 0:
-                    sc += theta[b + k]
+        sc = add_gold_position(sc, theta, U, bbase, labels, s, t, L)
         if t > 1:
-            r = (labels[s + t - 2] * L + labels[s + t - 1]) * L + y
+            r = (labels[s + t - 2] * L + labels[s + t - 1]) * L + labels[s + t]
             for j in range(tbase.shape[1]):
                 b = tbase[s + t, j]
                 if b >= 0:
@@ -282,10 +275,10 @@ def rows2(seq_offsets, bbase, tbase, uniform, brow_start):
         u = has
         if u:
             for t in range(2, T):
-                if not _same_bigram_row(bbase, s + t, s + t - 1):
+                if not same_bigram_row(bbase, s + t, s + t - 1):
                     u = False
                     break
-                if t > 2 and not _same_bigram_row(tbase, s + t, s + t - 1):
+                if t > 2 and not same_bigram_row(tbase, s + t, s + t - 1):
                     u = False
                     break
         uniform[i] = u
@@ -327,7 +320,7 @@ def occurrence_counts2(seq_offsets, ubase, bbase, tbase, uniform, L, bstart, tst
         occ_ptr[o] += occ_ptr[o - 1]
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr,
                     pred_j, pred_r, uniform, brow_start, i, tok0, brow0, ws, Pu, Pb, Pt, seq_loss, seq_err):
     """Phase 1 for sequence i: its loss, posterior-decoding errors and gradient rows (tag
@@ -388,7 +381,7 @@ def _sequence_rows2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labe
             Pt[r, q] -= 1.0
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_start, L, bstart, tstart, n_uobs, n_bobs,
               uptr, pred_r, o0, o1, s0, s1, tok0, brow0, Pu, Pb, Pt, g):
     """Phase 2 for the observations o0..o1-1 (unigram ids, then n_uobs + bigram ids, then
@@ -396,8 +389,8 @@ def _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_sta
     L3 = L * L * L
     n_bt = n_uobs + n_bobs
     if o0 < n_bt:
-        _scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0,
-                 min(o1, n_bt), s0, s1, tok0, brow0, Pu, Pb, g)
+        scatter(ubase, uval, ustates, bbase, seq_offsets, uniform, brow_start, L, bstart, n_uobs, uptr, o0,
+                min(o1, n_bt), s0, s1, tok0, brow0, Pu, Pb, g)
     lo = tstart + max(o0 - n_bt, 0) * L3
     hi = tstart + (o1 - n_bt) * L3
     if lo < hi and tbase.shape[1] > 0:
@@ -416,7 +409,7 @@ def _scatter2(ubase, uval, ustates, bbase, tbase, seq_offsets, uniform, brow_sta
                             g[b + pred_r[q]] += Pt[r, q]
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def loss_gradient2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairs, pair_pos, pred_ptr, pred_j,
                    pred_r, bstart, tstart, uniform, brow_start, batches, n_groups, units, n_uobs, n_bobs, uptr, Pu, Pb,
                    Pt, seq_loss, seq_err, g):
@@ -467,7 +460,7 @@ def marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, pairs,
         logz[i] = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j,
                                     pred_r, ws)
         for t in range(T):
-            if logz[i] == _NEG_INF:
+            if logz[i] == NEG_INF:
                 for y in range(L):
                     out[s + t, y] = 0.0
             else:
@@ -492,7 +485,7 @@ def pair_marginals2(theta, seq_offsets, ubase, uval, ustates, bbase, tbase, L, p
         beta = ws[3]
         lz = forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, s + T, L, pairs, pred_ptr, pred_j, pred_r,
                                ws)
-        if lz == _NEG_INF:
+        if lz == NEG_INF:
             continue
         for t in range(1, T):
             for j in range(P):
@@ -515,7 +508,7 @@ def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L
     unary_scores(theta, ubase, uval, ustates, s, e, L, U)
     restrict_to_forced(U, forced, s, T, L)
     if T == 1:
-        bv = _NEG_INF
+        bv = NEG_INF
         ba = 0
         for y in range(L):
             if U[0, y] > bv:
@@ -524,9 +517,9 @@ def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L
         out[o] = ba
         return bv
     for t in range(1, T):
-        if hasB and (t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1)):
+        if hasB and (t == 1 or not same_bigram_row(bbase, s + t, s + t - 1)):
             transition_scores(theta, bbase, s + t, L2, W)
-        if hasT and t > 1 and (t == 2 or not _same_bigram_row(tbase, s + t, s + t - 1)):
+        if hasT and t > 1 and (t == 2 or not same_bigram_row(tbase, s + t, s + t - 1)):
             trigram_scores(theta, tbase, s + t, pred_r, X)
         for j in range(P):
             k = pairs[j]
@@ -534,7 +527,7 @@ def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L
                 bv = U[0, k // L]
                 ba = 0
             else:
-                bv = _NEG_INF
+                bv = NEG_INF
                 ba = pred_j[pred_ptr[j]] if pred_ptr[j + 1] > pred_ptr[j] else 0
                 for q in range(pred_ptr[j], pred_ptr[j + 1]):
                     v = delta[t - 1, pred_j[q]]
@@ -548,7 +541,7 @@ def viterbi_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L
                 v += W[k]
             delta[t, j] = v
             back[t, j] = ba
-    bv = _NEG_INF
+    bv = NEG_INF
     ba = 0
     for j in range(P):
         if delta[T - 1, j] > bv:
@@ -598,16 +591,16 @@ def nbest_sequence2(theta, ubase, uval, ustates, bbase, tbase, forced, s, e, L, 
                 scores[n] = U[0, order[n]]
                 out[s, n] = order[n]
         return
-    delta = np.full((T, max(P, 1), N), _NEG_INF)
+    delta = np.full((T, max(P, 1), N), NEG_INF)
     bstate = np.zeros((T, max(P, 1), N), dtype=np.int64)
     brank = np.zeros((T, max(P, 1), N), dtype=np.int64)
     W = np.empty(L2 if hasB else 1)
     X = np.empty(pred_r.shape[0] if hasT else 1)
     cand = np.empty(max(L, P, 1) * N)
     for t in range(1, T):
-        if hasB and (t == 1 or not _same_bigram_row(bbase, s + t, s + t - 1)):
+        if hasB and (t == 1 or not same_bigram_row(bbase, s + t, s + t - 1)):
             transition_scores(theta, bbase, s + t, L2, W)
-        if hasT and t > 1 and (t == 2 or not _same_bigram_row(tbase, s + t, s + t - 1)):
+        if hasT and t > 1 and (t == 2 or not same_bigram_row(tbase, s + t, s + t - 1)):
             trigram_scores(theta, tbase, s + t, pred_r, X)
         for j in range(P):
             k = pairs[j]

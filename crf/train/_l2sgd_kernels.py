@@ -25,9 +25,8 @@ import numpy as np
 from numba import njit
 
 from .. import _order2_kernels as K2
-from .._inference_kernels import pair_size
-from ._sequence_kernels import (add_gradient, block_size2, longest_sequence, sequence_loss, sequence_loss2,
-                                sequence_loss_gradient2, workspace)
+from ._sequence_kernels import (block_size2, gradient_workspace, longest_sequence, no_pair_args, sequence_loss,
+                                sequence_loss2, sequence_loss_gradient, workspace)
 
 
 @njit(cache=True)
@@ -74,9 +73,12 @@ def _finish_epoch(w, decay, t, eta, state):
 
 
 @njit(cache=True)
-def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, bstart,
-                state):
-    """One epoch of CRFsuite's l2sgd over the sequences in ``order`` (see the module doc).
+def l2sgd_pass(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, bstart,
+               tstart, pair_states, o2, state):
+    """One epoch of CRFsuite's l2sgd over the sequences in ``order`` (see the module doc), first
+    order or on the label-pair states of o2 = (tbase, pairs, pair_pos, pred_ptr, pred_j,
+    pred_r) (``pair_states``: second order, or forbidden pairs; blocks from
+    ``sequence_blocks2``, trigram blocks at offsets >= tstart).
 
     w float64 (n_params,): the weights, updated in place (the model's weights at the end);
     v float64 (n_params,): scratch for the scaled weights; g float64 (n_params,): zero
@@ -86,9 +88,7 @@ def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbas
     (each at the weights of its step, after that step's shrink) -- NaN when the decay
     reached 0 (then w is left as it is).
     """
-    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
-    pp = np.empty(pair_size(L, bbase.shape[1]))
-    tstart = w.shape[0]  # no trigram block
+    gws = gradient_workspace(seq_offsets, L, bbase, pair_states, o2)
     f = np.empty(3)
     t = state[0]
     decay = 1.0
@@ -106,10 +106,8 @@ def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbas
         lo = blk_ptr[i]
         hi = blk_ptr[i + 1]
         _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L, ustates)
-        s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        total += sequence_loss(v, ubase, uval, ustates, bbase, labels, s, e, L, ws)
-        add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g)
+        total += sequence_loss_gradient(v, ubase, uval, ustates, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+                                        pair_states, o2, gws, g)
         _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L, ustates)
         t += 1.0
     _finish_epoch(w, decay, t, eta, state)
@@ -117,41 +115,20 @@ def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbas
 
 
 @njit(cache=True)
+def l2sgd_epoch(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L, bstart,
+                state):
+    """:func:`l2sgd_pass` of a first-order model (no trigram block)."""
+    return l2sgd_pass(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L,
+                      bstart, w.shape[0], False, no_pair_args(ubase.shape[0]), state)
+
+
+@njit(cache=True)
 def l2sgd_epoch2(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, blk_ptr, blocks, L,
                  bstart, tstart, pairs, pair_pos, pred_ptr, pred_j, pred_r, state):
-    """:func:`l2sgd_epoch` on the label-pair states of a second-order model (or one with
-    forbidden pairs): the same steps, each sequence's loss and gradient from
-    ``sequence_loss_gradient2``; blocks from ``sequence_blocks2`` (trigram blocks at
-    offsets >= tstart)."""
-    maxT = longest_sequence(seq_offsets)
-    n3 = pred_r.shape[0]
-    ws2 = K2.workspace2(maxT, L, pairs, n3, bbase.shape[1], tbase.shape[1])
-    Pt = np.empty((maxT, n3 if tbase.shape[1] > 0 else 1))
-    row = np.empty(L)
-    f = np.empty(3)
-    t = state[0]
-    decay = 1.0
-    eta = 0.0
-    total = 0.0
-    for k in range(order.shape[0]):
-        i = order[k]
-        ok = _factors(t0, t, lam, decay, f)
-        eta = f[0]
-        decay = f[1]
-        if not ok:
-            state[0] = t
-            state[1] = eta
-            return np.nan
-        lo = blk_ptr[i]
-        hi = blk_ptr[i + 1]
-        _scaled_blocks(v, w, blocks, lo, hi, decay, bstart, tstart, L, ustates)
-        total += sequence_loss_gradient2(v, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i],
-                                         seq_offsets[i + 1], L, pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row,
-                                         g)
-        _descend(w, g, blocks, lo, hi, f[2], bstart, tstart, L, ustates)
-        t += 1.0
-    _finish_epoch(w, decay, t, eta, state)
-    return total
+    """:func:`l2sgd_pass` on the label-pair states of a second-order model (or one with
+    forbidden pairs)."""
+    return l2sgd_pass(w, v, g, order, t0, lam, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L,
+                      bstart, tstart, True, (tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r), state)
 
 
 @njit(cache=True)

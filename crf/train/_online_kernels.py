@@ -15,8 +15,8 @@ CRFsuite (passive-aggressive moves nothing there; AROW skips them, see arow_epoc
 
 First order runs :func:`crf._inference_kernels.viterbi_sequence`; pair states (second
 order, forbidden pairs) :func:`crf._order2_kernels.viterbi_sequence2`, chosen by
-``pairwise`` (the pair arguments are placeholders otherwise:
-:func:`crf.train._sequence_kernels.pair_args`).
+``pairwise`` (:func:`crf.train._sequence_kernels.decode`; o2, the pair arguments of
+:func:`crf.train._sequence_kernels.pair_args`, are placeholders otherwise).
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import numpy as np
 from numba import njit
 
 from .. import _inference_kernels as K
-from .. import _order2_kernels as K2
-from ._sequence_kernels import longest_sequence
+from ._sequence_kernels import decode, decode_workspace, differs, errors, longest_sequence
 
 
 @njit(cache=True, inline="always")
@@ -69,16 +68,6 @@ def _gather(dlt, mark, act, na, ubase, uval, ustates, bbase, tbase, s, t, L, y, 
 
 
 @njit(cache=True)
-def _differs(labels, pred, s, t, trigram):
-    """Whether the features of position t differ between the gold labels and pred."""
-    if labels[s + t] != pred[t]:
-        return True
-    if t > 0 and labels[s + t - 1] != pred[t - 1]:
-        return True
-    return trigram and t > 1 and labels[s + t - 2] != pred[t - 2]
-
-
-@njit(cache=True)
 def _difference(dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, pred, s, e, L):
     """Delta = phi(gold) - phi(pred) of the sequence [s, e) into dlt / act (the gold
     features first, then the predicted ones, as CRFsuite collects them). Returns the
@@ -86,12 +75,12 @@ def _difference(dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, pred
     trigram = tbase.shape[1] > 0
     na = 0
     for t in range(e - s):
-        if _differs(labels, pred, s, t, trigram):
+        if differs(labels, pred, s, t, trigram):
             y1 = labels[s + t - 1] if t > 0 else 0
             y2 = labels[s + t - 2] if t > 1 else 0
             na = _gather(dlt, mark, act, na, ubase, uval, ustates, bbase, tbase, s, t, L, labels[s + t], y1, y2, 1.0)
     for t in range(e - s):
-        if _differs(labels, pred, s, t, trigram):
+        if differs(labels, pred, s, t, trigram):
             y1 = pred[t - 1] if t > 0 else 0
             y2 = pred[t - 2] if t > 1 else 0
             na = _gather(dlt, mark, act, na, ubase, uval, ustates, bbase, tbase, s, t, L, pred[t], y1, y2, -1.0)
@@ -107,31 +96,16 @@ def _clear(dlt, mark, act, na):
 
 
 @njit(cache=True)
-def _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1,
-            d2, b2, W2, X, free, pred):
-    """Viterbi of the sequence [s, e) at w into pred[:e-s] (first order or pair states)."""
-    if pairwise:
-        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U,
-                             d2, b2, W2, X, pred, 0)
-    else:
-        K.viterbi_sequence(w, ubase, uval, ustates, bbase, free, s, e, L, U, d1, b1, W1, pred, 0)
-
-
-@njit(cache=True)
-def _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise, pairs, pred_ptr, pred_j,
-             pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred):
+def _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, labels, s, e, L, pairwise, o2, dws):
     """Decode the sequence [s, e) at w; returns (d, na, err): d the number of wrong labels,
     and when d > 0 Delta in dlt / act[:na] and err = score(pred) - score(gold) = -w . Delta
     (CRFsuite's sv - sc, at the weights before the update)."""
-    _decode(w, ubase, uval, ustates, bbase, tbase, s, e, L, pairwise, pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1,
-            d2, b2, W2, X, free, pred)
-    d = 0
-    for t in range(e - s):
-        if pred[t] != labels[s + t]:
-            d += 1
+    decode(w, ubase, uval, ustates, bbase, s, e, L, pairwise, o2, dws)
+    pred = dws[6]
+    d = errors(pred, labels, s, e)
     if d == 0:
         return 0, 0, 0.0
-    na = _difference(dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, pred, s, e, L)
+    na = _difference(dlt, mark, act, ubase, uval, ustates, bbase, o2[0], labels, pred, s, e, L)
     err = 0.0
     for j in range(na):
         k = act[j]
@@ -140,24 +114,16 @@ def _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e
 
 
 @njit(cache=True)
-def _workspace(seq_offsets, ubase, bbase, tbase, L, pairs):
+def _workspace(seq_offsets, ubase, bbase, L, pairwise, o2):
+    """(dws, act): the Viterbi's work arrays (``decode_workspace``) and the list of Delta's indices."""
     maxT = longest_sequence(seq_offsets)
-    P = max(pairs.shape[0], 1)
-    U = np.empty((maxT, L))
-    d1 = np.empty((maxT, L))
-    b1 = np.zeros((maxT, L), dtype=np.int64)
-    W1 = np.empty(K.pair_size(L, bbase.shape[1]))
-    d2 = np.empty((maxT, P))
-    b2 = np.zeros((maxT, P), dtype=np.int64)
-    W2 = np.empty(L * L if bbase.shape[1] > 0 else 1)
-    act = np.empty(max(2 * maxT * (ubase.shape[1] + bbase.shape[1] + tbase.shape[1]), 1), dtype=np.int64)
-    pred = np.empty(maxT, dtype=np.int64)
-    return U, d1, b1, W1, d2, b2, W2, act, pred
+    act = np.empty(max(2 * maxT * (ubase.shape[1] + bbase.shape[1] + o2[0].shape[1]), 1), dtype=np.int64)
+    return decode_workspace(seq_offsets, L, bbase, pairwise, o2), act
 
 
 @njit(cache=True)
-def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairwise, pairs,
-             pred_ptr, pred_j, pred_r, pa_type, c, error_sensitive, u0):
+def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, labels, L, pairwise, o2, pa_type, c,
+             error_sensitive, u0):
     """One epoch of CRFsuite's passive-aggressive over ``order``; returns (sum of the
     costs, number of sequences with a wrong label).
 
@@ -168,18 +134,14 @@ def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, 
     cost / (|Delta|^2 + 1 / (2c)) (type 2); w += tau Delta and ws += tau u Delta.
     A Delta of norm 0 (equal features, e.g. values 0) moves nothing.
     """
-    U, d1, b1, W1, d2, b2, W2, act, pred = _workspace(seq_offsets, ubase, bbase, tbase, L, pairs)
-    X = np.empty(pred_r.shape[0] if tbase.shape[1] > 0 else 1)
-    free = np.empty(0, dtype=np.int64)
+    dws, act = _workspace(seq_offsets, ubase, bbase, L, pairwise, o2)
     u = float(u0)
     sum_loss = 0.0
     mistakes = 0
     for n in range(order.shape[0]):
         i = order[n]
-        s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        d, na, err = _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise, pairs,
-                              pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred)
+        d, na, err = _mistake(w, dlt, mark, act, ubase, uval, ustates, bbase, labels, seq_offsets[i],
+                              seq_offsets[i + 1], L, pairwise, o2, dws)
         if d > 0:
             cost = err + (np.sqrt(float(d)) if error_sensitive else 1.0)
             norm2 = 0.0
@@ -207,8 +169,7 @@ def pa_epoch(w, ws, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, 
 
 
 @njit(cache=True)
-def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, L, pairwise, pairs,
-               pred_ptr, pred_j, pred_r, gamma):
+def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, ustates, bbase, labels, L, pairwise, o2, gamma):
     """One epoch of CRFsuite's AROW over ``order``; returns (sum of the costs, number of
     sequences with a wrong label).
 
@@ -217,17 +178,13 @@ def arow_epoch(mean, cov, dlt, mark, order, seq_offsets, ubase, uval, ustates, b
     mean_k += alpha cov_k Delta_k, then cov_k = 1 / (1 / cov_k + Delta_k^2 / gamma)
     (k with Delta_k = 0 are left alone: that update changes nothing).
     """
-    U, d1, b1, W1, d2, b2, W2, act, pred = _workspace(seq_offsets, ubase, bbase, tbase, L, pairs)
-    X = np.empty(pred_r.shape[0] if tbase.shape[1] > 0 else 1)
-    free = np.empty(0, dtype=np.int64)
+    dws, act = _workspace(seq_offsets, ubase, bbase, L, pairwise, o2)
     sum_loss = 0.0
     mistakes = 0
     for n in range(order.shape[0]):
         i = order[n]
-        s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        d, na, err = _mistake(mean, dlt, mark, act, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairwise,
-                              pairs, pred_ptr, pred_j, pred_r, U, d1, b1, W1, d2, b2, W2, X, free, pred)
+        d, na, err = _mistake(mean, dlt, mark, act, ubase, uval, ustates, bbase, labels, seq_offsets[i],
+                              seq_offsets[i + 1], L, pairwise, o2, dws)
         if d > 0:
             cost = err + float(d)
             frac = gamma

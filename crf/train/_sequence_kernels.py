@@ -41,6 +41,14 @@ def pair_args(space, data) -> tuple:
     return (data.trigram_base, z, z, np.zeros(2, dtype=np.int64), z, z)
 
 
+@njit(cache=True)
+def no_pair_args(n_tokens):
+    """:func:`pair_args`'s placeholders, made in a kernel: (tbase, pairs, pair_pos, pred_ptr,
+    pred_j, pred_r) of a first-order model without forbidden pairs."""
+    z = np.zeros(1, dtype=np.int64)
+    return (np.empty((n_tokens, 0), dtype=np.int64), z, z, np.zeros(2, dtype=np.int64), z, z)
+
+
 def check_training_data(data) -> int:
     """Number of sequences of an EncodedCorpus fit for training (ValueError otherwise)."""
     n = data.n_sequences
@@ -161,16 +169,16 @@ def forward_backward(w, ubase, uval, ustates, bbase, s, e, L, ws):
     psi[0] from an earlier call is never reused (psi_of[0] = -1).
     """
     ws.psi_of[0] = -1
-    return K._forward_backward(w, ubase, uval, ustates, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU,
-                               ws.alpha, ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr,
-                               ws.m_idx, ws.m_val)
+    return K.forward_backward(w, ubase, uval, ustates, bbase, s, e, L, False, 0, ws.m_ptr, ws.m_idx, ws.U, ws.eU,
+                              ws.alpha, ws.beta, ws.scale, ws.tmp, ws.psi, ws.psi_of, ws.S, ws.mark, ws.m_ptr,
+                              ws.m_idx, ws.m_val)
 
 
 @njit(cache=True)
 def sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws):
     """-log p(y|x) of sequence [s, e)."""
     logz = forward_backward(w, ubase, uval, ustates, bbase, s, e, L, ws)
-    return logz - K._gold_score(w, ws.U, bbase, labels, s, e, L)
+    return logz - K.gold_score(w, ws.U, bbase, labels, s, e, L)
 
 
 @njit(cache=True)
@@ -181,7 +189,7 @@ def pairwise(t, L, ws, pp):
 
 @njit(cache=True)
 def add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g):
-    """g += gradient of -log p(y|x) (model expectations - gold counts), after _forward_backward."""
+    """g += gradient of -log p(y|x) (model expectations - gold counts), after forward_backward."""
     none = np.empty(0)
     for t in range(e - s):
         yg = labels[s + t]
@@ -275,3 +283,78 @@ def sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e,
                         g[b + pred_r[q]] += Pt[t, q]
                     g[b + pred_r[qg]] -= 1.0
     return loss
+
+
+@njit(cache=True)
+def gradient_workspace(seq_offsets, L, bbase, pair_states, o2):
+    """The work arrays of :func:`sequence_loss_gradient` for the longest sequence: (ws, pp,
+    ws2, Pt, row), those of the states not used (``pair_states`` or not) tiny."""
+    tbase, pairs, pred_r = o2[0], o2[1], o2[5]
+    maxT = longest_sequence(seq_offsets)
+    n3 = pred_r.shape[0]
+    ws = workspace(1 if pair_states else maxT, L, bbase.shape[1])
+    pp = np.empty(K.pair_size(L, bbase.shape[1]))
+    ws2 = K2.workspace2(maxT if pair_states else 1, L, pairs, n3, bbase.shape[1], tbase.shape[1])
+    Pt = np.empty((maxT if pair_states else 1, n3 if tbase.shape[1] > 0 else 1))
+    return ws, pp, ws2, Pt, np.empty(L)
+
+
+@njit(cache=True, inline="always")
+def sequence_loss_gradient(w, ubase, uval, ustates, bbase, labels, s, e, L, pair_states, o2, gws, g):
+    """-log p(y|x) of sequence [s, e), its gradient added into g: first order, or on the
+    label-pair states of o2 = (tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r)
+    (``pair_states``: :func:`sequence_loss_gradient2`); gws: :func:`gradient_workspace`."""
+    ws, pp, ws2, Pt, row = gws
+    if pair_states:
+        tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r = o2
+        return sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, s, e, L, pairs, pair_pos,
+                                       pred_ptr, pred_j, pred_r, ws2, Pt, row, g)
+    loss = sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
+    add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g)
+    return loss
+
+
+@njit(cache=True)
+def decode_workspace(seq_offsets, L, bbase, pair_states, o2):
+    """The work arrays of :func:`decode` for the longest sequence: (U, delta, back, W, X,
+    free, pred), delta and back over the labels, or the pairs (``pair_states``)."""
+    tbase, pairs, pred_r = o2[0], o2[1], o2[5]
+    maxT = longest_sequence(seq_offsets)
+    n = max(pairs.shape[0], 1) if pair_states else L
+    return (np.empty((maxT, L)), np.empty((maxT, n)), np.zeros((maxT, n), dtype=np.int64),
+            np.empty(K.pair_size(L, bbase.shape[1])), np.empty(pred_r.shape[0] if tbase.shape[1] > 0 else 1),
+            np.empty(0, dtype=np.int64), np.empty(maxT, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def decode(w, ubase, uval, ustates, bbase, s, e, L, pair_states, o2, dws):
+    """Viterbi of the sequence [s, e) at w (first order, or on the label-pair states of o2:
+    ``pair_states``) into dws's pred[:e-s]; dws: :func:`decode_workspace`."""
+    U, delta, back, W, X, free, pred = dws
+    if pair_states:
+        tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r = o2
+        K2.viterbi_sequence2(w, ubase, uval, ustates, bbase, tbase, free, s, e, L, pairs, pred_ptr, pred_j, pred_r, U,
+                             delta, back, W, X, pred, 0)
+    else:
+        K.viterbi_sequence(w, ubase, uval, ustates, bbase, free, s, e, L, U, delta, back, W, pred, 0)
+
+
+@njit(cache=True)
+def differs(labels, pred, s, t, third):
+    """Whether the features of position t of the sequence starting at token s differ between
+    the gold labels and pred: its label, the previous one, or (``third``) the one before."""
+    if labels[s + t] != pred[t]:
+        return True
+    if t > 0 and labels[s + t - 1] != pred[t - 1]:
+        return True
+    return third and t > 1 and labels[s + t - 2] != pred[t - 2]
+
+
+@njit(cache=True)
+def errors(pred, labels, s, e):
+    """The positions of [s, e) whose label pred[t - s] is not the gold one."""
+    d = 0
+    for t in range(e - s):
+        if pred[t] != labels[s + t]:
+            d += 1
+    return d

@@ -5,10 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .. import _order2_kernels as K2
-from .._inference_kernels import pair_size
-from ._sequence_kernels import (add_gradient, block_size2, longest_sequence, sequence_loss, sequence_loss_gradient2,
-                                workspace)
+from ._sequence_kernels import block_size2, gradient_workspace, no_pair_args, sequence_loss_gradient
 
 
 @njit(cache=True)
@@ -65,9 +62,12 @@ def _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates):
 
 
 @njit(cache=True)
-def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks,
-                 L, bstart, rho1_n, rho2_n, state):
-    """One pass of SGD with the cumulative l1 penalty over the sequences in ``order``.
+def sgd_l1_pass(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks, L,
+                bstart, tstart, pair_states, o2, rho1_n, rho2_n, state):
+    """One pass of SGD with the cumulative l1 penalty over the sequences in ``order``, first
+    order or on the label-pair states of o2 = (tbase, pairs, pair_pos, pred_ptr, pred_j,
+    pred_r) (``pair_states``: second order, or forbidden pairs; blocks from
+    ``sequence_blocks2``, trigram blocks at offsets >= tstart).
 
     Per step k (sequence i = order[k], learning rate etas[k]):
     u += eta rho1 / n; the weights of the blocks of i get their pending l2 shrink
@@ -80,9 +80,7 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates,
     the current iterate.  Returns the sum of the per-sequence losses met (each
     at the weights of its step).
     """
-    ws = workspace(longest_sequence(seq_offsets), L, bbase.shape[1])
-    pp = np.empty(pair_size(L, bbase.shape[1]))
-    tstart = w.shape[0]  # no trigram block
+    gws = gradient_workspace(seq_offsets, L, bbase, pair_states, o2)
     u = state[0]
     c = state[1]
     total = 0.0
@@ -93,10 +91,8 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates,
         if rho2_n > 0.0:
             c += np.log1p(-eta * rho2_n)
             _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L, ustates)
-        s = seq_offsets[i]
-        e = seq_offsets[i + 1]
-        total += sequence_loss(w, ubase, uval, ustates, bbase, labels, s, e, L, ws)
-        add_gradient(ubase, uval, ustates, bbase, labels, s, e, L, ws, pp, g)
+        total += sequence_loss_gradient(w, ubase, uval, ustates, bbase, labels, seq_offsets[i], seq_offsets[i + 1], L,
+                                        pair_states, o2, gws, g)
         _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L, ustates)
     _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates)
     state[0] = u
@@ -105,32 +101,18 @@ def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates,
 
 
 @njit(cache=True)
+def sgd_l1_epoch(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks,
+                 L, bstart, rho1_n, rho2_n, state):
+    """:func:`sgd_l1_pass` of a first-order model (no trigram block)."""
+    return sgd_l1_pass(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks,
+                       L, bstart, w.shape[0], False, no_pair_args(ubase.shape[0]), rho1_n, rho2_n, state)
+
+
+@njit(cache=True)
 def sgd_l1_epoch2(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, tbase, labels, blk_ptr, blocks,
                   L, bstart, tstart, pairs, pair_pos, pred_ptr, pred_j, pred_r, rho1_n, rho2_n, state):
-    """:func:`sgd_l1_epoch` on the label-pair states of a second-order model (or one with
-    forbidden pairs): the same steps, each sequence's loss and gradient from
-    ``sequence_loss_gradient2``; blocks from ``sequence_blocks2`` (trigram blocks at
-    offsets >= tstart)."""
-    maxT = longest_sequence(seq_offsets)
-    n3 = pred_r.shape[0]
-    ws2 = K2.workspace2(maxT, L, pairs, n3, bbase.shape[1], tbase.shape[1])
-    Pt = np.empty((maxT, n3 if tbase.shape[1] > 0 else 1))
-    row = np.empty(L)
-    u = state[0]
-    c = state[1]
-    total = 0.0
-    for k in range(order.shape[0]):
-        i = order[k]
-        eta = etas[k]
-        u += eta * rho1_n
-        if rho2_n > 0.0:
-            c += np.log1p(-eta * rho2_n)
-            _pending_l2(w, lastc, blocks, blk_ptr[i], blk_ptr[i + 1], c, bstart, tstart, L, ustates)
-        total += sequence_loss_gradient2(w, ubase, uval, ustates, bbase, tbase, labels, seq_offsets[i],
-                                         seq_offsets[i + 1], L, pairs, pair_pos, pred_ptr, pred_j, pred_r, ws2, Pt, row,
-                                         g)
-        _step(w, q, g, blocks, blk_ptr[i], blk_ptr[i + 1], eta, u, rho1_n, bstart, tstart, L, ustates)
-    _finish(w, q, lastc, c, u, rho1_n, rho2_n, bstart, tstart, L, ustates)
-    state[0] = u
-    state[1] = 0.0
-    return total
+    """:func:`sgd_l1_pass` on the label-pair states of a second-order model (or one with
+    forbidden pairs)."""
+    return sgd_l1_pass(w, q, lastc, g, order, etas, seq_offsets, ubase, uval, ustates, bbase, labels, blk_ptr, blocks,
+                       L, bstart, tstart, True, (tbase, pairs, pair_pos, pred_ptr, pred_j, pred_r), rho1_n, rho2_n,
+                       state)

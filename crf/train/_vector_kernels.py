@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-# Re-association lets LLVM vectorise the reductions (these loops are memory-bound
-# and otherwise wait on one add chain); no inf/nan assumptions.
-_FAST = {"reassoc", "contract", "nsz", "arcp"}
+# FAST: re-association lets LLVM vectorise the reductions (these loops are memory-bound
+# and otherwise wait on one add chain); no inf/nan assumptions
+from .._inference_kernels import FAST
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def dot(a, b):
     """sum(a * b)."""
     acc = 0.0
@@ -19,14 +19,26 @@ def dot(a, b):
     return acc
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def axpy(alpha, x, y):
     """y += alpha * x (in place)."""
     for i in prange(y.shape[0]):
         y[i] += alpha * x[i]
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, inline="always")
+def _orthant_point(xi, di, step, pgi, project):
+    """xi + step * di, or 0 where (``project``) it leaves the orthant of xi (the sign of -pgi
+    where xi = 0): one coordinate of OWL-QN's trial point."""
+    v = xi + step * di
+    if project:
+        orth = xi if xi != 0.0 else -pgi
+        if v * orth <= 0.0:
+            v = 0.0
+    return v
+
+
+@njit(cache=True, parallel=True, fastmath=FAST)
 def orthant_step(x, d, step, pseudo_grad, project, out):
     """out = x + step * d, projected on the orthant of x (sign of -pg where x = 0).
 
@@ -35,20 +47,13 @@ def orthant_step(x, d, step, pseudo_grad, project, out):
     acc = 0.0
     for i in prange(x.shape[0]):
         xi = x[i]
-        v = xi + step * d[i]
-        if project:
-            if xi != 0.0:
-                orth = xi
-            else:
-                orth = -pseudo_grad[i]
-            if v * orth <= 0.0:
-                v = 0.0
+        v = _orthant_point(xi, d[i], step, pseudo_grad[i], project)
         out[i] = v
         acc += pseudo_grad[i] * (v - xi)
     return acc
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def history_pair(x_new, x, g_new, g, s, y):
     """s = x_new - x, y = g_new - g; returns (s.y, y.y)."""
     sy = 0.0
@@ -83,7 +88,17 @@ def _pseudo(xi, gi, rho1):
     return 0.0
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, inline="always")
+def _pseudo_trial(xi, sgi, di, step, rho1, project):
+    """One coordinate of OWL-QN's trial point from xi along di (:func:`_orthant_point`, the
+    pseudo-gradient pgi computed from xi and the smooth gradient sgi): (its value v, its
+    term pgi (v - xi) of the directional derivative)."""
+    pgi = _pseudo(xi, sgi, rho1)
+    v = _orthant_point(xi, di, step, pgi, project)
+    return v, pgi * (v - xi)
+
+
+@njit(cache=True, parallel=True, fastmath=FAST)
 def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
     """One pass over memory per iteration: smooth_grad = column sum of grad_parts + rho2 x
     (the gradient of the smooth part; smooth_grad may be grad_parts[0] itself: each element
@@ -121,7 +136,7 @@ def smooth_pair(x, grad_parts, rho1, rho2, smooth_grad, x_old, sg_old, s, y):
     return rho1 * l1 + 0.5 * rho2 * l2, nnz, pg2, l2, sy, yy
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def pseudo_copy(x, sg, rho1, pseudo, out, negate):
     """out = pg (or -pg with ``negate``), pg = pseudo-gradient of (x, sg) if ``pseudo`` else sg."""
     for i in prange(out.shape[0]):
@@ -129,7 +144,7 @@ def pseudo_copy(x, sg, rho1, pseudo, out, negate):
         out[i] = -v if negate else v
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def pseudo_dot(x, sg, rho1, pseudo, q):
     """pg . q."""
     acc = 0.0
@@ -139,7 +154,7 @@ def pseudo_dot(x, sg, rho1, pseudo, q):
     return acc
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def pseudo_constrain(d, x, sg, rho1, pseudo):
     """Zero the components of d that do not descend (d * pg >= 0); returns pg . d."""
     acc = 0.0
@@ -152,7 +167,7 @@ def pseudo_constrain(d, x, sg, rho1, pseudo):
     return acc
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def scale_constrain(q, c, x, sg, rho1, pseudo, constrain):
     """q *= c, then (``constrain``) OWL-QN's sign constraint; returns pg . q."""
     acc = 0.0
@@ -166,24 +181,19 @@ def scale_constrain(q, c, x, sg, rho1, pseudo, constrain):
     return acc
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def pseudo_orthant_step(x, d, step, sg, rho1, project, out):
     """:func:`orthant_step` with the pseudo-gradient computed from (x, sg)."""
     acc = 0.0
     for i in prange(x.shape[0]):
         xi = x[i]
-        pgi = _pseudo(xi, sg[i], rho1)
-        v = xi + step * d[i]
-        if project:
-            orth = xi if xi != 0.0 else -pgi
-            if v * orth <= 0.0:
-                v = 0.0
+        v, dd = _pseudo_trial(xi, sg[i], d[i], step, rho1, project)
         out[i] = v
-        acc += pgi * (v - xi)
+        acc += dd
     return acc
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def axpy_dense_dot(alpha, x, q, z):
     """q += alpha * x; returns z . q (x, z dense; z may be float32)."""
     acc = 0.0
@@ -194,7 +204,7 @@ def axpy_dense_dot(alpha, x, q, z):
     return acc
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def sparse_dot(idx, val, q):
     """sum_k val[k] q[idx[k]] (a sparse float32 vector against a dense one)."""
     acc = 0.0
@@ -203,7 +213,7 @@ def sparse_dot(idx, val, q):
     return acc
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def sparse_axpy(alpha, idx, val, q):
     """q[idx[k]] += alpha * val[k]."""
     for k in range(idx.shape[0]):
@@ -225,7 +235,7 @@ def compress(dense, idx, val):
     return n
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def sparse_orthant_step(x, idx, d_val, x_save, step, sg, rho1, project):
     """:func:`pseudo_orthant_step` in place for a direction non-zero only at idx: x[idx[k]] =
     x_save[k] + step * d_val[k], projected on the orthant of x_save (sign of -pg where it is
@@ -234,18 +244,13 @@ def sparse_orthant_step(x, idx, d_val, x_save, step, sg, rho1, project):
     for k in range(idx.shape[0]):
         i = idx[k]
         xi = x_save[k]
-        pgi = _pseudo(xi, sg[i], rho1)
-        v = xi + step * d_val[k]
-        if project:
-            orth = xi if xi != 0.0 else -pgi
-            if v * orth <= 0.0:
-                v = 0.0
+        v, dd = _pseudo_trial(xi, sg[i], d_val[k], step, rho1, project)
         x[i] = v
-        acc += pgi * (v - xi)
+        acc += dd
     return acc
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def sparse_step_pair(x, idx, x_save, y, s_val):
     """s_val[k] = x[idx[k]] - x_save[k] (float32): the step where x moved; returns s.y."""
     sy = 0.0

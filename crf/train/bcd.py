@@ -22,7 +22,7 @@ observation's trigram weights; only the allowed pairs' and triples' entries move
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,36 +37,19 @@ __all__ = ["bcd", "BcdState", "train_crf"]
 
 
 @dataclass
-class BcdState:
+class BcdState(S.SolverState):
     """Where :func:`bcd` stands at the end of a pass (:mod:`suffixlm.solvers.state`): the
     weights w float64 (n,), the shuffling generator's state, the counters (per-sequence
     forward-backwards, safeguard retries), the objective f, passes done and history."""
 
-    w: np.ndarray
-    rng: dict
-    counts: list
-    f: float
-    n_iter: int
-    history: list[IterationInfo] = field(default_factory=list)
+    w: np.ndarray = S.floats("n")
+    rng: dict = S.generator()
+    counts: list = S.ints(2)
+    f: float = S.real()
+    n_iter: int = S.iterations()
+    history: list[IterationInfo] = S.history()
 
     NAME = "bcd"
-
-    def to_arrays(self) -> tuple[dict, dict]:
-        return ({"w": self.w}, {"rng": S.plain(self.rng), "counts": [int(c) for c in self.counts],
-                                "f": float(self.f), "n_iter": int(self.n_iter),
-                                "history": S.history_to_json(self.history)})
-
-    @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "BcdState":
-        n_iter = S.number(meta, "n_iter", integer=True, low=0)
-        history = S.history_from_json(meta.get("history"), "history")
-        S.check_length(history, n_iter)
-        S.rng_from_json(meta.get("rng"), "rng")
-        counts = meta.get("counts")
-        if not (isinstance(counts, list) and len(counts) == 2
-                and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in counts)):
-            raise S.StateError("counts: not two integers >= 0")
-        return cls(S.array(arrays, "w", (n,)), meta["rng"], counts, S.number(meta, "f"), n_iter, history)
 
 
 def bcd(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | None = None,

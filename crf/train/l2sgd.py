@@ -101,6 +101,7 @@ class _Problem:
                                                             data.trigram_base)
         else:
             self.blk_ptr, self.blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
+        self.o2 = SQ.pair_args(space, data)
         self.v = allocate(space.n_params, np.float64, "l2sgd's scaled weights", zero=True)
         self.g = allocate(space.n_params, np.float64, "l2sgd's gradient", zero=True)
 
@@ -109,16 +110,9 @@ class _Problem:
         d, sp = self.data, self.space
         state = np.array([float(t), 0.0])
         L = np.int64(sp.n_labels)
-        if self.pairwise:
-            st = sp.structure
-            loss = LK.l2sgd_epoch2(w, self.v, self.g, order, float(t0), float(lam), d.seq_offsets, d.unigram_base,
-                                   d.unigram_value, d.unigram_states, d.bigram_base, d.trigram_base, d.labels,
-                                   self.blk_ptr, self.blocks, L, np.int64(sp.bigram_start), np.int64(sp.trigram_start),
-                                   st.pairs, st.pair_pos, st.pred_ptr, st.pred_j, st.pred_r, state)
-        else:
-            loss = LK.l2sgd_epoch(w, self.v, self.g, order, float(t0), float(lam), d.seq_offsets, d.unigram_base,
-                                  d.unigram_value, d.unigram_states, d.bigram_base, d.labels, self.blk_ptr, self.blocks,
-                                  L, np.int64(sp.bigram_start), state)
+        loss = LK.l2sgd_pass(w, self.v, self.g, order, float(t0), float(lam), d.seq_offsets, d.unigram_base,
+                             d.unigram_value, d.unigram_states, d.bigram_base, d.labels, self.blk_ptr, self.blocks, L,
+                             np.int64(sp.bigram_start), np.int64(sp.trigram_start), self.pairwise, self.o2, state)
         if not np.isfinite(loss):
             self.g[:] = 0.0  # an aborted epoch may leave the scratch gradient dirty
         return float(loss), state[0], float(state[1])

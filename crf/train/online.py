@@ -65,15 +65,14 @@ def _check_epsilon(epsilon) -> None:
         raise ValueError(f"epsilon must be a number >= 0, not {epsilon!r}")
 
 
-def _prepare(space, data) -> tuple[int, tuple]:
-    """(n_seq, (tbase, pairwise, pairs, pred_ptr, pred_j, pred_r)) for the kernels."""
+def _prepare(space, data) -> tuple[int, bool, tuple]:
+    """(n_seq, pairwise, o2) for the kernels (o2: ``SQ.pair_args``)."""
     n = SQ.check_training_data(data)
     if space.pairwise:
         bad = np.flatnonzero(~space.allowed_of(data))
         if bad.size:
             raise ValueError(f"training data: sequence {int(bad[0]) + 1} uses a label pair the model forbids")
-    tbase, pairs, _, pred_ptr, pred_j, pred_r = SQ.pair_args(space, data)
-    return n, (tbase, bool(space.pairwise), pairs, pred_ptr, pred_j, pred_r)
+    return n, bool(space.pairwise), SQ.pair_args(space, data)
 
 
 def _scratch(n_params: int, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -108,8 +107,7 @@ def passive_aggressive(space, data, max_iter: int = 100, x0: np.ndarray | None =
         raise ValueError(f"pa_type must be 0 (PA), 1 (PA-I) or 2 (PA-II), not {pa_type!r}")
     _check_positive("c", c)
     _check_epsilon(epsilon)
-    n, pair = _prepare(space, data)
-    tbase, pairwise, pairs, pred_ptr, pred_j, pred_r = pair
+    n, pairwise, o2 = _prepare(space, data)
     what = "the passive-aggressive weights"
     w = start_point(space.n_params, x0, what)
     ws = allocate(w.shape[0], np.float64, "the passive-aggressive weight sums", zero=True)
@@ -132,9 +130,9 @@ def passive_aggressive(space, data, max_iter: int = 100, x0: np.ndarray | None =
             loss, mistakes = 0.0, 0
         else:
             loss, mistakes = OK.pa_epoch(w, ws, dlt, mark, order, data.seq_offsets, data.unigram_base,
-                                         data.unigram_value, data.unigram_states, data.bigram_base, tbase, data.labels,
-                                         np.int64(space.n_labels), pairwise, pairs, pred_ptr, pred_j, pred_r,
-                                         np.int64(pa_type), float(c), bool(error_sensitive), u)
+                                         data.unigram_value, data.unigram_states, data.bigram_base, data.labels,
+                                         np.int64(space.n_labels), pairwise, o2, np.int64(pa_type), float(c),
+                                         bool(error_sensitive), u)
         u += n
         settled = mistakes == 0
         x = current()
@@ -171,8 +169,7 @@ def arow(space, data, max_iter: int = 100, x0: np.ndarray | None = None, varianc
     _check_positive("variance", variance)
     _check_positive("gamma", gamma)
     _check_epsilon(epsilon)
-    n, pair = _prepare(space, data)
-    tbase, pairwise, pairs, pred_ptr, pred_j, pred_r = pair
+    n, pairwise, o2 = _prepare(space, data)
     what = "the AROW weights"
     mean = start_point(space.n_params, x0, what)
     cov = allocate(mean.shape[0], np.float64, "the AROW variances")
@@ -185,9 +182,8 @@ def arow(space, data, max_iter: int = 100, x0: np.ndarray | None = None, varianc
     for epoch in range(1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
         loss, mistakes = OK.arow_epoch(mean, cov, dlt, mark, order, data.seq_offsets, data.unigram_base,
-                                       data.unigram_value, data.unigram_states, data.bigram_base, tbase, data.labels,
-                                       np.int64(space.n_labels), pairwise, pairs, pred_ptr, pred_j, pred_r,
-                                       float(gamma))
+                                       data.unigram_value, data.unigram_states, data.bigram_base, data.labels,
+                                       np.int64(space.n_labels), pairwise, o2, float(gamma))
         info = clock.record(infos, epoch, float(loss), n_evals=epoch, active=int(np.count_nonzero(mean)),
                             extra={"mistakes": int(mistakes)})
         stop = callback is not None and bool(callback(info, mean.copy()))

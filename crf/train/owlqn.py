@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,46 +31,32 @@ the trial point made in x itself (beyond it, two more dense vectors are worth it
 
 
 @dataclass
-class OwlqnState:
+class OwlqnState(S.SolverState):
     """Where :func:`owlqn` stands at the end of an iteration (:mod:`suffixlm.solvers.state`):
     the iterate x float64 (n,), the L-BFGS memory (pairs s, y float32 (m, n) (s may be the
-    solver's sparse rows, :class:`crf.train.lbfgs.SparsePairs`), rho float64
+    solver's sparse rows, :class:`crf.train.lbfgs.SparsePairs`, stored dense), rho float64
     (m,), gamma, count of pairs held, head: the next slot), iterations, evaluations and
     history. The gradients at x are evaluated again when the solver goes on."""
 
-    x: np.ndarray
-    s: np.ndarray
-    y: np.ndarray
-    rho: np.ndarray
-    gamma: float
-    count: int
-    head: int
-    n_iter: int
-    n_evals: int
-    history: list[IterationInfo] = field(default_factory=list)
+    x: np.ndarray = S.floats("n")
+    s: np.ndarray = S.floats("m", "n", dtype=np.float32)
+    y: np.ndarray = S.floats("m", "n", dtype=np.float32)
+    rho: np.ndarray = S.floats("m")
+    gamma: float = S.real(low=0.0, low_open=True)
+    count: int = S.count(high=lambda d: d["m"])
+    head: int = S.count(high=lambda d: d["m"] - 1)
+    n_iter: int = S.iterations()
+    n_evals: int = S.count()
+    history: list[IterationInfo] = S.history()
 
     NAME = "owlqn"
 
-    def to_arrays(self) -> tuple[dict, dict]:
-        # s may be the solver's sparse rows (lbfgs.SparsePairs): stored dense
-        return ({"x": self.x, "s": np.asarray(self.s, dtype=np.float32), "y": self.y, "rho": self.rho},
-                {"gamma": float(self.gamma), "count": int(self.count), "head": int(self.head),
-                 "n_iter": int(self.n_iter), "n_evals": int(self.n_evals), "history": S.history_to_json(self.history)})
-
     @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "OwlqnState":
+    def dims(cls, arrays: dict, meta: dict, n: int) -> dict:
         m = arrays["s"].shape[0] if "s" in arrays and arrays["s"].ndim == 2 else 0
         if m < 1:
             raise S.StateError("s: expected an (m, n) array of L-BFGS pairs, m >= 1")
-        n_iter = S.number(meta, "n_iter", integer=True, low=0)
-        history = S.history_from_json(meta.get("history"), "history")
-        S.check_length(history, n_iter)
-        return cls(S.array(arrays, "x", (n,)), S.array(arrays, "s", (m, n), np.float32),
-                   S.array(arrays, "y", (m, n), np.float32), S.array(arrays, "rho", (m,)),
-                   S.number(meta, "gamma", low=0.0, low_open=True), S.number(meta, "count", integer=True, low=0,
-                                                                               high=m),
-                   S.number(meta, "head", integer=True, low=0, high=m - 1), n_iter,
-                   S.number(meta, "n_evals", integer=True, low=0), history)
+        return {"n": n, "m": m}
 
 
 def _takes_out(fun) -> bool:

@@ -10,7 +10,7 @@ examples is ((N + 1) w - wa) / N.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,35 +25,21 @@ __all__ = ["averaged_perceptron", "PerceptronState", "train_crf"]
 
 
 @dataclass
-class PerceptronState:
+class PerceptronState(S.SolverState):
     """Where :func:`averaged_perceptron` stands at the end of a pass
     (:mod:`suffixlm.solvers.state`): the weights w, the weighted sum of the updates wa and
     the starting point w0 (float64 (n,)), the examples seen, the shuffling generator's
     state, passes done and history."""
 
-    w: np.ndarray
-    wa: np.ndarray
-    w0: np.ndarray
-    seen: int
-    rng: dict
-    n_iter: int
-    history: list[IterationInfo] = field(default_factory=list)
+    w: np.ndarray = S.floats("n")
+    wa: np.ndarray = S.floats("n")
+    w0: np.ndarray = S.floats("n")
+    seen: int = S.count()
+    rng: dict = S.generator()
+    n_iter: int = S.iterations()
+    history: list[IterationInfo] = S.history()
 
     NAME = "perceptron"
-
-    def to_arrays(self) -> tuple[dict, dict]:
-        return ({"w": self.w, "wa": self.wa, "w0": self.w0},
-                {"seen": int(self.seen), "rng": S.plain(self.rng), "n_iter": int(self.n_iter),
-                 "history": S.history_to_json(self.history)})
-
-    @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "PerceptronState":
-        n_iter = S.number(meta, "n_iter", integer=True, low=0)
-        history = S.history_from_json(meta.get("history"), "history")
-        S.check_length(history, n_iter)
-        S.rng_from_json(meta.get("rng"), "rng")
-        return cls(S.array(arrays, "w", (n,)), S.array(arrays, "wa", (n,)), S.array(arrays, "w0", (n,)),
-                   S.number(meta, "seen", integer=True, low=0), meta["rng"], n_iter, history)
 
 
 def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None = None,
@@ -82,6 +68,7 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
         infos = list(state.history)
     clock = Clock.after(infos)
     reason = StopReason.MAX_ITER
+    o2 = SQ.pair_args(space, data)
 
     def averaged():
         if not average or seen == 0:
@@ -91,14 +78,9 @@ def averaged_perceptron(space, data, max_iter: int = 10, x0: np.ndarray | None =
 
     for epoch in range(len(infos) + 1, max_iter + 1):
         order = (rng.permutation(n) if shuffle else np.arange(n)).astype(np.int64)
-        if space.pairwise:
-            mistakes = PK.perceptron_epoch2(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value,
-                                            data.unigram_states, data.bigram_base, data.trigram_base, data.labels,
-                                            np.int64(space.n_labels), *space.structure.args(), float(seen))
-        else:
-            mistakes = PK.perceptron_epoch(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value,
-                                           data.unigram_states, data.bigram_base, data.labels, np.int64(space.n_labels),
-                                           float(seen))
+        mistakes = PK.perceptron_pass(w, wa, order, data.seq_offsets, data.unigram_base, data.unigram_value,
+                                      data.unigram_states, data.bigram_base, data.labels, np.int64(space.n_labels),
+                                      space.pairwise, o2, float(seen))
         seen += n
         info = clock.record(infos, epoch, float(mistakes), step=1.0, n_evals=epoch, active=int(np.count_nonzero(w)))
         stop = callback is not None and callback(info, averaged())  # every pass is logged, the last too

@@ -22,7 +22,7 @@ The sequences are visited in a new random order every pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,36 +37,22 @@ __all__ = ["sgd_l1", "learning_rates", "SgdL1State", "train_crf"]
 
 
 @dataclass
-class SgdL1State:
+class SgdL1State(S.SolverState):
     """Where :func:`sgd_l1` stands at the end of a pass (:mod:`suffixlm.solvers.state`):
     the weights w and the l1 penalty each received, q (float64 (n,)), the total l1
     penalty per weight so far u, the shuffling generator's state, the objective f of the
     last pass, passes done and history. (The lazy l2 scales are all settled at the end
     of a pass: nothing to store.)"""
 
-    w: np.ndarray
-    q: np.ndarray
-    u: float
-    rng: dict
-    f: float
-    n_iter: int
-    history: list[IterationInfo] = field(default_factory=list)
+    w: np.ndarray = S.floats("n")
+    q: np.ndarray = S.floats("n")
+    u: float = S.real(low=0.0)
+    rng: dict = S.generator()
+    f: float = S.real()
+    n_iter: int = S.iterations()
+    history: list[IterationInfo] = S.history()
 
     NAME = "sgd-l1"
-
-    def to_arrays(self) -> tuple[dict, dict]:
-        return ({"w": self.w, "q": self.q},
-                {"u": float(self.u), "rng": S.plain(self.rng), "f": float(self.f), "n_iter": int(self.n_iter),
-                 "history": S.history_to_json(self.history)})
-
-    @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "SgdL1State":
-        n_iter = S.number(meta, "n_iter", integer=True, low=0)
-        history = S.history_from_json(meta.get("history"), "history")
-        S.check_length(history, n_iter)
-        S.rng_from_json(meta.get("rng"), "rng")
-        return cls(S.array(arrays, "w", (n,)), S.array(arrays, "q", (n,)), S.number(meta, "u", low=0.0), meta["rng"],
-                   S.number(meta, "f"), n_iter, history)
 
 
 def learning_rates(schedule: str, eta0: float, start: int, count: int, n: int, decay: float = 0.85,
@@ -122,22 +108,16 @@ def sgd_l1(space, data, rho1: float = 0.5, rho2: float = 0.0, x0: np.ndarray | N
     else:
         blk_ptr, blocks = SQ.sequence_blocks(data.seq_offsets, data.unigram_base, data.bigram_base)
     kernel_state = np.array([u, 0.0])
+    o2 = SQ.pair_args(space, data)
     clock = Clock.after(infos)
     reason = StopReason.MAX_ITER
     for epoch in range(len(infos) + 1, max_iter + 1):
         order = rng.permutation(n).astype(np.int64)
         etas = learning_rates(schedule, eta0, (epoch - 1) * n, n, n, decay, tau)
-        if pairwise:
-            st = space.structure
-            loss = GK.sgd_l1_epoch2(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base,
-                                    data.unigram_value, data.unigram_states, data.bigram_base, data.trigram_base,
-                                    data.labels, blk_ptr, blocks, np.int64(L), np.int64(space.bigram_start),
-                                    np.int64(space.trigram_start), st.pairs, st.pair_pos, st.pred_ptr, st.pred_j,
-                                    st.pred_r, rho1 / n, rho2 / n, kernel_state)
-        else:
-            loss = GK.sgd_l1_epoch(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base, data.unigram_value,
-                                   data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
-                                   np.int64(space.bigram_start), rho1 / n, rho2 / n, kernel_state)
+        loss = GK.sgd_l1_pass(w, q, lastc, g, order, etas, data.seq_offsets, data.unigram_base, data.unigram_value,
+                              data.unigram_states, data.bigram_base, data.labels, blk_ptr, blocks, np.int64(L),
+                              np.int64(space.bigram_start), np.int64(space.trigram_start), pairwise, o2, rho1 / n,
+                              rho2 / n, kernel_state)
         f = loss + rho1 * np.abs(w).sum() + 0.5 * rho2 * (w @ w)
         info = clock.record(infos, epoch, float(f), step=float(etas[-1]), n_evals=epoch, active=int(np.count_nonzero(w)))
         if not np.isfinite(f):

@@ -22,7 +22,7 @@ gradient is then given per such coordinate (the LM's trie coordinates).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -36,7 +36,7 @@ from .stopping import RelativeDecrease
 
 
 @dataclass
-class FistaState:
+class FistaState(S.SolverState):
     """Where :func:`fista` stands at the end of an iteration (:mod:`suffixlm.solvers.state`).
 
     x, y : float64[n]  the iterate and the extrapolated point the next step starts from
@@ -46,33 +46,17 @@ class FistaState:
     n_iter, n_evals    iterations and evaluations so far; history: one record per iteration
     """
 
-    x: np.ndarray
-    y: np.ndarray
-    t: float
-    L: float
-    F_old: float
-    calm: int
-    n_iter: int
-    n_evals: int
-    history: list[IterationInfo] = field(default_factory=list)
+    x: np.ndarray = S.floats("n")
+    y: np.ndarray = S.floats("n")
+    t: float = S.real(low=1.0)
+    L: float = S.real(low=0.0, low_open=True)
+    F_old: float = S.real()
+    calm: int = S.count()
+    n_iter: int = S.iterations()
+    n_evals: int = S.count()
+    history: list[IterationInfo] = S.history()
 
     NAME = "fista"
-
-    def to_arrays(self) -> tuple[dict, dict]:
-        return ({"x": self.x, "y": self.y},
-                {"t": float(self.t), "L": float(self.L), "F_old": float(self.F_old), "calm": int(self.calm),
-                 "n_iter": int(self.n_iter), "n_evals": int(self.n_evals),
-                 "history": S.history_to_json(self.history)})
-
-    @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "FistaState":
-        n_iter = S.number(meta, "n_iter", integer=True, low=0)
-        history = S.history_from_json(meta.get("history"), "history")
-        S.check_length(history, n_iter)
-        return cls(S.array(arrays, "x", (n,)), S.array(arrays, "y", (n,)), S.number(meta, "t", low=1.0),
-                   S.number(meta, "L", low=0.0, low_open=True), S.number(meta, "F_old"),
-                   S.number(meta, "calm", integer=True, low=0), n_iter,
-                   S.number(meta, "n_evals", integer=True, low=0), history)
 
 
 def fista(

@@ -30,7 +30,7 @@ of an epoch went up (adaptive restart).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -42,7 +42,7 @@ from .stopping import RelativeDecrease
 
 
 @dataclass
-class SageState:
+class SageState(S.SolverState):
     """Where :func:`sage` stands at the end of an epoch (:mod:`suffixlm.solvers.state`).
 
     W, Z : float64[n]     the iterate and the auxiliary sequence of Algorithm 1
@@ -55,41 +55,21 @@ class SageState:
     history               one record per epoch, and the first (epoch 0)
     """
 
-    W: np.ndarray
-    Z: np.ndarray
-    tau: float
-    delta: float
-    rho: float
-    batch_size: int
-    F_old: float
-    calm: int
-    n_iter: int
-    steps: int
-    n_evals: int
-    rng: dict
-    history: list[IterationInfo] = field(default_factory=list)
+    W: np.ndarray = S.floats("n")
+    Z: np.ndarray = S.floats("n")
+    tau: float = S.real(low=0.0, high=1.0)
+    delta: float = S.real(low=0.0, high=1.0)
+    rho: float = S.real(low=0.0, low_open=True)
+    batch_size: int = S.count(low=1)
+    F_old: float = S.real()
+    calm: int = S.count()
+    n_iter: int = S.iterations()
+    steps: int = S.count()
+    n_evals: int = S.count()
+    rng: dict = S.generator()
+    history: list[IterationInfo] = S.history(first=0)
 
     NAME = "sage"
-
-    def to_arrays(self) -> tuple[dict, dict]:
-        return ({"W": self.W, "Z": self.Z},
-                {"tau": float(self.tau), "delta": float(self.delta), "rho": float(self.rho),
-                 "batch_size": int(self.batch_size), "F_old": float(self.F_old), "calm": int(self.calm),
-                 "n_iter": int(self.n_iter), "steps": int(self.steps), "n_evals": int(self.n_evals),
-                 "rng": S.plain(self.rng), "history": S.history_to_json(self.history)})
-
-    @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict, n: int) -> "SageState":
-        n_iter = S.number(meta, "n_iter", integer=True, low=0)
-        history = S.history_from_json(meta.get("history"), "history", first=0)
-        S.check_length(history, n_iter + 1)
-        S.rng_from_json(meta.get("rng"), "rng")  # checked here, made again by sage
-        return cls(S.array(arrays, "W", (n,)), S.array(arrays, "Z", (n,)),
-                   S.number(meta, "tau", low=0.0, high=1.0), S.number(meta, "delta", low=0.0, high=1.0),
-                   S.number(meta, "rho", low=0.0, low_open=True), S.number(meta, "batch_size", integer=True, low=1),
-                   S.number(meta, "F_old"), S.number(meta, "calm", integer=True, low=0), n_iter,
-                   S.number(meta, "steps", integer=True, low=0), S.number(meta, "n_evals", integer=True, low=0),
-                   meta["rng"], history)
 
 
 def sage(

@@ -2,14 +2,18 @@
 an iteration exactly as if it had never stopped (same iterates, bit for bit).
 
 Each solver that can be checkpointed has a state dataclass (``FistaState``,
-``SageState`` here; ``OwlqnState`` ... in :mod:`crf.train`) with
+``SageState`` in :mod:`suffixlm.solvers`; ``OwlqnState`` ... in :mod:`crf.train`), a
+:class:`SolverState` whose fields each declare their kind (:func:`floats`, :func:`real`,
+:func:`count`, :func:`iterations`, :func:`generator`, :func:`ints`, :func:`history`);
+from these the base class makes
 
 * ``to_arrays() -> (arrays, meta)``: numeric arrays (name -> ndarray) and JSON-able
   scalars, lists and dicts, what a checkpoint file stores (:mod:`suffixlm.checkpoint`);
 * ``from_arrays(arrays, meta, n) -> state``: the state back, every value checked
   (``n``: the number of coordinates of the problem it must fit), or :class:`StateError`
   naming the field;
-* ``NAME``: the solver's name, stored with the state.
+
+and the class adds ``NAME``: the solver's name, stored with the state.
 
 A solver takes ``state=`` (go on from it; ``x0`` is then ignored) and
 ``checkpoint=`` (called with the current state at the end of every iteration the
@@ -21,7 +25,8 @@ point, which gives the same bits (the kernels are deterministic).
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+from dataclasses import field, fields
+from typing import Callable
 
 import numpy as np
 
@@ -143,3 +148,155 @@ def rng_from_json(state, name: str) -> np.random.Generator:
 def check_length(history: list, want: int, name: str = "history") -> None:
     if len(history) != want:
         raise StateError(f"{name}: {len(history)} records, the state's iteration count needs {want}")
+
+
+# ---------------------------------------------------------------- declared fields
+
+
+class _Kind:
+    """How one field of a :class:`SolverState` is stored and checked."""
+
+    array = False  # stored as an array (else in the JSON meta)
+    stage = 2  # checked in stages: 0 the iteration count and history, 1 JSON structures, 2 the rest
+
+    def field(self, **kw):
+        return field(metadata={"state": self}, **kw)
+
+
+class _Floats(_Kind):
+    array = True
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+    def dump(self, v):
+        return np.asarray(v, dtype=self.dtype)  # (the solver's own array when it has this dtype)
+
+    def load(self, arrays, meta, name, dims, values):
+        return array(arrays, name, tuple(dims[d] for d in self.shape), self.dtype)
+
+
+class _Number(_Kind):
+    def __init__(self, integer: bool, low, high, low_open: bool = False, stage: int = 2):
+        self.integer, self.low, self.high, self.low_open, self.stage = integer, low, high, low_open, stage
+
+    def dump(self, v):
+        return int(v) if self.integer else float(v)
+
+    def load(self, arrays, meta, name, dims, values):
+        low, high = (b(dims) if callable(b) else b for b in (self.low, self.high))
+        return number(meta, name, integer=self.integer, low=low, high=high, low_open=self.low_open)
+
+
+class _Generator(_Kind):
+    stage = 1
+
+    def dump(self, v):
+        return plain(v)
+
+    def load(self, arrays, meta, name, dims, values):
+        rng_from_json(meta.get(name), name)  # checked here, made again by the solver
+        return meta[name]
+
+
+class _Ints(_Kind):
+    stage = 1
+    _WORDS = {1: "one", 2: "two", 3: "three"}
+
+    def __init__(self, length: int):
+        self.length = length
+
+    def dump(self, v):
+        return [int(c) for c in v]
+
+    def load(self, arrays, meta, name, dims, values):
+        v = meta.get(name)
+        if not (isinstance(v, list) and len(v) == self.length
+                and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in v)):
+            raise StateError(f"{name}: not {self._WORDS.get(self.length, self.length)} integers >= 0")
+        return v
+
+
+class _History(_Kind):
+    stage = 0
+
+    def __init__(self, first: int):
+        self.first = first
+
+    def dump(self, v):
+        return history_to_json(v)
+
+    def load(self, arrays, meta, name, dims, values):
+        records = history_from_json(meta.get(name), name, first=self.first)
+        check_length(records, values["n_iter"] - self.first + 1, name)
+        return records
+
+
+def floats(*shape: str, dtype=np.float64):
+    """An array field of this dtype whose shape names sizes of ``SolverState.dims``
+    (``floats("n")``: n coordinates), every entry finite."""
+    return _Floats(shape, dtype).field()
+
+
+def real(*, low: float | Callable[[dict], float] | None = None,
+         high: float | Callable[[dict], float] | None = None, low_open: bool = False):
+    """A finite float within the bounds (``low_open``: > low); a bound may be a function of
+    the sizes (``SolverState.dims``)."""
+    return _Number(False, low, high, low_open).field()
+
+
+def count(*, low: int | Callable[[dict], int] = 0, high: int | Callable[[dict], int] | None = None):
+    """An integer within the bounds (>= 0 unless told)."""
+    return _Number(True, low, high).field()
+
+
+def iterations():
+    """``n_iter``: the iterations done, an integer >= 0 (the history's length follows it)."""
+    return _Number(True, 0, None, stage=0).field()
+
+
+def generator():
+    """The state of the solver's PCG64 generator (``rng_to_json``), kept as that dict."""
+    return _Generator().field()
+
+
+def ints(length: int):
+    """A list of ``length`` integers >= 0 (counters)."""
+    return _Ints(length).field()
+
+
+def history(first: int = 1):
+    """The iteration records (``history_to_json``), numbered from ``first``: one per
+    iteration done (and iteration 0 when ``first`` is 0), as the state's ``n_iter``
+    (:func:`iterations`) says."""
+    return _History(first).field(default_factory=list)
+
+
+class SolverState:
+    """Base of the solver states (dataclasses whose fields are declared with the functions
+    above): stored in the order of the fields, arrays apart from the rest; checked on
+    loading stage by stage (the iteration count and the history, then the JSON structures,
+    then the rest), each in the order of the fields, the first bad value raising."""
+
+    NAME = ""
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        arrays, meta = {}, {}
+        for f in fields(self):
+            kind = f.metadata["state"]
+            (arrays if kind.array else meta)[f.name] = kind.dump(getattr(self, f.name))
+        return arrays, meta
+
+    @classmethod
+    def dims(cls, arrays: dict, meta: dict, n: int) -> dict:
+        """The sizes that shapes and bounds name: ``n``, the problem's coordinates; a state
+        adds its own (checked first)."""
+        return {"n": n}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, n: int):
+        dims = cls.dims(arrays, meta, n)
+        values: dict = {}
+        for f in sorted(fields(cls), key=lambda f: f.metadata["state"].stage):
+            values[f.name] = f.metadata["state"].load(arrays, meta, f.name, dims, values)
+        return cls(**values)
