@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._gradient_kernels import group_bounds, scatter, unigram_rank, zero_blocks
-from ._inference_kernels import (FAST, NEG_INF, add_gold_position, dense_psi, exp_unary, restrict_to_forced, row_slot,
+from ._inference_kernels import (FAST, NEG_INF, dense_psi, exp_unary, restrict_to_forced, row_slot,
                                  same_bigram_row, transition_scores, unary_scores)
 
 
@@ -225,9 +225,18 @@ def gold_score2(theta, U, bbase, tbase, labels, s, e, L):
     """Score of the gold labelling (U: the sequence's unary scores, already computed)."""
     sc = 0.0
     for t in range(e - s):
-        sc = add_gold_position(sc, theta, U, bbase, labels, s, t, L)
+        # written out, not through add_gold_position: under fastmath's reassociation the
+        # inlined form sums in another order (the weights then move in the last bits)
+        y = labels[s + t]
+        sc += U[t, y]
+        if t > 0:
+            k = labels[s + t - 1] * L + y
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    sc += theta[b + k]
         if t > 1:
-            r = (labels[s + t - 2] * L + labels[s + t - 1]) * L + labels[s + t]
+            r = (labels[s + t - 2] * L + labels[s + t - 1]) * L + y
             for j in range(tbase.shape[1]):
                 b = tbase[s + t, j]
                 if b >= 0:
