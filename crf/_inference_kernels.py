@@ -270,28 +270,21 @@ def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart
     return logz
 
 
-@njit(cache=True, fastmath=FAST, inline="always")
-def add_gold_position(sc, theta, U, bbase, labels, s, t, L):
-    """sc plus the gold labelling's unary score at position t and (t >= 1) its transition
-    weights, added one by one (the order of the sums of :func:`gold_score`)."""
-    y = labels[s + t]
-    sc += U[t, y]
-    if t > 0:
-        k = labels[s + t - 1] * L + y
-        for j in range(bbase.shape[1]):
-            b = bbase[s + t, j]
-            if b >= 0:
-                sc += theta[b + k]
-    return sc
-
-
 @njit(cache=True, fastmath=FAST)
 def gold_score(theta, U, bbase, labels, s, e, L):
     """Score of the gold labelling; U: the unary scores of the sequence (already computed)."""
     sc = 0.0
     for t in range(e - s):
-        sc = add_gold_position(sc, theta, U, bbase, labels, s, t, L)
+        y = labels[s + t]
+        sc += U[t, y]
+        if t > 0:
+            k = labels[s + t - 1] * L + y
+            for j in range(bbase.shape[1]):
+                b = bbase[s + t, j]
+                if b >= 0:
+                    sc += theta[b + k]
     return sc
+
 
 @njit(cache=True, fastmath=FAST)
 def pair_marginals(t, L, eU, alpha, beta, scale, P, tmp, pp, add=False):

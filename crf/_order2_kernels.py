@@ -225,8 +225,8 @@ def gold_score2(theta, U, bbase, tbase, labels, s, e, L):
     """Score of the gold labelling (U: the sequence's unary scores, already computed)."""
     sc = 0.0
     for t in range(e - s):
-        # written out, not through add_gold_position: under fastmath's reassociation the
-        # inlined form sums in another order (the weights then move in the last bits)
+        # gold_score's loop written out with the triples: a shared helper, inlined, lets
+        # fastmath reassociate the sum in another order (the weights move in the last bits)
         y = labels[s + t]
         sc += U[t, y]
         if t > 0:

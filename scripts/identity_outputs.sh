@@ -13,7 +13,7 @@
 # numba caches.
 set -euo pipefail
 REPO=$(cd "$1" && pwd); OUT=$2
-C=${SHARED_CORPORA:-$REPO/../shared/corpora}
+C=$(cd "${SHARED_CORPORA:-$REPO/../shared/corpora}" && pwd)  # one spelling: the reports name it
 mkdir -p "$OUT"; cd "$OUT"
 export PYTHONPATH=$REPO
 run() { python -c "import sys; sys.argv[0] = 'suffixlm'; from suffixlm.cli import main; sys.exit(main())" "$@"; }

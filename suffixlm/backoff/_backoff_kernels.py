@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._hash_kernels import hash_find, hash_insert_one
+from ._hash_kernels import hash_find
 
 
 @njit(cache=True)
@@ -23,18 +23,6 @@ def find_nodes(rows, ncols, V, keys, vals, shift):
                 break
         out[i] = node
     return out
-
-
-@njit(cache=True)
-def insert_probs(ctx, words, V, keys, vals, shift, first):
-    """Map ``ctx[i] * V + words[i]`` -> ``first + i``. Returns the number of keys that
-    were already there (an n-gram listed twice)."""
-    dup = 0
-    for i in range(ctx.shape[0]):
-        _, new = hash_insert_one(keys, vals, shift, ctx[i] * V + words[i], first + i)
-        if not new:
-            dup += 1
-    return dup
 
 
 @njit(cache=True)

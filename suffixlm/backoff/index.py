@@ -80,8 +80,6 @@ class BackoffIndex:
     """
 
     def __init__(self, lm):
-        from . import _backoff_kernels as K
-
         grams = lm.ngrams
         V = len(lm.vocab)
         N = len(grams)
@@ -130,11 +128,11 @@ class BackoffIndex:
         for n in range(1, N + 1):
             rows = grams[n - 1][0]
             ctx = np.zeros(len(rows), dtype=np.int64) if n == 1 else cur[n - 2][:len(rows)]
-            last = np.ascontiguousarray(rows[:, -1], dtype=np.int64)
-            dup = K.insert_probs(ctx, last, V, p.keys, p.vals, p.shift, int(self.offsets[n - 1]))
+            # a new key gets the next position, so the n-gram's own when none repeats
+            _, end = p.insert(ctx * V + rows[:, -1], int(self.offsets[n - 1]))
+            dup = int(self.offsets[n]) - end
             if dup:
                 raise ValueError(f"model lists {dup} {n}-gram(s) twice")
-        p.n = total
         del cur
         self.lp = np.concatenate([lp for _, lp, _, _ in grams]).astype(np.float32)
 
