@@ -24,7 +24,7 @@ from typing import Iterator
 
 import numpy as np
 
-__all__ = ["allocate", "human_bytes", "memory_limit", "named_allocations", "release_free_memory",
+__all__ = ["allocate", "human_bytes", "memory_limit", "named_allocations", "parse_size", "release_free_memory",
            "return_freed_memory_to_os", "start_point"]
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
@@ -40,6 +40,37 @@ def human_bytes(n: float) -> str:
         if n < 1024 or unit == _UNITS[-1]:
             return f"{n:.0f} {unit}" if n >= 100 else f"{n:.3g} {unit}"
     raise AssertionError("unreachable")
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+
+
+def parse_size(text) -> int:
+    """Bytes from a size as lmplz's ``-S`` takes it: ``2G``, ``500M``, ``1.5GiB``, ``64k``,
+    ``123456`` (bytes), or ``80%`` of the memory this process may use (``memory_limit``).
+    Units are powers of 1024 (``GB`` too, as lmplz reads it). ``ValueError`` with a
+    one-line reason when the text is no size or not positive."""
+    raw = str(text).strip()
+    body = raw.upper().replace(" ", "")
+    try:
+        if body.endswith("%"):
+            pct = float(body[:-1])
+            if not 0 < pct <= 100:
+                raise ValueError
+            value = memory_limit()[0] * pct / 100
+        else:
+            for suffix in ("IB", "B"):
+                if body.endswith(suffix) and len(body) > len(suffix) and body[-len(suffix) - 1] in "KMGTP":
+                    body = body[:-len(suffix)]
+                    break
+            unit = body[-1] if body and body[-1] in "BKMGTP" else ""
+            number = body[:-1] if unit else body
+            value = float(number) * _SIZE_UNITS[unit]
+    except (ValueError, IndexError, KeyError):
+        raise ValueError(f"{raw!r}: expected a size like 2G, 500M, 1.5GiB or 80%") from None
+    if not (value >= 1 and value < 2**62):
+        raise ValueError(f"{raw!r}: a size must be at least 1 byte")
+    return int(value)
 
 
 def release_free_memory() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import tempfile
 import time
 import warnings
 
@@ -39,6 +41,54 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
     return vals
 
 
+#: what a Dask worker holds beside the --memory budget of its tasks (the program itself)
+WORKER_OVERHEAD = 256 << 20
+
+
+def _budget_options(memory, temp_dir, order, workers, scheduler, memory_limit) -> int | None:
+    """``--memory`` in bytes (None when not given), after checking its combinations."""
+    if memory is None:
+        if temp_dir is not None:
+            raise click.UsageError("--temp-dir is where --memory spills: give --memory too")
+        return None
+    from ..memory import parse_size
+
+    try:
+        budget = parse_size(memory)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--memory") from None
+    if order is None:
+        raise click.UsageError("--order max is estimated on the suffix tree, in memory: --memory needs a fixed order")
+    if memory_limit is not None:
+        raise click.UsageError("--memory sets each worker's memory limit: leave out --memory-limit")
+    if temp_dir is not None:
+        if workers is not None or scheduler is not None:
+            raise click.UsageError("--temp-dir: Dask workers spill to their own directory (dask's "
+                                   "temporary-directory setting)")
+        if not os.path.isdir(temp_dir):
+            raise click.BadParameter(f"{temp_dir}: no such directory", param_hint="--temp-dir")
+    return budget
+
+
+def _plan(budget, train_file, order, spill, progress):
+    """(the text to read, its ``MemoryPlan``); gzip and standard input are copied, plain,
+    into the spill directory (shards are byte ranges of a file)."""
+    from ..distributed.budget import plain_text, plan_memory
+    from ..memory import human_bytes
+
+    text = train_file
+    if spill is not None:
+        text = plain_text(train_file, spill.directory)
+        if text != os.fspath(train_file):
+            progress.line(f"copied {train_file} to the temporary directory, decompressed")
+    plan = plan_memory(budget, os.path.getsize(text) if spill is not None or os.path.isfile(text) else 0, order)
+    if spill is not None:
+        spill.store.cache_bytes = plan.cache
+    progress.line(f"memory budget {human_bytes(budget)}: {plan.n_shards} shard(s) of the text, results "
+                  f"beyond {human_bytes(plan.cache)} spilled")
+    return text, plan
+
+
 @click.command("kn")
 @click.argument("train_file", metavar="TRAIN.txt")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
@@ -59,18 +109,30 @@ def parse_min_counts(text: str | None, order: int, option: str = "--min-count") 
               help="Prune the model by relative entropy at this threshold before writing it "
                    "(SRILM -prune; see `suffixlm prune`).")
 @binary_option
+@click.option("--memory", "memory", default=None, metavar="SIZE",
+              help="Estimate within about SIZE of memory (plus ~160 MB for the program itself), like lmplz -S: "
+                   "the text is counted in shards, the n-grams merged and estimated in partitions sized to fit, "
+                   "what does not fit spilled to --temp-dir, and the ARPA file streamed out; the same bytes as "
+                   "without it. E.g. 2G, 500M, 80% (of this machine's memory). With --prune or --binary the model "
+                   "is gathered in memory after the estimate. With --workers, the budget of each worker.")
+@click.option("--temp-dir", "temp_dir", default=None, metavar="DIR",
+              help="Where --memory spills (default: $TMPDIR, else /tmp): a private directory made there and "
+                   "removed on exit, on an error, on Ctrl-C and on SIGTERM/SIGHUP; one left by a run killed "
+                   "outright on this host is removed by the next run.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @distributed_options
 @threads_option
-def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, binary, as_json, quiet,
-            workers, scheduler, memory_limit):
+def command(train_file, output, order, modified, min_count, vocab_path, unk, prune, binary, memory, temp_dir,
+            as_json, quiet, workers, scheduler, memory_limit):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
     from ..backoff.arpa import ArpaError
     from ..corpus import CorpusError
     from ..backoff.kn import DiscountWarning, KneserNeyLM
-    from ..memory import return_freed_memory_to_os
+    from ..distributed.budget import BudgetError
+    from ..io import write_error_message
+    from ..memory import human_bytes, return_freed_memory_to_os
     from .params import check_output, check_text_input, report_stream
 
     from ..backoff import _kn_kernels
@@ -92,35 +154,60 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
 
         prune = parse_threshold(prune, "--prune")
     check_output(output, [train_file, vocab_path])  # before any work
+    budget = _budget_options(memory, temp_dir, order, workers, scheduler, memory_limit)
+    if budget is not None and workers is not None:
+        memory_limit = budget + WORKER_OVERHEAD  # each worker's budget, plus the program
     announce_compilation(progress, _kn_kernels, _ngram_kernels)
     return_freed_memory_to_os()
     t0 = time.perf_counter()
     lm = KneserNeyLM(order, modified=modified, min_counts=min_counts)
     streamed = None
-    with dask_client(workers, scheduler, memory_limit) as client:
+    spill = None
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(dask_client(workers, scheduler, memory_limit))
         if client is not None and not quiet:
             click.echo(f"estimating on Dask: {len(client.scheduler_info()['workers'])} workers", err=True)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", DiscountWarning)
-            try:
-                if client is not None and prune is None and order is not None:
-                    # the n-grams stay on the workers; the file is written one partition at a time
-                    from ..distributed.kn_counts import estimate_text_kn
+        if client is None and budget is not None:
+            from ..distributed.spill import SpillClient
 
-                    streamed, stats = estimate_text_kn(client, train_file, order, vocab_path, unk=unk,
-                                                       modified=modified, min_counts=min_counts,
-                                                       progress=None if quiet else progress.line)
-                else:
-                    with progress.stage(f"counting and estimating order-{order_text(order)} Kneser-Ney on "
-                                        f"{train_file}"):
-                        lm.fit_text(train_file, vocab_path, unk=unk, client=client)
-            except CorpusError as e:
-                raise click.ClickException(str(e)) from None
-            except Exception as e:
-                if type(e).__name__ != "KilledWorker":
-                    raise
-                raise click.ClickException(f"Dask workers kept dying on a task (memory limit too low?): "
-                                           f"{str(e).splitlines()[0]}") from None
+            try:
+                client = spill = stack.enter_context(SpillClient(budget, temp_dir))
+            except OSError as e:
+                raise click.ClickException(f"--temp-dir: {write_error_message(temp_dir or tempfile.gettempdir(), e)}")
+            for path in spill.stale:
+                progress.line(f"removed {path}, left by a run that was killed")
+        caught = stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always", DiscountWarning)
+        try:
+            if client is not None and (prune is None or budget is not None) and order is not None:
+                # the n-grams stay on the workers (or in the spill store); the file is written
+                # one partition at a time
+                from ..distributed.kn_counts import estimate_text_kn
+
+                text, plan = train_file, None
+                if budget is not None:
+                    text, plan = _plan(budget, train_file, order, spill, progress)
+                streamed, stats = estimate_text_kn(client, text, order, vocab_path, unk=unk, modified=modified,
+                                                   min_counts=min_counts, n_shards=plan and plan.n_shards,
+                                                   n_partitions=plan and plan.partitions,
+                                                   progress=None if quiet else progress.line)
+                if prune is not None or binary:  # gathered: pruning and the binary format need it whole
+                    with progress.stage("gathering the model"):
+                        lm.model_, lm.info_, lm.vocab_ = streamed.model(), streamed.info, streamed.vocab
+                    lm.model_.sources = (os.fspath(train_file),)
+                    lm.n_sentences_, lm.n_words_ = stats.n_sentences, stats.n_words
+                    streamed = None
+            else:
+                with progress.stage(f"counting and estimating order-{order_text(order)} Kneser-Ney on "
+                                    f"{train_file}"):
+                    lm.fit_text(train_file, vocab_path, unk=unk, client=client)
+        except (CorpusError, BudgetError) as e:
+            raise click.ClickException(str(e)) from None
+        except Exception as e:
+            if type(e).__name__ != "KilledWorker":
+                raise
+            raise click.ClickException(f"Dask workers kept dying on a task (memory limit too low?): "
+                                       f"{str(e).splitlines()[0]}") from None
         if prune is not None:
             from ..backoff.prune import prune_entropy
 
@@ -130,9 +217,6 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         t1 = time.perf_counter()
         with writing(output, (ArpaError,)), progress.stage(f"writing {output}"):
             if streamed is not None:
-                if binary:
-                    raise click.ClickException("--binary: the model estimated on the cluster is streamed "
-                                               "to ARPA; write it as ARPA, then run suffixlm build-binary")
                 streamed.write_arpa(output, sources=(train_file,))
             elif binary:
                 lm.model_.sources = (os.fspath(train_file),)
@@ -140,6 +224,10 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             else:
                 lm.write_arpa(output)
         t2 = time.perf_counter()
+        if spill is not None and not quiet:
+            st = spill.store
+            progress.line(f"spilled {human_bytes(st.written)} to {temp_dir or tempfile.gettempdir()} "
+                          f"(at most {human_bytes(st.peak_disk)} at once); removed")
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     if quiet:

@@ -54,18 +54,67 @@ def merge_counted(rows_a, count_a, rows_b, count_b):
 
 @njit(cache=True)
 def find_rows(table, queries):
-    """Index in ``table`` (sorted, distinct rows) of every row of ``queries`` (same width),
-    by binary search; -1 where a query is absent."""
+    """Index in ``table`` (sorted, distinct rows) of every row of ``queries`` (same width);
+    -1 where a query is absent. Queries are mostly runs in ascending order (the prefixes
+    of sorted rows, the suffixes of the rows of one first word): a query not below the
+    one before gallops forward from where that one landed, any other is binary-searched
+    over the whole table, so a sorted run costs about one pass over the table."""
     m = table.shape[0]
     out = np.empty(queries.shape[0], dtype=np.int32)
+    pos = 0  # insertion point of the previous query
     for q in range(queries.shape[0]):
         lo = 0
         hi = m
+        if q > 0 and _compare(queries, q - 1, queries, q) <= 0:
+            # gallop from the previous insertion point: table[lo - 1] < query for lo = pos
+            lo = pos
+            step = 1
+            while lo + step - 1 < m and _compare(table, lo + step - 1, queries, q) < 0:
+                lo += step
+                step <<= 1
+            hi = min(lo + step - 1, m)
         while lo < hi:
             mid = (lo + hi) >> 1
             if _compare(table, mid, queries, q) < 0:
                 lo = mid + 1
             else:
                 hi = mid
+        pos = lo
         out[q] = lo if lo < m and _compare(table, lo, queries, q) == 0 else -1
+    return out
+
+
+@njit(cache=True)
+def _row_hash(a, i):
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for c in range(a.shape[1]):
+        h = (h ^ np.uint64(a[i, c] & 0xFFFFFFFF)) * np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@njit(cache=True)
+def find_rows_hashed(table, queries):
+    """``find_rows`` by a hash table of ``table``'s rows (open addressing, at most half
+    full): for queries in no useful order (the suffixes of sorted rows), where a search
+    would touch a new part of the table at every step."""
+    m = table.shape[0]
+    cap = 2
+    while cap < 2 * m:
+        cap <<= 1
+    mask = np.uint64(cap - 1)
+    slots = np.full(cap, -1, dtype=np.int32)
+    for i in range(m):
+        h = _row_hash(table, i) & mask
+        while slots[h] >= 0:
+            h = (h + np.uint64(1)) & mask
+        slots[h] = i
+    out = np.full(queries.shape[0], -1, dtype=np.int32)
+    for q in range(queries.shape[0]):
+        h = _row_hash(queries, q) & mask
+        while slots[h] >= 0:
+            if _compare(table, slots[h], queries, q) == 0:
+                out[q] = slots[h]
+                break
+            h = (h + np.uint64(1)) & mask
     return out

@@ -47,6 +47,7 @@ from ..corpus import (
 from ..io import BOM, GZIP_MAGIC, input_name, open_error_message, split_words
 from ..backoff.kn_steps import check_int32_counts
 from ..ngrams import NgramCounts, count_ngrams
+from .spill import projection
 
 
 @dataclass
@@ -221,7 +222,8 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
     ``count_ngrams(load_training_corpus(path, vocab_path, unk=unk), order)``.
 
     n_shards: byte ranges (default: 4 per worker, at least one per 16 MB);
-    n_partitions: reduce tasks of the shuffle (default: 2 per worker)."""
+    n_partitions: reduce tasks of the shuffle (default: 2 per worker), or a function of
+    the number of words giving it."""
     vocab, stats, bounds, counted, tag = count_on_cluster(client, path, order, vocab_path, unk, n_shards,
                                                           n_partitions)
     unigrams, n_oov, merged = shuffle_merge(client, counted, order, len(vocab), len(bounds) - 1, f"kn-{tag}")
@@ -271,7 +273,6 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
         raise CorpusError(open_error_message(path, e)) from None
     if n_shards is None:
         n_shards = max(4 * n_workers, -(-size // (16 << 20)))
-    P = n_partitions or 2 * n_workers
     tag = uuid.uuid4().hex[:8]
     ranges = split_text(path, n_shards)
     shards = [client.submit(read_shard, path, a, b, key=f"{prefix}-read-{tag}-{i}")
@@ -280,6 +281,7 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
                            for i, s in enumerate(shards)])
     n_sentences = sum(s[1] for s in stats)
     n_words = sum(s[2] for s in stats)
+    P = (n_partitions(n_words) if callable(n_partitions) else n_partitions) or 2 * n_workers
     name = input_name(path)
     if n_sentences == 0:
         raise CorpusError(f"{name}: has no sentence; expected one sentence per line")
@@ -349,9 +351,11 @@ def shuffle_merge(client, counted: list, order: int, V: int, P: int, prefix: str
     return unigrams, n_oov, merged
 
 
+@projection
 def _unigrams_of(counted):
     return counted[0], counted[1]
 
 
+@projection
 def _part_of(counted, p: int):
     return counted[2][p]

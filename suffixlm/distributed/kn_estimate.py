@@ -33,10 +33,12 @@ import numpy as np
 
 from ..backoff import kn_steps as steps
 from ..corpus import BOS_ID, UNK_ID, Vocabulary
+from .spill import projection
 
 # ---------------------------------------------------------------- tasks (pure functions)
 
 
+@projection
 def _item(t, i):
     return t[i]
 
@@ -74,7 +76,7 @@ def _resolve(suffixes: np.ndarray, table: np.ndarray):
     """Local indices of the suffixes in their partition's rows of their order, ``table``."""
     from . import _merge_kernels as M
 
-    return M.find_rows(table, suffixes)
+    return M.find_rows_hashed(table, suffixes)
 
 
 def _assemble(m: int, sels, pieces, dtype):

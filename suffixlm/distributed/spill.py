@@ -1,0 +1,319 @@
+"""A Dask-client-shaped executor in this process that keeps task results within a memory
+budget, spilling the rest to a private temporary directory (``suffixlm kn --memory``).
+
+The partitioned Kneser-Ney pipeline (``distributed.kn_counts``, ``distributed.kn_estimate``)
+is written as tasks over shards of the text and first-word partitions of the n-grams, each
+a pure function of arrays one partition in size. ``SpillClient`` runs those tasks one after
+the other, at once, in this process (``submit`` returns a finished ``SpillFuture``), and
+holds their results as trees whose large arrays are ``Leaf`` objects. While the arrays held
+in memory stay under ``cache_bytes`` nothing is written; beyond it, the least recently used
+arrays are written to files of the spill directory and dropped from memory, and read back
+when a later task needs them. So the peak memory of a run is about ``cache_bytes`` plus
+the largest task's working set, whatever the size of the text, and the disk holds the rest.
+
+Projections (``_item``-like tasks that pick a part of a result, marked by ``projection``)
+run on the stored tree itself, so picking one partition of a spilled shard reads nothing.
+A leaf's file is deleted when the last result holding it is released (Python's reference
+counting), and the directory when the client closes: on exit, on an error, on Ctrl-C and
+on SIGTERM / SIGHUP. A run killed outright (SIGKILL) cannot clean up; the next run with the
+same ``--temp-dir`` removes what such a run left on this host (``remove_stale``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+#: arrays smaller than this stay in memory, uncounted (task bookkeeping, small pieces)
+MIN_SPILL_BYTES = 64 * 1024
+
+DIR_PREFIX = "suffixlm-spill-"
+OWNER_FILE = "owner"
+
+
+def projection(fn):
+    """Mark ``fn(value, *args)`` as picking a part of a task result without computing: the
+    spill client runs it on the stored result (spilled arrays stay on disk)."""
+    fn.projection = True
+    return fn
+
+
+class Leaf:
+    """One array of a stored result: in memory, on disk, or both (a clean copy)."""
+
+    __slots__ = ("store", "array", "path", "dtype", "shape", "nbytes", "__weakref__")
+
+    def __init__(self, store: "SpillStore", array: np.ndarray):
+        self.store = store
+        self.array = array
+        self.path = None
+        self.dtype, self.shape, self.nbytes = array.dtype, array.shape, int(array.nbytes)
+
+    def get(self) -> np.ndarray:
+        return self.store.load(self)
+
+    def __del__(self):
+        store = self.store
+        if store is not None:
+            store.forget(self)
+
+
+class SpillStore:
+    """The arrays of stored results, least recently used first; those beyond
+    ``cache_bytes`` in memory are written to ``directory``. One thread at a time."""
+
+    def __init__(self, directory: str, cache_bytes: int, min_spill: int = MIN_SPILL_BYTES):
+        self.directory = directory
+        self.cache_bytes = int(cache_bytes)
+        self.min_spill = int(min_spill)
+        self.in_memory: OrderedDict = OrderedDict()  # id(leaf) -> weak reference, in memory, oldest first
+        self.held = 0  # bytes of the arrays in memory
+        self.on_disk = 0  # bytes of the spill files
+        self.peak_disk = 0
+        self.written = 0  # bytes written in all
+        self.read = 0
+        self._names = itertools.count()
+
+    # ---------------------------------------------------------------- trees
+    def wrap(self, value):
+        """``value`` with its large arrays as leaves (tuples, lists and dicts walked)."""
+        if isinstance(value, np.ndarray):
+            if value.nbytes < self.min_spill or value.dtype.hasobject:
+                return value
+            leaf = Leaf(self, value)
+            self._hold(leaf)
+            return leaf
+        if isinstance(value, tuple):
+            return tuple(self.wrap(v) for v in value)
+        if isinstance(value, list):
+            return [self.wrap(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.wrap(v) for k, v in value.items()}
+        return value
+
+    def unwrap(self, value):
+        """``value`` with its leaves read back as arrays."""
+        if isinstance(value, Leaf):
+            return value.get()
+        if isinstance(value, tuple):
+            return tuple(self.unwrap(v) for v in value)
+        if isinstance(value, list):
+            return [self.unwrap(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.unwrap(v) for k, v in value.items()}
+        return value
+
+    # ---------------------------------------------------------------- leaves
+    def _hold(self, leaf: Leaf) -> None:
+        self.in_memory[id(leaf)] = weakref.ref(leaf)
+        self.held += leaf.nbytes
+        self.trim(keep=leaf)
+
+    def load(self, leaf: Leaf) -> np.ndarray:
+        if leaf.array is not None:
+            self.in_memory.move_to_end(id(leaf))
+            return leaf.array
+        count = int(np.prod(leaf.shape, dtype=np.int64))
+        array = np.fromfile(leaf.path, dtype=leaf.dtype, count=count)
+        if array.size != count:
+            raise OSError(f"spill file {leaf.path} was cut short")
+        array = array.reshape(leaf.shape)
+        self.read += leaf.nbytes
+        leaf.array = array
+        self._hold(leaf)
+        return array
+
+    def trim(self, keep: Leaf | None = None) -> None:
+        """Spill the least recently used arrays until those in memory fit the cache
+        (``keep``, just made or read, stays)."""
+        while self.held > self.cache_bytes and len(self.in_memory) > 1:
+            key, ref = next(iter(self.in_memory.items()))
+            leaf = ref()
+            if leaf is keep:
+                self.in_memory.move_to_end(key)
+                continue
+            if leaf is None:  # dying: its finaliser frees it
+                del self.in_memory[key]
+                continue
+            self._spill(leaf)
+
+    def _spill(self, leaf: Leaf) -> None:
+        if leaf.path is None:
+            path = os.path.join(self.directory, f"{next(self._names)}.bin")
+            with open(path, "wb") as fh:
+                np.ascontiguousarray(leaf.array).tofile(fh)
+            leaf.path = path
+            self.on_disk += leaf.nbytes
+            self.peak_disk = max(self.peak_disk, self.on_disk)
+            self.written += leaf.nbytes
+        del self.in_memory[id(leaf)]
+        self.held -= leaf.nbytes
+        leaf.array = None
+
+    def forget(self, leaf: Leaf) -> None:
+        """A leaf no result holds any more: its memory and its file are freed."""
+        if leaf.array is not None:
+            self.in_memory.pop(id(leaf), None)
+            self.held -= leaf.nbytes
+            leaf.array = None
+        if leaf.path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(leaf.path)
+            self.on_disk -= leaf.nbytes
+            leaf.path = None
+        leaf.store = None
+
+
+class SpillFuture:
+    """A finished task's result, held by the client's store until released."""
+
+    __slots__ = ("key", "client", "__weakref__")
+
+    def __init__(self, key: str, client: "SpillClient"):
+        self.key = key
+        self.client = client
+
+    def result(self):
+        return self.client.store.unwrap(self.client.results[self.key])
+
+    def release(self) -> None:
+        self.client.results.pop(self.key, None)
+
+    def __del__(self):
+        client = self.client
+        if client is not None and client.results is not None:
+            client.results.pop(self.key, None)
+
+
+def _owner_line() -> str:
+    return f"{socket.gethostname()} {os.getpid()}\n"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def remove_stale(temp_dir: str) -> list[str]:
+    """Remove the spill directories under ``temp_dir`` that runs on this host left when
+    killed outright (their process is gone); returns their paths."""
+    removed = []
+    host = socket.gethostname()
+    try:
+        names = os.listdir(temp_dir)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(DIR_PREFIX):
+            continue
+        path = os.path.join(temp_dir, name)
+        try:
+            with open(os.path.join(path, OWNER_FILE)) as fh:
+                owner_host, pid = fh.read().split()
+            pid = int(pid)
+        except (OSError, ValueError):
+            continue
+        if owner_host == host and pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+class SpillClient:
+    """Runs tasks at once in this process; results held within ``cache_bytes`` of memory,
+    the rest spilled under ``temp_dir`` (default: the system's temporary directory);
+    arrays under ``min_spill`` bytes always stay in memory.
+
+    The subset of ``distributed.Client`` the Kneser-Ney pipeline uses: ``submit`` (futures
+    in the arguments, also inside lists, tuples and dicts, are replaced by their results),
+    ``gather``, ``who_has``, ``scheduler_info``. A context manager: leaving it (also by an
+    exception, Ctrl-C, SIGTERM or SIGHUP) deletes the spill directory."""
+
+    def __init__(self, cache_bytes: int, temp_dir: str | None = None, min_spill: int = MIN_SPILL_BYTES):
+        temp_dir = temp_dir or tempfile.gettempdir()
+        self.stale = remove_stale(temp_dir)
+        self.directory = tempfile.mkdtemp(prefix=DIR_PREFIX, dir=temp_dir)
+        with open(os.path.join(self.directory, OWNER_FILE), "w") as fh:
+            fh.write(_owner_line())
+        self.store = SpillStore(self.directory, cache_bytes, min_spill)
+        self.results: dict | None = {}
+        self._keys = itertools.count()
+        self._old_handlers: dict = {}
+
+    # ---------------------------------------------------------------- the client
+    def submit(self, fn, *args, key: str | None = None, **kwargs):
+        kwargs.pop("workers", None)
+        kwargs.pop("allow_other_workers", None)
+        key = key or f"task-{next(self._keys)}"
+        if getattr(fn, "projection", False):
+            value = fn(*self._resolve(args, False), **kwargs)
+        else:
+            value = self.store.wrap(fn(*self._resolve(args, True), **kwargs))
+        self.results[key] = value
+        return SpillFuture(key, self)
+
+    def _resolve(self, value, load: bool):
+        if isinstance(value, SpillFuture):
+            held = self.results[value.key]
+            return self.store.unwrap(held) if load else held
+        if isinstance(value, Leaf):
+            return value.get() if load else value
+        if isinstance(value, tuple):
+            return tuple(self._resolve(v, load) for v in value)
+        if isinstance(value, list):
+            return [self._resolve(v, load) for v in value]
+        if isinstance(value, dict):
+            return {k: self._resolve(v, load) for k, v in value.items()}
+        return value
+
+    def gather(self, futures):
+        if isinstance(futures, SpillFuture):
+            return futures.result()
+        if isinstance(futures, dict):
+            return {k: self.gather(f) for k, f in futures.items()}
+        return [self.gather(f) for f in futures]
+
+    def who_has(self, futures):
+        return {}
+
+    def scheduler_info(self):
+        return {"workers": {"this process": {}}}
+
+    # ---------------------------------------------------------------- clean-up
+    def close(self) -> None:
+        if self.results is not None:
+            self.results.clear()
+            self.results = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> "SpillClient":
+        if threading.current_thread() is threading.main_thread():
+            def stop(signum, frame):
+                raise SystemExit(128 + signum)
+
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self._old_handlers[sig] = signal.signal(sig, stop)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.close()
+        finally:
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+            self._old_handlers.clear()

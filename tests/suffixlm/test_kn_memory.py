@@ -1,0 +1,288 @@
+"""Kneser-Ney within a memory budget (``suffixlm kn --memory``): the spill store, the
+budget's plan, the clean-up of the temporary directory, and the same ARPA bytes as the
+single-process estimator whether the work runs as one shard and partition, two, or many."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from suffixlm.backoff.kn import KneserNeyLM
+from suffixlm.cli import main
+from suffixlm.corpora import sample_path
+from suffixlm.distributed import budget as B
+from suffixlm.distributed.kn_counts import estimate_text_kn
+from suffixlm.distributed.spill import DIR_PREFIX, OWNER_FILE, SpillClient, projection, remove_stale
+from suffixlm.sample import BackoffSampler
+
+TINY = str(sample_path("tiny_lm.train.txt"))
+pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sampled_corpus(tmp_path_factory):
+    """About 50k words drawn from a trigram model of the tiny corpus."""
+    d = tmp_path_factory.mktemp("sampled")
+    lm = KneserNeyLM(3, min_counts=[1]).fit_text(TINY, unk=True)
+    path = d / "sampled.txt"
+    with open(path, "w") as fh:
+        for text in BackoffSampler(lm.model_).sample_lines(50_000, seed=3):
+            fh.write(text)
+    return str(path)
+
+
+def _single(path, tmp_path, *args) -> bytes:
+    out = tmp_path / "single.arpa"
+    r = CliRunner().invoke(main, ["kn", str(path), "-o", str(out), "-q", *args])
+    assert r.exit_code == 0, r.output
+    return out.read_bytes()
+
+
+def _spill_dirs(d) -> list[str]:
+    return [n for n in os.listdir(d) if n.startswith(DIR_PREFIX)]
+
+
+# ---------------------------------------------------------------- the spill store
+
+def _pair(n):
+    return np.arange(n, dtype=np.int64), (np.full(n, 2.5, dtype=np.float32), 7)
+
+
+@projection
+def _second(t):
+    return t[1]
+
+
+def test_store_spills_and_reads_back(tmp_path):
+    """With no memory for results, every large array goes to disk and comes back equal;
+    small ones and non-arrays stay; a projection reads nothing; a released result's files
+    are deleted, and closing the client removes its directory."""
+    with SpillClient(0, str(tmp_path)) as c:
+        d = c.directory
+        f = c.submit(_pair, 100_000)
+        assert c.store.held <= 100_000 * 4  # the last array made may stay; the rest is on disk
+        assert c.store.on_disk >= 100_000 * 8
+        a, (b, k) = f.result()
+        assert a.dtype == np.int64 and (a == np.arange(100_000)).all()
+        assert b.dtype == np.float32 and (b == 2.5).all() and k == 7
+        small = c.submit(_pair, 10)
+        assert (small.result()[0] == np.arange(10)).all()
+        read = c.store.read
+        g = c.submit(_second, f)
+        assert c.store.read == read  # picked from the stored tree, nothing read
+        total = c.submit(lambda x: float(x[0].sum()), g)
+        assert c.gather(total) == 2.5 * 100_000
+        assert c.gather({"t": total, "l": [total]}) == {"t": 250000.0, "l": [250000.0]}
+        files = len(os.listdir(d))
+        del f, g, total
+        assert len(os.listdir(d)) < files
+        assert c.store.on_disk == 0 or c.store.on_disk < 100_000 * 8
+        assert c.store.peak_disk >= 100_000 * 8
+    assert not os.path.exists(d)
+
+
+def test_store_keeps_results_within_the_cache(tmp_path):
+    """Results that fit the cache are never written; beyond it, the least recently used go."""
+    mb = 1 << 20
+    with SpillClient(10 * mb, str(tmp_path)) as c:
+        fs = [c.submit(np.ones, mb // 8) for _ in range(8)]  # 8 MiB in all
+        assert c.store.written == 0 and c.store.held == 8 * mb
+        fs += [c.submit(np.ones, mb // 8) for _ in range(4)]
+        assert c.store.held <= 10 * mb and c.store.written >= 2 * mb
+        assert all(float(f.result().sum()) == mb // 8 for f in fs)
+        assert c.store.held <= 10 * mb
+
+
+def test_close_on_error_and_sigterm(tmp_path):
+    """The directory goes on an exception, and on SIGTERM (exit status 143)."""
+    with pytest.raises(ZeroDivisionError):
+        with SpillClient(0, str(tmp_path)) as c:
+            c.submit(np.ones, 100_000)
+            1 / 0
+    assert _spill_dirs(tmp_path) == []
+    code = ("import os, signal, sys, time, numpy as np\n"
+            "from suffixlm.distributed.spill import SpillClient\n"
+            f"with SpillClient(0, {str(tmp_path)!r}) as c:\n"
+            "    f = c.submit(np.ones, 100_000)\n"
+            "    assert os.listdir(c.directory)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(30)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=120)
+    assert r.returncode == 128 + signal.SIGTERM, r.stderr
+    assert _spill_dirs(tmp_path) == []
+
+
+def test_stale_directories_of_killed_runs_are_removed(tmp_path):
+    host = socket.gethostname()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    made = {}
+    for name, owner in [("dead", f"{host} {int(dead.stdout)}"), ("alive", f"{host} {os.getppid()}"),
+                        ("other-host", f"not-{host} {int(dead.stdout)}"), ("no-owner", None)]:
+        d = tmp_path / (DIR_PREFIX + name)
+        d.mkdir()
+        (d / "0.bin").write_bytes(b"x" * 10)
+        if owner:
+            (d / OWNER_FILE).write_text(owner + "\n")
+        made[name] = d
+    (tmp_path / "unrelated").mkdir()
+    assert remove_stale(str(tmp_path)) == [str(made["dead"])]
+    assert sorted(os.listdir(tmp_path)) == sorted([DIR_PREFIX + n for n in ("alive", "other-host", "no-owner")]
+                                                  + ["unrelated"])
+
+
+# ---------------------------------------------------------------- the plan
+
+def test_plan_scales_with_text_and_budget():
+    mb = 1 << 20
+    p = B.plan_memory(1024 * mb, 5 * mb, 5)
+    assert p.n_shards == 1 and p.partitions(1_000_000) == 1
+    assert p.cache + p.task <= p.budget
+    small = B.plan_memory(64 * mb, 5 * mb, 5)
+    assert small.n_shards == math.ceil(5 * mb * B.COUNT_BYTES_PER_TEXT_BYTE / small.task)
+    assert small.partitions(1_000_000) == math.ceil(1_000_000 * B.PARTITION_BYTES_PER_WORD / small.task)
+    assert B.plan_memory(64 * mb, 5 * mb, 3).n_shards < small.n_shards  # lower orders need less
+    with pytest.raises(B.BudgetError, match="too small .* give at least"):
+        B.plan_memory(2 * mb, 10**12, 5)
+    with pytest.raises(B.BudgetError, match="too small .* give at least"):
+        small.partitions(10**12)
+
+
+def _budget_for(path, order, shards) -> int:
+    """A budget whose plan cuts ``path`` into ``shards`` shards."""
+    size = os.path.getsize(path)
+    need = size * B.COUNT_BYTES_PER_TEXT_BYTE * max(1, order - 1) / 4
+    return max(B.MIN_BUDGET, int(need / B.TASK_SHARE / (shards - 0.5)))
+
+
+# ---------------------------------------------------------------- the same bytes
+
+@pytest.mark.parametrize("order,args", [
+    (3, []),
+    (5, ["--min-count", "none"]),
+    (4, ["--original"]),
+    (3, ["--no-unk", "--min-count", "1,2,3"]),
+])
+def test_api_any_shards_and_partitions_identical(sampled_corpus, tmp_path, order, args):
+    """The partitioned estimate in the spill store, forced into 1, 2 and many shards and
+    partitions with nothing kept in memory, gives the single-process ARPA byte for byte."""
+    ref = _single(sampled_corpus, tmp_path, "--order", str(order), *args)
+    min_counts = None
+    if "--min-count" in args:
+        v = args[args.index("--min-count") + 1]
+        min_counts = [1] * order if v == "none" else [int(x) for x in v.split(",")]
+    for S, P in [(1, 1), (2, 2), (7, 13)]:
+        with SpillClient(0, str(tmp_path), min_spill=0) as c:
+            kn, _ = estimate_text_kn(c, sampled_corpus, order, unk="--no-unk" not in args,
+                                     modified="--original" not in args, min_counts=min_counts,
+                                     n_shards=S, n_partitions=P)
+            out = tmp_path / f"spill-{S}-{P}.arpa"
+            kn.write_arpa(out)
+            assert c.store.written > 0
+        assert out.read_bytes() == ref, (S, P)
+    assert _spill_dirs(tmp_path) == []
+
+
+@pytest.mark.parametrize("shards", [1, 2, 9])
+def test_cli_memory_identical(sampled_corpus, tmp_path, shards):
+    """``--memory`` at budgets that cut the text into 1, 2 and 9 shards: the same ARPA file,
+    the temporary directory removed, the plan reported."""
+    ref = _single(sampled_corpus, tmp_path, "--order", "4")
+    budget = _budget_for(sampled_corpus, 4, shards)
+    assert B.plan_memory(budget, os.path.getsize(sampled_corpus), 4).n_shards == shards
+    out = tmp_path / "m.arpa"
+    tmp = tmp_path / "spill"
+    tmp.mkdir()
+    r = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(out), "--order", "4", "--memory", str(budget),
+                                  "--temp-dir", str(tmp)])
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes() == ref
+    assert f"{shards} shard(s)" in r.output and "spilled" in r.output
+    assert os.listdir(tmp) == []
+
+
+def test_cli_memory_gzip_stdin_vocab_prune_binary(sampled_corpus, tmp_path):
+    """gzip text and standard input (copied to the temporary directory first), a
+    vocabulary file, --prune and --binary (the model gathered after the estimate)."""
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(Path(sampled_corpus).read_bytes()))
+    words = Path(sampled_corpus).read_text().split()
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(sorted(set(words))[::2]) + "\n")
+    runs = [
+        ([str(gz)], ["--order", "3"]),
+        (["-"], ["--order", "3"]),
+        ([sampled_corpus], ["--order", "3", "--vocab", str(vocab), "--no-unk"]),
+        ([sampled_corpus], ["--order", "3", "--prune", "1e-6"]),
+    ]
+    for src, args in runs:
+        ref = _single(sampled_corpus, tmp_path, *args)
+        out = tmp_path / "m.arpa"
+        r = CliRunner().invoke(main, ["kn", *src, "-o", str(out), "-q", "--memory", "2M",
+                                      "--temp-dir", str(tmp_path), *args],
+                               input=Path(sampled_corpus).read_bytes() if src == ["-"] else None)
+        assert r.exit_code == 0, r.output
+        assert out.read_bytes() == ref, (src, args)
+    ref_bin = tmp_path / "ref.bin"
+    r = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(ref_bin), "-q", "--binary"])
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "m.bin"
+    r = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(out), "-q", "--binary", "--memory", "2M",
+                                  "--temp-dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes() == ref_bin.read_bytes()
+    assert _spill_dirs(tmp_path) == []
+
+
+def test_cli_memory_bad_text_cleans_up(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a b c\n" * 1000 + b"\xff\xfe\n")
+    r = CliRunner().invoke(main, ["kn", str(bad), "-o", str(tmp_path / "m.arpa"), "--memory", "2M",
+                                  "--temp-dir", str(tmp_path)])
+    assert r.exit_code == 1 and "invalid UTF-8" in r.output
+    assert _spill_dirs(tmp_path) == [] and not (tmp_path / "m.arpa").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--temp-dir", "."], "--temp-dir is where --memory spills"),
+    (["--memory", "lots"], "expected a size like"),
+    (["--memory", "0"], "at least 1 byte"),
+    (["--memory", "1G", "--order", "max"], "--memory needs a fixed order"),
+    (["--memory", "1G", "--temp-dir", "no/such/dir"], "no such directory"),
+    (["--memory", "1G", "--workers", "2", "--memory-limit", "1G"], "leave out --memory-limit"),
+    (["--memory", "1G", "--workers", "2", "--temp-dir", "."], "Dask workers spill"),
+])
+def test_cli_memory_option_errors(tmp_path, args, message):
+    r = CliRunner().invoke(main, ["kn", TINY, "-o", str(tmp_path / "m.arpa"), *args])
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert not (tmp_path / "m.arpa").exists()
+
+
+def test_cli_memory_too_small_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(B, "MAX_SHARDS", 1)
+    r = CliRunner().invoke(main, ["kn", TINY, "-o", str(tmp_path / "m.arpa"), "--memory", "1M",
+                                  "--temp-dir", str(tmp_path)])
+    assert r.exit_code == 1 and "too small" in r.output and "give at least" in r.output, r.output
+    assert _spill_dirs(tmp_path) == []
+
+
+def test_dask_workers_take_the_budget(sampled_corpus, tmp_path):
+    """With --workers, --memory is each worker's budget: its memory limit and the sizes of
+    the shards and partitions."""
+    pytest.importorskip("distributed")
+    ref = _single(sampled_corpus, tmp_path, "--order", "3")
+    out = tmp_path / "m.arpa"
+    r = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(out), "--order", "3", "--workers", "2",
+                                  "--memory", "4M"])
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes() == ref
