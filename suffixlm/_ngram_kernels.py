@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
     """Distinct n-grams from the (n-1)-grams: the n-gram ending at position p is
     ((n-1)-gram ending at p-1, token p), present where ids_prev[p-1] >= 0 and p does

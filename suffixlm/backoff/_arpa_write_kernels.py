@@ -13,7 +13,7 @@ from numba import njit
 POW10 = np.array([10.0 ** k for k in range(23)])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _put_int(buf, pos, v):
     # non-negative integer < 1000, decimal
     if v >= 100:
@@ -26,7 +26,7 @@ def _put_int(buf, pos, v):
     return pos + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _decimal7(a):
     """a > 0 -> (m, e) with a ~= m * 10^(e-6), 1e6 <= m < 1e7, m rounded to nearest
     (ties to even, as printf on the exact binary value). m = -1 when the scaled value is
@@ -50,7 +50,7 @@ def _decimal7(a):
     return mant, e
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def format_g7(buf, pos, x, scratch):
     """Write ``x`` as C's ``%.7g`` at ``buf[pos:]`` (scratch: uint8[8] work space); -inf
     is written as -99 (SRILM's log-zero). Returns the new position, or -1 when the value is outside the range
@@ -127,7 +127,7 @@ def format_g7(buf, pos, x, scratch):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
     """ARPA n-gram lines ``prob<TAB>w1 .. wn[<TAB>bow]\\n`` into ``buf`` (uint8, large
     enough). Returns (bytes written, -1), or (start of line i, i) when line i holds a
@@ -158,7 +158,7 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
     return pos, -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def quantize_g7(x):
     """float32[n] -> (float32[n], bool[n]): each value replaced by what reading back its
     ``%.7g`` text gives (same digits as ``format_g7``, same arithmetic as

@@ -17,7 +17,7 @@ LN10 = math.log(10.0)
 PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def estimate_order(ctx_start, ctx_end, ctx_skip, count, word, lower_lp, nonevent,
                    min_count, d1, d2, d3, vocab_size, interpolate, unigrams):
     """Interpolated (modified) Kneser-Ney probabilities of one order, as SRILM's
@@ -102,7 +102,7 @@ def estimate_order(ctx_start, ctx_end, ctx_skip, count, word, lower_lp, nonevent
     return lp, explicit, n_retry
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def backoff_weights(ctx_start, ctx_end, explicit, lp, lower_lp):
     """Back-off weights of the contexts of one order (SRILM ``computeBOW``):
     bow(h) = (1 - sum p(w|h)) / (1 - sum p_lower(w|h')) over the explicit children.

@@ -517,41 +517,90 @@ def is_arpa_file(path: str | Path) -> bool:
     return False
 
 
-def write_arpa_sections(out, words: list[str], counts: list[int], sections, chunk: int = 1 << 16) -> None:
+def _format_lines(r, p, b, h, words, word_bytes, word_offsets, word_len) -> list:
+    """The ARPA lines of one chunk of n-grams, as byte blocks (``write_ngram_lines``, which
+    leaves the rare value it cannot format exactly to Python's ``%.7g``)."""
+    from . import _arpa_write_kernels as K
+
+    n = r.shape[1]
+    # a computed log10 1 rounded up (within COMPUTED_LOG10_TOLERANCE) is written as 0:
+    # readers (this one, KenLM) refuse a positive log10 probability
+    p = np.where(p > 0, np.float32(0), p)
+    buf = np.empty(int(word_len[r].sum()) + len(r) * (2 * 24 + n + 3) + 64, dtype=np.uint8)
+    blocks = []
+    start = 0
+    at = 0
+    while start < len(r):
+        used, bad = K.write_ngram_lines(r[start:], p[start:], b[start:], h[start:], word_bytes, word_offsets,
+                                        buf[at:])
+        blocks.append(memoryview(buf[at:at + used]))
+        at += used
+        if bad < 0:
+            break
+        i = start + bad
+        line = _fmt(p[i]) + "\t" + " ".join(words[w] for w in r[i])
+        if h[i]:
+            line += "\t" + _fmt(b[i])
+        blocks.append(line.encode("utf-8") + b"\n")
+        start = i + 1
+    return blocks
+
+
+#: n-grams of an ARPA file below which its lines are formatted on one thread
+PARALLEL_WRITE_MIN = 1 << 18
+
+
+def write_arpa_sections(out, words: list[str], counts: list[int], sections, chunk: int = 1 << 16,
+                        threads: int | None = None) -> None:
     """Write an ARPA file to the binary stream ``out``: the header for ``counts`` (n-grams
     per order), then for each order n the pieces ``sections[n-1]`` yields, in order: (rows
     int32[m, n] of word ids, log10 probabilities, back-off weights, has-back-off flags).
-    Pieces may come one at a time (a model that is never whole in one process)."""
-    from . import _arpa_write_kernels as K
+    Pieces may come one at a time (a model that is never whole in one process).
 
+    Chunks of ``chunk`` lines are formatted on ``threads`` threads (default: numba's thread
+    count; one for files under ``PARALLEL_WRITE_MIN`` n-grams) while this one writes them,
+    in order: the same bytes whatever the thread count."""
+    import collections
+
+    if threads is None:
+        import numba
+
+        threads = numba.get_num_threads() if sum(counts) >= PARALLEL_WRITE_MIN else 1
+    pool = None
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="suffixlm-arpa")
     enc = [w.encode("utf-8") for w in words]
     word_offsets = np.zeros(len(enc) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in enc], out=word_offsets[1:])
     word_bytes = np.frombuffer(b"".join(enc) or b"\0", dtype=np.uint8)
     word_len = np.diff(word_offsets)
-    out.write(b"\n\\data\\\n")
-    for n, c in enumerate(counts, start=1):
-        out.write(f"ngram {n}={c}\n".encode())
-    for n, pieces in enumerate(sections, start=1):
-        out.write(f"\n\\{n}-grams:\n".encode())
-        for rows, lp, bow, hb in pieces:
-            for a in range(0, len(rows), chunk):
-                r, p, b, h = rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk]
-                # a computed log10 1 rounded up (within COMPUTED_LOG10_TOLERANCE) is written
-                # as 0: readers (this one, KenLM) refuse a positive log10 probability
-                p = np.where(p > 0, np.float32(0), p)
-                buf = np.empty(int(word_len[r].sum()) + len(r) * (2 * 24 + n + 3) + 64, dtype=np.uint8)
-                start = 0
-                while start < len(r):
-                    used, bad = K.write_ngram_lines(r[start:], p[start:], b[start:], h[start:],
-                                                    word_bytes, word_offsets, buf)
-                    out.write(buf[:used].tobytes())
-                    if bad < 0:
-                        break
-                    i = start + bad  # a value the kernel leaves to Python formatting
-                    line = _fmt(p[i]) + "\t" + " ".join(words[w] for w in r[i])
-                    if h[i]:
-                        line += "\t" + _fmt(b[i])
-                    out.write(line.encode("utf-8") + b"\n")
-                    start = i + 1
-    out.write(b"\n\\end\\\n")
+    pending: collections.deque = collections.deque()
+
+    def flush(limit: int) -> None:
+        while len(pending) > limit:
+            for block in pending.popleft().result():
+                out.write(block)
+
+    try:
+        out.write(b"\n\\data\\\n")
+        for n, c in enumerate(counts, start=1):
+            out.write(f"ngram {n}={c}\n".encode())
+        for n, pieces in enumerate(sections, start=1):
+            out.write(f"\n\\{n}-grams:\n".encode())
+            for rows, lp, bow, hb in pieces:
+                for a in range(0, len(rows), chunk):
+                    args = (rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk], words,
+                            word_bytes, word_offsets, word_len)
+                    if pool is None:
+                        for block in _format_lines(*args):
+                            out.write(block)
+                    else:
+                        pending.append(pool.submit(_format_lines, *args))
+                        flush(2 * threads)
+            flush(0)
+        out.write(b"\n\\end\\\n")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

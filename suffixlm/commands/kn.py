@@ -70,6 +70,23 @@ def _budget_options(memory, temp_dir, order, workers, scheduler, memory_limit) -
     return budget
 
 
+#: texts below this many bytes are estimated on one thread under --memory
+PARALLEL_TEXT_BYTES = 8 << 20
+
+
+def _spill_threads(train_file) -> int:
+    """Worker threads of the spill client: numba's thread count (``--threads``), one for a
+    small text."""
+    import numba
+
+    try:
+        if os.path.getsize(train_file) < PARALLEL_TEXT_BYTES:
+            return 1
+    except OSError:
+        pass
+    return numba.get_num_threads()
+
+
 def _plan(budget, train_file, order, spill, progress):
     """(the text to read, its ``MemoryPlan``); gzip and standard input are copied, plain,
     into the spill directory (shards are byte ranges of a file)."""
@@ -81,11 +98,12 @@ def _plan(budget, train_file, order, spill, progress):
         text = plain_text(train_file, spill.directory)
         if text != os.fspath(train_file):
             progress.line(f"copied {train_file} to the temporary directory, decompressed")
-    plan = plan_memory(budget, os.path.getsize(text) if spill is not None or os.path.isfile(text) else 0, order)
+    plan = plan_memory(budget, os.path.getsize(text) if spill is not None or os.path.isfile(text) else 0, order,
+                       spill.threads if spill is not None else 1)
     if spill is not None:
         spill.store.cache_bytes = plan.cache
-    progress.line(f"memory budget {human_bytes(budget)}: {plan.n_shards} shard(s) of the text, results "
-                  f"beyond {human_bytes(plan.cache)} spilled")
+    progress.line(f"memory budget {human_bytes(budget)}: {plan.n_shards} shard(s) of the text, "
+                  f"{plan.threads} thread(s), results beyond {human_bytes(plan.cache)} spilled")
     return text, plan
 
 
@@ -171,7 +189,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             from ..distributed.spill import SpillClient
 
             try:
-                client = spill = stack.enter_context(SpillClient(budget, temp_dir))
+                client = spill = stack.enter_context(SpillClient(budget, temp_dir, threads=_spill_threads(train_file)))
             except OSError as e:
                 raise click.ClickException(f"--temp-dir: {write_error_message(temp_dir or tempfile.gettempdir(), e)}")
             for path in spill.stale:

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compare(a, i, b, j):
     """-1, 0 or 1 as row i of ``a`` is below, equal to or above row j of ``b``."""
     for c in range(a.shape[1]):
@@ -18,7 +18,7 @@ def _compare(a, i, b, j):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def merge_counted(rows_a, count_a, rows_b, count_b):
     """Merge two sorted lists of distinct rows, summing the counts of rows in both.
     Returns (rows int32[m, n], counts int64[m]), sorted and distinct."""
@@ -52,7 +52,7 @@ def merge_counted(rows_a, count_a, rows_b, count_b):
     return rows[:k].copy(), counts[:k].copy()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def find_rows(table, queries):
     """Index in ``table`` (sorted, distinct rows) of every row of ``queries`` (same width);
     -1 where a query is absent. Queries are mostly runs in ascending order (the prefixes
@@ -84,7 +84,7 @@ def find_rows(table, queries):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_hash(a, i):
     h = np.uint64(0x9E3779B97F4A7C15)
     for c in range(a.shape[1]):
@@ -93,11 +93,10 @@ def _row_hash(a, i):
     return h
 
 
-@njit(cache=True)
-def find_rows_hashed(table, queries):
-    """``find_rows`` by a hash table of ``table``'s rows (open addressing, at most half
-    full): for queries in no useful order (the suffixes of sorted rows), where a search
-    would touch a new part of the table at every step."""
+@njit(cache=True, nogil=True)
+def row_slots(table):
+    """A hash table of ``table``'s rows (open addressing, at most half full): int32 slots
+    holding row indices, -1 where empty. For ``find_rows_hashed``."""
     m = table.shape[0]
     cap = 2
     while cap < 2 * m:
@@ -109,6 +108,15 @@ def find_rows_hashed(table, queries):
         while slots[h] >= 0:
             h = (h + np.uint64(1)) & mask
         slots[h] = i
+    return slots
+
+
+@njit(cache=True, nogil=True)
+def find_rows_hashed(table, slots, queries):
+    """``find_rows`` through ``row_slots(table)``: for queries in no useful order (the
+    suffixes of sorted rows), where a search would touch a new part of the table at every
+    step. One table serves the queries of every partition."""
+    mask = np.uint64(slots.shape[0] - 1)
     out = np.full(queries.shape[0], -1, dtype=np.int32)
     for q in range(queries.shape[0]):
         h = _row_hash(queries, q) & mask

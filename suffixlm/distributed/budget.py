@@ -7,7 +7,8 @@ this process on a ``spill.SpillClient``: task results are kept in memory up to a
 of the budget and spilled to a private directory beyond it. The budget sets how many
 shards the text is cut into (a shard's counting is the largest single task) and how many
 partitions the n-grams are split into, so that every task's working set stays within
-its share, whatever the size of the text. The ARPA bytes are those of the single-process
+its share (the task share divided among the worker threads, which run tasks at once),
+whatever the size of the text. The ARPA bytes are those of the single-process
 estimator (and of the Dask one) at every budget.
 
 The per-word costs below were measured on this pipeline (PTB and samples of it, order 5,
@@ -58,6 +59,7 @@ class MemoryPlan:
     task: int
     order: int
     n_shards: int
+    threads: int = 1
 
     def partitions(self, n_words: int) -> int:
         """First-word partitions for a text of ``n_words`` words."""
@@ -75,11 +77,13 @@ class MemoryPlan:
                 f"({k:,} {parts}; at most {limit:,}): give at least {human_bytes(least)}")
 
 
-def plan_memory(budget: int, text_bytes: int, order: int) -> MemoryPlan:
-    """The plan for ``budget`` bytes and a text of ``text_bytes`` bytes (uncompressed)."""
+def plan_memory(budget: int, text_bytes: int, order: int, threads: int = 1) -> MemoryPlan:
+    """The plan for ``budget`` bytes and a text of ``text_bytes`` bytes (uncompressed),
+    with ``threads`` tasks running at once (each gets its share of the task budget)."""
     budget = max(int(budget), MIN_BUDGET)
-    task = int(budget * TASK_SHARE)
-    plan = MemoryPlan(budget, int(budget * CACHE_SHARE), task, order, 1)
+    threads = max(1, int(threads))
+    task = int(budget * TASK_SHARE / threads)
+    plan = MemoryPlan(budget, int(budget * CACHE_SHARE), task, order, 1, threads)
     need = text_bytes * COUNT_BYTES_PER_TEXT_BYTE * _order_scale(order) / task
     S = max(1, math.ceil(need))
     if S > MAX_SHARDS:

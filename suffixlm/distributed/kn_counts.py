@@ -153,23 +153,21 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
     return unigrams, n_oov, parts
 
 
-def merge_partition(*pieces):
-    """Sum the counts of equal n-grams over the shards' pieces of one partition.
+def merge_pieces(*pieces):
+    """Sum the counts of equal n-grams over the shards' pieces of one order of one partition.
 
-    pieces: one ``parts[p]`` per shard (see ``count_shard``), each sorted and distinct.
-    Returns [(rows, counts int64)] per order 2..N, rows sorted lexicographically and
-    distinct: the pieces merged two by two (``_merge_kernels.merge_counted``)."""
+    pieces: (rows int32[m, n], counts int64[m]) per shard (``count_shard``'s
+    ``parts[p][n - 2]``), each sorted and distinct. Returns (rows, counts int64), sorted
+    lexicographically and distinct: the pieces merged two by two
+    (``_merge_kernels.merge_counted``)."""
     from . import _merge_kernels as M
 
-    out = []
-    for j in range(len(pieces[0])):
-        runs = [(np.ascontiguousarray(pc[j][0], dtype=np.int32), np.ascontiguousarray(pc[j][1], dtype=np.int64))
-                for pc in pieces]
-        while len(runs) > 1:
-            merged = [M.merge_counted(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
-            runs = merged + runs[len(merged) * 2:]
-        out.append(runs[0])
-    return out
+    runs = [(np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(cnt, dtype=np.int64))
+            for rows, cnt in pieces]
+    while len(runs) > 1:
+        merged = [M.merge_counted(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
+        runs = merged + runs[len(merged) * 2:]
+    return runs[0]
 
 
 def _partition_bounds(unigrams: np.ndarray, P: int) -> np.ndarray:
@@ -245,7 +243,7 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
     if progress is not None:
         progress(f"{stats.n_sentences} sentences, {stats.n_words} words in {stats.n_shards} shards; "
                  f"vocabulary {len(vocab)}; counting")
-    unigram_f, merged_f = shuffle_partitions(client, counted, len(bounds) - 1, f"kn-{tag}")
+    unigram_f, merged_f = shuffle_partitions(client, counted, len(bounds) - 1, f"kn-{tag}", order)
     unigrams = np.zeros(len(vocab), dtype=np.int64)
     for u, o in client.gather(unigram_f):
         unigrams += u
@@ -311,16 +309,21 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
     return vocab, TextStats(n_sentences, n_words, 0, len(ranges)), bounds, counted, tag
 
 
-def shuffle_partitions(client, counted: list, P: int, prefix: str):
+def shuffle_partitions(client, counted: list, P: int, prefix: str, order: int):
     """The keyed shuffle of shards counted by ``count_shard`` (futures, ``counted``, which
-    is emptied so that the shards are freed once merged): partition p of every shard goes
-    to one task that sums equal n-grams. Returns futures: per shard (unigram counts, OOV
-    count), and per partition the merged n-grams (``merge_partition``)."""
+    is emptied so that the shards are freed once merged): order n of partition p of every
+    shard goes to one task that sums equal n-grams. Returns futures: per shard (unigram
+    counts, OOV count), and per partition a list, per order 2..N, of the merged n-grams
+    (``merge_pieces``): one order at a time, so that a task holds one order's pieces."""
     unigram_f = [client.submit(_unigrams_of, c, key=f"{prefix}-uni-{i}") for i, c in enumerate(counted)]
     merged_f = []
     for p in range(P):
-        pieces = [client.submit(_part_of, c, p, key=f"{prefix}-part-{i}-{p}") for i, c in enumerate(counted)]
-        merged_f.append(client.submit(merge_partition, *pieces, key=f"{prefix}-merge-{p}"))
+        orders = []
+        for j in range(order - 1):
+            pieces = [client.submit(_part_of, c, p, j, key=f"{prefix}-part-{i}-{p}-{j}")
+                      for i, c in enumerate(counted)]
+            orders.append(client.submit(merge_pieces, *pieces, key=f"{prefix}-merge-{p}-{j}"))
+        merged_f.append(orders)
     counted.clear()
     return unigram_f, merged_f
 
@@ -331,17 +334,18 @@ def shuffle_merge(client, counted: list, order: int, V: int, P: int, prefix: str
     first-word ranges laid end to end; the driver holds one partition at a time."""
     from distributed import wait
 
-    unigram_f, merged_f = shuffle_partitions(client, counted, P, prefix)
-    wait(merged_f + unigram_f)
+    unigram_f, merged_f = shuffle_partitions(client, counted, P, prefix, order)
+    wait([f for orders in merged_f for f in orders] + unigram_f)
     unigrams = np.zeros(V, dtype=np.int64)
     n_oov = 0
     for u, o in client.gather(unigram_f):
         unigrams += u
         n_oov += o
     parts = []
-    for f in merged_f:
-        parts.append(f.result())
-        f.release()
+    for orders in merged_f:
+        parts.append([f.result() for f in orders])
+        for f in orders:
+            f.release()
     merged = []
     for j in range(order - 1):
         merged.append((np.concatenate([pt[j][0] for pt in parts]).reshape(-1, j + 2),
@@ -357,5 +361,5 @@ def _unigrams_of(counted):
 
 
 @projection
-def _part_of(counted, p: int):
-    return counted[2][p]
+def _part_of(counted, p: int, j: int):
+    return counted[2][p][j]

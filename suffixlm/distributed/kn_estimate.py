@@ -10,8 +10,8 @@ its first word), which lives in the partition of the second word:
 
 * pulled: the suffix's (found, acc) back-off values (the interpolation's lower-order
   probability and the back-off walk), by the suffix's index in its partition, which
-  is looked up once per order (``_resolve``, the join by suffix key: a binary search
-  of the sorted rows);
+  is looked up once per order (``_resolve``, the join by suffix key: a hash table of
+  the suffixes' partition, built once per order);
 * pushed: continuation counts (distinct left extensions, the KN counts below the top
   order) and the context-node marks, added up where the suffix lives.
 
@@ -43,20 +43,24 @@ def _item(t, i):
     return t[i]
 
 
-def _setup(merged, lo: int):
-    """Per order n = 2..N of a merged partition: (rows, count, prefix, size); prefix: the
-    local index of the context (n = 2: first word - lo)."""
+def _setup(merged, prev_rows, lo: int):
+    """One order n of a merged partition: (rows, count int32, prefix, size); prefix: the
+    local index of the context among ``prev_rows``, the partition's (n-1)-grams (None
+    for n = 2: the first word - lo)."""
     from . import _merge_kernels as M
 
-    out = []
-    for j, (rows, cnt) in enumerate(merged):
-        n = j + 2
-        if n == 2:
-            prefix = (rows[:, 0] - lo).astype(np.int32)
-        else:
-            prefix = M.find_rows(out[-4], np.ascontiguousarray(rows[:, :-1]))
-        out += [rows, steps.check_int32_counts(cnt, n), prefix, len(rows)]
-    return out
+    rows, cnt = merged
+    n = rows.shape[1]
+    if prev_rows is None:
+        prefix = (rows[:, 0] - lo).astype(np.int32)
+    else:
+        prefix = M.find_rows(prev_rows, np.ascontiguousarray(rows[:, :-1]))
+    return rows, steps.check_int32_counts(cnt, n), prefix, len(rows)
+
+
+@projection
+def _rows_of(merged):
+    return merged[0]
 
 
 def _suffix_split(rows: np.ndarray, bounds: np.ndarray):
@@ -72,11 +76,18 @@ def _suffix_rows(rows: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows[sel, 1:])
 
 
-def _resolve(suffixes: np.ndarray, table: np.ndarray):
-    """Local indices of the suffixes in their partition's rows of their order, ``table``."""
+def _row_slots(table: np.ndarray) -> np.ndarray:
     from . import _merge_kernels as M
 
-    return M.find_rows_hashed(table, suffixes)
+    return M.row_slots(table)
+
+
+def _resolve(suffixes: np.ndarray, table: np.ndarray, slots: np.ndarray):
+    """Local indices of the suffixes in their partition's rows of their order, ``table``
+    (``slots``: its hash table, built once for the suffixes of every partition)."""
+    from . import _merge_kernels as M
+
+    return M.find_rows_hashed(table, slots, suffixes)
 
 
 def _assemble(m: int, sels, pieces, dtype):
@@ -206,8 +217,9 @@ class ClusterKN:
     """An interpolated KN model estimated on the cluster from ``distributed.kn_counts``'s merged
     partitions; its n-grams stay on the workers until written or gathered.
 
-    unigrams: int64[V] raw unigram counts; merged: futures of ``distributed.kn_counts.merge_partition``
-    (partition p: n-grams whose first word id is in [bounds[p], bounds[p+1]));
+    unigrams: int64[V] raw unigram counts; merged: per partition, futures of
+    ``distributed.kn_counts.merge_pieces`` for orders 2..N (partition p: n-grams whose
+    first word id is in [bounds[p], bounds[p+1]));
     progress: None, or a function called with a line at the end of each stage."""
 
     def __init__(self, client, unigrams: np.ndarray, merged: list, bounds: np.ndarray, order: int,
@@ -238,11 +250,13 @@ class ClusterKN:
         self.F = F
         self.m = {}
         for p in range(P):
-            parts = self._split(self._submit(_setup, merged[p], int(self.bounds[p]), name=f"setup-{p}"),
-                                4 * (N - 1), f"setup-{p}")
             for j in range(N - 1):
                 n = j + 2
-                F["rows", p, n], F["count", p, n], F["prefix", p, n], self.m[p, n] = parts[4 * j:4 * j + 4]
+                prev = None if n == 2 else self._submit(_rows_of, merged[p][j - 1], name=f"prev-{p}-{n}")
+                parts = self._split(self._submit(_setup, merged[p][j], prev, int(self.bounds[p]),
+                                                 name=f"setup-{p}-{n}"), 4, f"setup-{p}-{n}")
+                F["rows", p, n], F["count", p, n], F["prefix", p, n], self.m[p, n] = parts
+            merged[p] = None
         merged.clear()
         sizes = client.gather([self.m[k] for k in self.m])
         self.m = dict(zip(list(self.m), (int(s) for s in sizes)))
@@ -273,6 +287,8 @@ class ClusterKN:
         lives in q, and the suffixes' indices ``idx`` in q (the join by suffix key)."""
         F, P = self.F, self.P
         for n in range(3, self.order + 1):
+            slots = [self._submit(_row_slots, F["rows", q, n - 1], name=f"slots-{q}-{n}", near=F["rows", q, n - 1])
+                     for q in range(P)]
             for p in range(P):
                 sels = self._split(self._submit(_suffix_split, F["rows", p, n], self.bounds, name=f"sel-{p}-{n}"),
                                    P, f"sel-{p}-{n}")
@@ -280,8 +296,9 @@ class ClusterKN:
                     F["sel", p, q, n] = sels[q]
                     piece = self._submit(_suffix_rows, F["rows", p, n], sels[q], name=f"sufrows-{p}-{q}-{n}")
                     # the suffixes travel to their partition, not its rows to them
-                    F["idx", p, q, n] = self._submit(_resolve, piece, F["rows", q, n - 1], name=f"idx-{p}-{q}-{n}",
-                                                     near=F["rows", q, n - 1])
+                    F["idx", p, q, n] = self._submit(_resolve, piece, F["rows", q, n - 1], slots[q],
+                                                     name=f"idx-{p}-{q}-{n}", near=F["rows", q, n - 1])
+            del slots
 
     def _suffix_values(self, p: int, n: int, found1, acc1, found_name: str, acc_name: str):
         """Future of the (found, acc) of the suffixes of p's n-grams."""

@@ -11,7 +11,7 @@ So this is ``distributed.kn_counts``'s counting with a filter before the shuffle
    n-grams (``distributed.kn_counts.count_shard``) and keeps only the events (all n-grams, with
    ``keep_ngram_counts``, for the Kneser-Ney base measure), split by first-word ranges;
 3. keyed shuffle: one reduce task per first-word range sums the counts of equal
-   n-grams (``distributed.kn_counts.merge_partition``); the driver concatenates the sorted ranges.
+   n-grams (``distributed.kn_counts.merge_pieces``); the driver concatenates the sorted ranges.
 
 The driver then holds the distinct events and their counts, never the text: the tree
 and the per-event statistics are built from those alone (``LogLinearLM.fit``). Every

@@ -70,7 +70,8 @@ class Leaf:
 
 class SpillStore:
     """The arrays of stored results, least recently used first; those beyond
-    ``cache_bytes`` in memory are written to ``directory``. One thread at a time."""
+    ``cache_bytes`` in memory are written to ``directory``. Safe to use from several
+    threads (one lock, reentrant: a leaf may be freed while the store works)."""
 
     def __init__(self, directory: str, cache_bytes: int, min_spill: int = MIN_SPILL_BYTES):
         self.directory = directory
@@ -83,6 +84,7 @@ class SpillStore:
         self.written = 0  # bytes written in all
         self.read = 0
         self._names = itertools.count()
+        self.lock = threading.RLock()
 
     # ---------------------------------------------------------------- trees
     def wrap(self, value):
@@ -115,37 +117,40 @@ class SpillStore:
 
     # ---------------------------------------------------------------- leaves
     def _hold(self, leaf: Leaf) -> None:
-        self.in_memory[id(leaf)] = weakref.ref(leaf)
-        self.held += leaf.nbytes
-        self.trim(keep=leaf)
+        with self.lock:
+            self.in_memory[id(leaf)] = weakref.ref(leaf)
+            self.held += leaf.nbytes
+            self.trim(keep=leaf)
 
     def load(self, leaf: Leaf) -> np.ndarray:
-        if leaf.array is not None:
-            self.in_memory.move_to_end(id(leaf))
-            return leaf.array
-        count = int(np.prod(leaf.shape, dtype=np.int64))
-        array = np.fromfile(leaf.path, dtype=leaf.dtype, count=count)
-        if array.size != count:
-            raise OSError(f"spill file {leaf.path} was cut short")
-        array = array.reshape(leaf.shape)
-        self.read += leaf.nbytes
-        leaf.array = array
-        self._hold(leaf)
-        return array
+        with self.lock:
+            if leaf.array is not None:
+                self.in_memory.move_to_end(id(leaf))
+                return leaf.array
+            count = int(np.prod(leaf.shape, dtype=np.int64))
+            array = np.fromfile(leaf.path, dtype=leaf.dtype, count=count)
+            if array.size != count:
+                raise OSError(f"spill file {leaf.path} was cut short")
+            array = array.reshape(leaf.shape)
+            self.read += leaf.nbytes
+            leaf.array = array
+            self._hold(leaf)
+            return array
 
     def trim(self, keep: Leaf | None = None) -> None:
         """Spill the least recently used arrays until those in memory fit the cache
         (``keep``, just made or read, stays)."""
-        while self.held > self.cache_bytes and len(self.in_memory) > 1:
-            key, ref = next(iter(self.in_memory.items()))
-            leaf = ref()
-            if leaf is keep:
-                self.in_memory.move_to_end(key)
-                continue
-            if leaf is None:  # dying: its finaliser frees it
-                del self.in_memory[key]
-                continue
-            self._spill(leaf)
+        with self.lock:
+            while self.held > self.cache_bytes and len(self.in_memory) > 1:
+                key, ref = next(iter(self.in_memory.items()))
+                leaf = ref()
+                if leaf is keep:
+                    self.in_memory.move_to_end(key)
+                    continue
+                if leaf is None:  # dying: its finaliser frees it
+                    del self.in_memory[key]
+                    continue
+                self._spill(leaf)
 
     def _spill(self, leaf: Leaf) -> None:
         if leaf.path is None:
@@ -162,31 +167,43 @@ class SpillStore:
 
     def forget(self, leaf: Leaf) -> None:
         """A leaf no result holds any more: its memory and its file are freed."""
-        if leaf.array is not None:
-            self.in_memory.pop(id(leaf), None)
-            self.held -= leaf.nbytes
-            leaf.array = None
-        if leaf.path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(leaf.path)
-            self.on_disk -= leaf.nbytes
-            leaf.path = None
-        leaf.store = None
+        with self.lock:
+            if leaf.array is not None:
+                self.in_memory.pop(id(leaf), None)
+                self.held -= leaf.nbytes
+                leaf.array = None
+            if leaf.path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(leaf.path)
+                self.on_disk -= leaf.nbytes
+                leaf.path = None
+            leaf.store = None
 
 
 class SpillFuture:
-    """A finished task's result, held by the client's store until released."""
+    """A task's result, held by the client's store until released (or until no future of
+    it is left). With worker threads, ``result`` waits for the task."""
 
-    __slots__ = ("key", "client", "__weakref__")
+    __slots__ = ("key", "client", "event", "error", "__weakref__")
 
-    def __init__(self, key: str, client: "SpillClient"):
+    def __init__(self, key: str, client: "SpillClient", event: threading.Event | None = None):
         self.key = key
         self.client = client
+        self.event = event  # None: finished when made
+        self.error: BaseException | None = None
+
+    def wait(self) -> None:
+        if self.event is not None:
+            self.event.wait()
+        if self.error is not None:
+            raise self.error
 
     def result(self):
+        self.wait()
         return self.client.store.unwrap(self.client.results[self.key])
 
     def release(self) -> None:
+        self.wait()
         self.client.results.pop(self.key, None)
 
     def __del__(self):
@@ -241,10 +258,13 @@ class SpillClient:
 
     The subset of ``distributed.Client`` the Kneser-Ney pipeline uses: ``submit`` (futures
     in the arguments, also inside lists, tuples and dicts, are replaced by their results),
-    ``gather``, ``who_has``, ``scheduler_info``. A context manager: leaving it (also by an
-    exception, Ctrl-C, SIGTERM or SIGHUP) deletes the spill directory."""
+    ``gather``, ``who_has``, ``scheduler_info``. ``threads`` > 1: tasks run on that many
+    worker threads (the numba kernels release the GIL), each waiting for its inputs. A
+    context manager: leaving it (also by an exception, Ctrl-C, SIGTERM or SIGHUP) stops
+    the threads and deletes the spill directory."""
 
-    def __init__(self, cache_bytes: int, temp_dir: str | None = None, min_spill: int = MIN_SPILL_BYTES):
+    def __init__(self, cache_bytes: int, temp_dir: str | None = None, min_spill: int = MIN_SPILL_BYTES,
+                 threads: int = 1):
         temp_dir = temp_dir or tempfile.gettempdir()
         self.stale = remove_stale(temp_dir)
         self.directory = tempfile.mkdtemp(prefix=DIR_PREFIX, dir=temp_dir)
@@ -254,21 +274,48 @@ class SpillClient:
         self.results: dict | None = {}
         self._keys = itertools.count()
         self._old_handlers: dict = {}
+        self.threads = max(1, int(threads))
+        self._pool = None
+        if self.threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="suffixlm-spill")
 
     # ---------------------------------------------------------------- the client
     def submit(self, fn, *args, key: str | None = None, **kwargs):
+        """Run ``fn(*args, **kwargs)``: at once with one thread, else on a worker thread
+        once the futures among ``args`` are done (tasks start in the order submitted, so
+        a task's inputs have always started before it)."""
         kwargs.pop("workers", None)
         kwargs.pop("allow_other_workers", None)
         key = key or f"task-{next(self._keys)}"
+        if self._pool is None:
+            future = SpillFuture(key, self)
+            self._run(future, fn, args, kwargs)
+        else:
+            future = SpillFuture(key, self, threading.Event())
+            self._pool.submit(self._job, future, fn, args, kwargs)
+        return future
+
+    def _run(self, future: SpillFuture, fn, args, kwargs) -> None:
         if getattr(fn, "projection", False):
             value = fn(*self._resolve(args, False), **kwargs)
         else:
             value = self.store.wrap(fn(*self._resolve(args, True), **kwargs))
-        self.results[key] = value
-        return SpillFuture(key, self)
+        if self.results is not None:
+            self.results[future.key] = value
+
+    def _job(self, future: SpillFuture, fn, args, kwargs) -> None:
+        try:
+            self._run(future, fn, args, kwargs)
+        except BaseException as e:  # handed to whoever waits for this result
+            future.error = e
+        finally:
+            future.event.set()
 
     def _resolve(self, value, load: bool):
         if isinstance(value, SpillFuture):
+            value.wait()
             held = self.results[value.key]
             return self.store.unwrap(held) if load else held
         if isinstance(value, Leaf):
@@ -296,6 +343,11 @@ class SpillClient:
 
     # ---------------------------------------------------------------- clean-up
     def close(self) -> None:
+        """Stop the worker threads (tasks not started are dropped), free every result and
+        remove the spill directory."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         if self.results is not None:
             self.results.clear()
             self.results = None

@@ -71,11 +71,12 @@ def test_split_text_cuts_at_line_ends(tmp_path):
 
 def test_merge_partition_and_find_rows_brute_force():
     """The shuffle's reducer (sorted pieces merged two by two, counts of equal rows summed)
-    and the join's binary search against a dictionary, on random rows with many ties."""
+    and the joins (galloping search, hash table) against a dictionary, on random rows with
+    many ties."""
     from collections import Counter
 
-    from suffixlm.distributed._merge_kernels import find_rows
-    from suffixlm.distributed.kn_counts import merge_partition
+    from suffixlm.distributed._merge_kernels import find_rows, find_rows_hashed, row_slots
+    from suffixlm.distributed.kn_counts import merge_pieces
 
     rng = np.random.default_rng(0)
     for n_pieces in (1, 2, 3, 5):
@@ -89,16 +90,17 @@ def test_merge_partition_and_find_rows_brute_force():
                 total[j].update({tuple(r): int(c) for r, c in zip(rows.tolist(), cnt)})
                 part.append((rows, cnt))
             pieces.append(part)
-        got = merge_partition(*pieces)
         for j in range(2):
-            rows, cnt = got[j]
+            rows, cnt = merge_pieces(*[pc[j] for pc in pieces])
             assert [tuple(r) for r in rows.tolist()] == sorted(total[j])
             assert cnt.tolist() == [total[j][k] for k in sorted(total[j])]
             queries = rng.integers(0, 5, size=(60, rows.shape[1])).astype(np.int32)
             where = {tuple(r): i for i, r in enumerate(rows.tolist())}
             runs = np.concatenate([np.unique(queries[:25], axis=0), np.unique(queries[25:], axis=0), rows, rows])
             for qs in (queries, runs):  # random, and sorted runs
-                assert find_rows(rows, qs).tolist() == [where.get(tuple(q), -1) for q in qs.tolist()]
+                want = [where.get(tuple(q), -1) for q in qs.tolist()]
+                assert find_rows(rows, qs).tolist() == want
+                assert find_rows_hashed(rows, row_slots(rows), qs).tolist() == want
 
 
 def test_counts_equal_single_process(client, sampled_corpus):

@@ -104,6 +104,26 @@ def test_store_keeps_results_within_the_cache(tmp_path):
         assert c.store.held <= 10 * mb
 
 
+def _fail(x):
+    raise RuntimeError(f"task failed on {x.shape}")
+
+
+def test_worker_threads_wait_for_inputs_and_pass_errors(tmp_path):
+    """With two threads, tasks wait for their inputs; a failed task's error reaches whoever
+    asks for its result or for a result built on it; closing stops the threads."""
+    with SpillClient(0, str(tmp_path), threads=2) as c:
+        fs = [c.submit(np.full, 50_000, k, dtype=np.int64) for k in range(20)]
+        sums = [c.submit(lambda a, b: int((a + b).sum()), f, g) for f, g in zip(fs, fs[1:])]
+        assert c.gather(sums) == [50_000 * (2 * k + 1) for k in range(19)]
+        bad = c.submit(_fail, fs[0])
+        after = c.submit(lambda x: x, bad)
+        with pytest.raises(RuntimeError, match="task failed"):
+            bad.result()
+        with pytest.raises(RuntimeError, match="task failed"):
+            c.gather([after])
+    assert _spill_dirs(tmp_path) == []
+
+
 def test_close_on_error_and_sigterm(tmp_path):
     """The directory goes on an exception, and on SIGTERM (exit status 143)."""
     with pytest.raises(ZeroDivisionError):
@@ -152,6 +172,8 @@ def test_plan_scales_with_text_and_budget():
     assert small.n_shards == math.ceil(5 * mb * B.COUNT_BYTES_PER_TEXT_BYTE / small.task)
     assert small.partitions(1_000_000) == math.ceil(1_000_000 * B.PARTITION_BYTES_PER_WORD / small.task)
     assert B.plan_memory(64 * mb, 5 * mb, 3).n_shards < small.n_shards  # lower orders need less
+    two = B.plan_memory(64 * mb, 5 * mb, 5, threads=2)  # two tasks at once: each gets half
+    assert two.task == small.task // 2 and two.n_shards >= 2 * small.n_shards - 1
     with pytest.raises(B.BudgetError, match="too small .* give at least"):
         B.plan_memory(2 * mb, 10**12, 5)
     with pytest.raises(B.BudgetError, match="too small .* give at least"):
@@ -175,21 +197,22 @@ def _budget_for(path, order, shards) -> int:
 ])
 def test_api_any_shards_and_partitions_identical(sampled_corpus, tmp_path, order, args):
     """The partitioned estimate in the spill store, forced into 1, 2 and many shards and
-    partitions with nothing kept in memory, gives the single-process ARPA byte for byte."""
+    partitions with nothing kept in memory, on one and two threads, gives the
+    single-process ARPA byte for byte."""
     ref = _single(sampled_corpus, tmp_path, "--order", str(order), *args)
     min_counts = None
     if "--min-count" in args:
         v = args[args.index("--min-count") + 1]
         min_counts = [1] * order if v == "none" else [int(x) for x in v.split(",")]
-    for S, P in [(1, 1), (2, 2), (7, 13)]:
-        with SpillClient(0, str(tmp_path), min_spill=0) as c:
+    for S, P, T in [(1, 1, 1), (2, 2, 2), (7, 13, 1), (7, 13, 2)]:
+        with SpillClient(0, str(tmp_path), min_spill=0, threads=T) as c:
             kn, _ = estimate_text_kn(c, sampled_corpus, order, unk="--no-unk" not in args,
                                      modified="--original" not in args, min_counts=min_counts,
                                      n_shards=S, n_partitions=P)
-            out = tmp_path / f"spill-{S}-{P}.arpa"
+            out = tmp_path / f"spill-{S}-{P}-{T}.arpa"
             kn.write_arpa(out)
             assert c.store.written > 0
-        assert out.read_bytes() == ref, (S, P)
+        assert out.read_bytes() == ref, (S, P, T)
     assert _spill_dirs(tmp_path) == []
 
 
