@@ -11,9 +11,10 @@ its share (the task share divided among the worker threads, which run tasks at o
 whatever the size of the text. The ARPA bytes are those of the single-process
 estimator (and of the Dask one) at every budget.
 
-The per-word costs below were measured on this pipeline (PTB and samples of it, order 5,
-no cut-offs: counting a shard peaks at about 28 bytes per byte of text, a partition's
-tasks at about 130 bytes per word of the partition); they scale with the order.
+The per-word costs below were measured on this pipeline (PTB and a 10M-word sample of it,
+order 5, no cut-offs, each task's peak RSS: counting a shard at 27-36 bytes per byte of
+text; a partition's tasks at 98 bytes per word of the partition with 6 shards, 207 with
+24, the merge's input growing with the shards); they scale with the order.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from ..io import GZIP_MAGIC, input_name, open_error_message, open_input
 
 #: working set of counting a shard of an order-5 model, bytes per byte of its text
 COUNT_BYTES_PER_TEXT_BYTE = 32
-#: working set of a partition's tasks for an order-5 model, bytes per word of the partition
-PARTITION_BYTES_PER_WORD = 170
+#: working set of a partition's tasks for an order-5 model, bytes per word of the partition,
+#: plus as much again per shard (merging a partition holds every shard's piece of it)
+PARTITION_BYTES_PER_WORD = 80
+MERGE_BYTES_PER_WORD_PER_SHARD = 5
 #: share of the budget for the largest task; the store keeps results in the rest
 TASK_SHARE = 0.5
 CACHE_SHARE = 0.4
@@ -63,7 +66,8 @@ class MemoryPlan:
 
     def partitions(self, n_words: int) -> int:
         """First-word partitions for a text of ``n_words`` words."""
-        need = n_words * PARTITION_BYTES_PER_WORD * _order_scale(self.order) / self.task
+        per_word = PARTITION_BYTES_PER_WORD + MERGE_BYTES_PER_WORD_PER_SHARD * self.n_shards
+        need = n_words * per_word * _order_scale(self.order) / self.task
         P = max(1, math.ceil(need))
         if P > MAX_PARTITIONS:
             raise BudgetError(self._too_small(f"{n_words:,} words", P, MAX_PARTITIONS, "partitions"))

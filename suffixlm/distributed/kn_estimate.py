@@ -67,7 +67,7 @@ def _suffix_split(rows: np.ndarray, bounds: np.ndarray):
     """Per partition q: the positions of the n-grams whose suffix lives in q (second word
     in q's range)."""
     q = np.searchsorted(bounds, rows[:, 1], side="right") - 1
-    order = np.argsort(q, kind="stable")
+    order = np.argsort(q, kind="stable").astype(np.int32)
     cut = np.searchsorted(q[order], np.arange(len(bounds)))
     return [order[cut[p]:cut[p + 1]] for p in range(len(bounds) - 1)]
 
@@ -260,7 +260,8 @@ class ClusterKN:
         merged.clear()
         sizes = client.gather([self.m[k] for k in self.m])
         self.m = dict(zip(list(self.m), (int(s) for s in sizes)))
-        self.progress(f"n-grams merged: {[V] + [sum(self.m[p, n] for p in range(P)) for n in range(2, N + 1)]}")
+        self.progress(f"n-grams merged in {P} partition(s): "
+                      f"{[V] + [sum(self.m[p, n] for p in range(P)) for n in range(2, N + 1)]}")
         self._links()
         self._estimate(raw1)
 

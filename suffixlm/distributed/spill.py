@@ -35,7 +35,7 @@ from collections import OrderedDict
 import numpy as np
 
 #: arrays smaller than this stay in memory, uncounted (task bookkeeping, small pieces)
-MIN_SPILL_BYTES = 64 * 1024
+MIN_SPILL_BYTES = 4096
 
 DIR_PREFIX = "suffixlm-spill-"
 OWNER_FILE = "owner"
@@ -90,6 +90,8 @@ class SpillStore:
     def wrap(self, value):
         """``value`` with its large arrays as leaves (tuples, lists and dicts walked)."""
         if isinstance(value, np.ndarray):
+            if value.base is not None and not value.dtype.hasobject:
+                value = value.copy()  # a view would keep its whole base in memory, uncounted
             if value.nbytes < self.min_spill or value.dtype.hasobject:
                 return value
             leaf = Leaf(self, value)

@@ -170,7 +170,8 @@ def test_plan_scales_with_text_and_budget():
     assert p.cache + p.task <= p.budget
     small = B.plan_memory(64 * mb, 5 * mb, 5)
     assert small.n_shards == math.ceil(5 * mb * B.COUNT_BYTES_PER_TEXT_BYTE / small.task)
-    assert small.partitions(1_000_000) == math.ceil(1_000_000 * B.PARTITION_BYTES_PER_WORD / small.task)
+    per_word = B.PARTITION_BYTES_PER_WORD + B.MERGE_BYTES_PER_WORD_PER_SHARD * small.n_shards
+    assert small.partitions(1_000_000) == math.ceil(1_000_000 * per_word / small.task)
     assert B.plan_memory(64 * mb, 5 * mb, 3).n_shards < small.n_shards  # lower orders need less
     two = B.plan_memory(64 * mb, 5 * mb, 5, threads=2)  # two tasks at once: each gets half
     assert two.task == small.task // 2 and two.n_shards >= 2 * small.n_shards - 1
