@@ -195,19 +195,17 @@ def _marks(node, prefix_up, mark_up):
 
 
 def _output(rows, lp, explicit, bow, node):
-    """What the ARPA file lists of an order's n-grams of one partition: (rows, log10 p,
-    back-off weight, has back-off weight), as read back from ``%.7g``."""
+    """What the ARPA file lists of an order's n-grams of one partition: ((rows, log10 p,
+    back-off weight, has back-off weight), as read back from ``%.7g``; (n-grams, back-off
+    weights)), the sizes apart so that counting them reads none of the piece."""
     idx = np.flatnonzero(explicit)
     r = np.ascontiguousarray(rows[idx])
     p = steps.quantize_g7(lp[idx])
     if bow is None:
-        return r, p, np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
-    return r, p, steps.quantize_g7(bow[idx]), node[idx]
-
-
-def _sizes(x) -> tuple[int, int]:
-    """(n-grams, back-off weights) of an ``_output`` piece."""
-    return len(x[0]), int(x[3].sum())
+        piece = r, p, np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
+    else:
+        piece = r, p, steps.quantize_g7(bow[idx]), node[idx]
+    return piece, (len(idx), int(piece[3].sum()))
 
 
 # ---------------------------------------------------------------- the driver
@@ -432,13 +430,16 @@ class ClusterKN:
         self.unigrams = (idx.astype(np.int32).reshape(-1, 1), steps.quantize_g7(lp1[idx]),
                          steps.quantize_g7(bow1[idx]), node1[idx] if N > 1 else np.zeros(len(idx), dtype=bool))
         self.out = {}
+        self._out_sizes: dict = {}
         for n in range(2, N + 1):
             for p in range(P):
                 bow = F["bow", p, n] if n < N else None
                 node = F["node", p, n] if n < N else None
-                self.out[p, n] = self._submit(_output, F["rows", p, n], F["lp", p, n], F["explicit", p, n], bow,
-                                              node, name=f"out-{p}-{n}")
-        sizes = client.gather({k: self._submit(_sizes, f, name="sizes") for k, f in self.out.items()})
+                t = self._submit(_output, F["rows", p, n], F["lp", p, n], F["explicit", p, n], bow, node,
+                                 name=f"out-{p}-{n}")
+                self.out[p, n], self._out_sizes[p, n] = self._split(t, 2, f"out-{p}-{n}")
+        sizes = client.gather(self._out_sizes)
+        self._out_sizes.clear()
         self.counts = [len(self.unigrams[0])] + [sum(sizes[p, n][0] for p in range(P)) for n in range(2, N + 1)]
         self.n_parameters = sum(self.counts) + int(self.unigrams[3].sum()) + sum(b for _, b in sizes.values())
         F.clear()
