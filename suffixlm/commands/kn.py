@@ -102,8 +102,9 @@ def _plan(budget, train_file, order, spill, progress):
                        spill.threads if spill is not None else 1)
     if spill is not None:
         spill.store.cache_bytes = plan.cache
-    progress.line(f"memory budget {human_bytes(budget)}: {plan.n_shards} shard(s) of the text, "
-                  f"{plan.threads} thread(s), results beyond {human_bytes(plan.cache)} spilled")
+    if spill is None or not plan.in_memory:
+        progress.line(f"memory budget {human_bytes(budget)}: {plan.n_shards} shard(s) of the text, "
+                      f"{plan.threads} thread(s), results beyond {human_bytes(plan.cache)} spilled")
     return text, plan
 
 
@@ -205,11 +206,17 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                 text, plan = train_file, None
                 if budget is not None:
                     text, plan = _plan(budget, train_file, order, spill, progress)
-                streamed, stats = estimate_text_kn(client, text, order, vocab_path, unk=unk, modified=modified,
-                                                   min_counts=min_counts, n_shards=plan and plan.n_shards,
-                                                   n_partitions=plan and plan.partitions,
-                                                   progress=None if quiet else progress.line)
-                if prune is not None or binary:  # gathered: pruning and the binary format need it whole
+                if spill is not None and plan.in_memory:
+                    progress.line(f"memory budget {human_bytes(budget)}: it holds the estimate in memory")
+                    with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
+                        lm.fit_text(text, vocab_path, unk=unk)
+                    lm.model_.sources = (os.fspath(train_file),)
+                else:
+                    streamed, stats = estimate_text_kn(client, text, order, vocab_path, unk=unk, modified=modified,
+                                                       min_counts=min_counts, n_shards=plan and plan.n_shards,
+                                                       n_partitions=plan and plan.partitions,
+                                                       progress=None if quiet else progress.line)
+                if streamed is not None and (prune is not None or binary):  # pruning, binary: the model whole
                     with progress.stage("gathering the model"):
                         lm.model_, lm.info_, lm.vocab_ = streamed.model(), streamed.info, streamed.vocab
                     lm.model_.sources = (os.fspath(train_file),)
@@ -242,7 +249,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             else:
                 lm.write_arpa(output)
         t2 = time.perf_counter()
-        if spill is not None and not quiet:
+        if spill is not None and not quiet and spill.store.written:
             st = spill.store
             progress.line(f"spilled {human_bytes(st.written)} to {temp_dir or tempfile.gettempdir()} "
                           f"(at most {human_bytes(st.peak_disk)} at once); removed")

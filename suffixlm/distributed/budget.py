@@ -33,6 +33,9 @@ COUNT_BYTES_PER_TEXT_BYTE = 32
 #: plus as much again per shard (merging a partition holds every shard's piece of it)
 PARTITION_BYTES_PER_WORD = 80
 MERGE_BYTES_PER_WORD_PER_SHARD = 5
+#: peak of the in-memory estimator (``KneserNeyLM.fit_text``) beyond the program itself, order 5,
+#: bytes per byte of text (measured: 27 on PTB, 29 on a 10M-word sample, no cut-offs)
+IN_MEMORY_BYTES_PER_TEXT_BYTE = 32
 #: share of the budget for the largest task; the store keeps results in the rest
 TASK_SHARE = 0.5
 CACHE_SHARE = 0.4
@@ -63,6 +66,7 @@ class MemoryPlan:
     order: int
     n_shards: int
     threads: int = 1
+    in_memory: bool = False  # the budget holds the in-memory estimator: faster, same bytes
 
     def partitions(self, n_words: int) -> int:
         """First-word partitions for a text of ``n_words`` words."""
@@ -95,6 +99,8 @@ def plan_memory(budget: int, text_bytes: int, order: int, threads: int = 1) -> M
 
         raise BudgetError(plan._too_small(f"{human_bytes(text_bytes)} of text", S, MAX_SHARDS, "shards"))
     plan.n_shards = S
+    in_memory = text_bytes * IN_MEMORY_BYTES_PER_TEXT_BYTE * _order_scale(order)
+    plan.in_memory = in_memory <= budget * (TASK_SHARE + CACHE_SHARE)
     return plan
 
 

@@ -111,3 +111,15 @@ def test_lm_training_out_of_memory_names_its_step(monkeypatch, tmp_path):
     assert re.search(r"^Error: out of memory \(LM objective \([\d,]+ parameters, [\d,]+ suffix-tree nodes\): "
                      r"the \w+[\w ]*: cannot allocate [\d.]+ [KMG]iB \([\d,]+ float64\)\)$", r.output, re.M), r.output
     assert not (tmp_path / "m.lm").exists()
+
+
+def test_parse_size_reads_sizes_as_lmplz():
+    from suffixlm.memory import memory_limit, parse_size
+
+    assert parse_size("2G") == parse_size("2GB") == parse_size("2GiB") == parse_size("2 g") == 2 << 30
+    assert parse_size("500M") == 500 << 20 and parse_size("64k") == 64 << 10 and parse_size("1.5T") == 3 << 39
+    assert parse_size("123456") == parse_size("123456B") == 123456
+    assert parse_size("50%") == memory_limit()[0] // 2
+    for bad in ["", "G", "x", "2X", "0", "-1G", "nan", "inf", "0%", "101%", "1e30T", "%"]:
+        with pytest.raises(ValueError, match="size"):
+            parse_size(bad)
