@@ -3,13 +3,15 @@ budget, spilling the rest to a private temporary directory (``suffixlm kn --memo
 
 The partitioned Kneser-Ney pipeline (``distributed.kn_counts``, ``distributed.kn_estimate``)
 is written as tasks over shards of the text and first-word partitions of the n-grams, each
-a pure function of arrays one partition in size. ``SpillClient`` runs those tasks one after
-the other, at once, in this process (``submit`` returns a finished ``SpillFuture``), and
-holds their results as trees whose large arrays are ``Leaf`` objects. While the arrays held
+a pure function of arrays one partition in size. ``SpillClient`` runs those tasks in this
+process, at once (``submit`` returns a finished ``SpillFuture``) or on worker threads in
+the order submitted (the numba kernels release the GIL), and holds their results as
+trees whose arrays are ``Leaf`` objects (a view is copied first: it would pin its base). While the arrays held
 in memory stay under ``cache_bytes`` nothing is written; beyond it, the least recently used
 arrays are written to files of the spill directory and dropped from memory, and read back
 when a later task needs them. So the peak memory of a run is about ``cache_bytes`` plus
-the largest task's working set, whatever the size of the text, and the disk holds the rest.
+the working sets of the tasks running at once, whatever the size of the text, and the
+disk holds the rest.
 
 Projections (``_item``-like tasks that pick a part of a result, marked by ``projection``)
 run on the stored tree itself, so picking one partition of a spilled shard reads nothing.
