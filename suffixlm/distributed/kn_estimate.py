@@ -430,16 +430,16 @@ class ClusterKN:
         self.unigrams = (idx.astype(np.int32).reshape(-1, 1), steps.quantize_g7(lp1[idx]),
                          steps.quantize_g7(bow1[idx]), node1[idx] if N > 1 else np.zeros(len(idx), dtype=bool))
         self.out = {}
-        self._out_sizes: dict = {}
+        out_sizes = {}
         for n in range(2, N + 1):
             for p in range(P):
                 bow = F["bow", p, n] if n < N else None
                 node = F["node", p, n] if n < N else None
                 t = self._submit(_output, F["rows", p, n], F["lp", p, n], F["explicit", p, n], bow, node,
                                  name=f"out-{p}-{n}")
-                self.out[p, n], self._out_sizes[p, n] = self._split(t, 2, f"out-{p}-{n}")
-        sizes = client.gather(self._out_sizes)
-        self._out_sizes.clear()
+                self.out[p, n], out_sizes[p, n] = self._split(t, 2, f"out-{p}-{n}")
+        sizes = client.gather(out_sizes)
+        del out_sizes
         self.counts = [len(self.unigrams[0])] + [sum(sizes[p, n][0] for p in range(P)) for n in range(2, N + 1)]
         self.n_parameters = sum(self.counts) + int(self.unigrams[3].sum()) + sum(b for _, b in sizes.values())
         F.clear()

@@ -43,6 +43,21 @@ DIR_PREFIX = "suffixlm-spill-"
 OWNER_FILE = "owner"
 
 
+def tree_map(fn, value):
+    """``value`` with ``fn`` applied to what it holds: tuples, lists and dicts are walked."""
+    if isinstance(value, tuple):
+        return tuple(tree_map(fn, v) for v in value)
+    if isinstance(value, list):
+        return [tree_map(fn, v) for v in value]
+    if isinstance(value, dict):
+        return {k: tree_map(fn, v) for k, v in value.items()}
+    return fn(value)
+
+
+def _read_leaf(value):
+    return value.get() if isinstance(value, Leaf) else value
+
+
 def projection(fn):
     """Mark ``fn(value, *args)`` as picking a part of a task result without computing: the
     spill client runs it on the stored result (spilled arrays stay on disk)."""
@@ -90,34 +105,23 @@ class SpillStore:
 
     # ---------------------------------------------------------------- trees
     def wrap(self, value):
-        """``value`` with its large arrays as leaves (tuples, lists and dicts walked)."""
-        if isinstance(value, np.ndarray):
-            if value.base is not None and not value.dtype.hasobject:
-                value = value.copy()  # a view would keep its whole base in memory, uncounted
-            if value.nbytes < self.min_spill or value.dtype.hasobject:
-                return value
-            leaf = Leaf(self, value)
-            self._hold(leaf)
-            return leaf
-        if isinstance(value, tuple):
-            return tuple(self.wrap(v) for v in value)
-        if isinstance(value, list):
-            return [self.wrap(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.wrap(v) for k, v in value.items()}
-        return value
+        """``value`` with its arrays as leaves (tuples, lists and dicts walked)."""
+        return tree_map(self._wrap_array, value)
+
+    def _wrap_array(self, value):
+        if not isinstance(value, np.ndarray) or value.dtype.hasobject:
+            return value
+        if value.base is not None:
+            value = value.copy()  # a view would keep its whole base in memory, uncounted
+        if value.nbytes < self.min_spill:
+            return value
+        leaf = Leaf(self, value)
+        self._hold(leaf)
+        return leaf
 
     def unwrap(self, value):
         """``value`` with its leaves read back as arrays."""
-        if isinstance(value, Leaf):
-            return value.get()
-        if isinstance(value, tuple):
-            return tuple(self.unwrap(v) for v in value)
-        if isinstance(value, list):
-            return [self.unwrap(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.unwrap(v) for k, v in value.items()}
-        return value
+        return tree_map(_read_leaf, value)
 
     # ---------------------------------------------------------------- leaves
     def _hold(self, leaf: Leaf) -> None:
@@ -318,26 +322,19 @@ class SpillClient:
             future.event.set()
 
     def _resolve(self, value, load: bool):
-        if isinstance(value, SpillFuture):
-            value.wait()
-            held = self.results[value.key]
-            return self.store.unwrap(held) if load else held
-        if isinstance(value, Leaf):
-            return value.get() if load else value
-        if isinstance(value, tuple):
-            return tuple(self._resolve(v, load) for v in value)
-        if isinstance(value, list):
-            return [self._resolve(v, load) for v in value]
-        if isinstance(value, dict):
-            return {k: self._resolve(v, load) for k, v in value.items()}
-        return value
+        """``value`` with the futures in it replaced by their results (their arrays read
+        back when ``load``, else left as stored, for a projection)."""
+        def one(v):
+            if isinstance(v, SpillFuture):
+                v.wait()
+                v = self.results[v.key]
+                return self.store.unwrap(v) if load else v
+            return _read_leaf(v) if load else v
+
+        return tree_map(one, value)
 
     def gather(self, futures):
-        if isinstance(futures, SpillFuture):
-            return futures.result()
-        if isinstance(futures, dict):
-            return {k: self.gather(f) for k, f in futures.items()}
-        return [self.gather(f) for f in futures]
+        return tree_map(lambda f: f.result() if isinstance(f, SpillFuture) else f, futures)
 
     def who_has(self, futures):
         return {}

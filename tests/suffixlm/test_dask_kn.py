@@ -44,18 +44,6 @@ def client():
         yield c
 
 
-@pytest.fixture(scope="module")
-def sampled_corpus(tmp_path_factory):
-    """About 50k words drawn from a trigram model of the tiny corpus."""
-    d = tmp_path_factory.mktemp("sampled")
-    lm = KneserNeyLM(3, min_counts=[1]).fit_text(TINY, unk=True)
-    path = d / "sampled.txt"
-    with open(path, "w") as fh:
-        for text in BackoffSampler(lm.model_).sample_lines(50_000, seed=3):
-            fh.write(text)
-    return str(path)
-
-
 # ---------------------------------------------------------------- sharding
 
 def test_split_text_cuts_at_line_ends(tmp_path):

@@ -17,29 +17,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.cli import main
 from suffixlm.corpora import sample_path
 from suffixlm.distributed import budget as B
 from suffixlm.distributed.kn_counts import estimate_text_kn
 from suffixlm.distributed.spill import DIR_PREFIX, OWNER_FILE, SpillClient, projection, remove_stale
-from suffixlm.sample import BackoffSampler
 
 TINY = str(sample_path("tiny_lm.train.txt"))
 pytestmark = pytest.mark.filterwarnings("ignore::suffixlm.backoff.kn.DiscountWarning")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def sampled_corpus(tmp_path_factory):
-    """About 50k words drawn from a trigram model of the tiny corpus."""
-    d = tmp_path_factory.mktemp("sampled")
-    lm = KneserNeyLM(3, min_counts=[1]).fit_text(TINY, unk=True)
-    path = d / "sampled.txt"
-    with open(path, "w") as fh:
-        for text in BackoffSampler(lm.model_).sample_lines(50_000, seed=3):
-            fh.write(text)
-    return str(path)
 
 
 def _single(path, tmp_path, *args) -> bytes:
