@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from contextlib import contextmanager
 
 from .checks import is_int
@@ -119,7 +120,18 @@ def apply(threads=None, n_jobs=None) -> int:
 def using(threads=None, n_jobs=None, size=None):
     """``with using(2):``: numba's thread count for the block (:func:`apply`), one thread
     when ``size`` (a problem's parameter count) is under :func:`min_parallel`; the count
-    before it is restored after. Yields the count in force."""
+    before it is restored after. Yields the count in force (None when nothing is asked
+    and numba has not started in the process: a job that never runs a kernel, such as
+    scoring a text with a binary model in numpy, does not start numba for this)."""
+    if threads is None and n_jobs is None and size is None and "numba" not in sys.modules:
+        try:
+            yield None
+        finally:
+            if "numba" in sys.modules:  # started in the block: its default count in force after it
+                import numba
+
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        return
     import numba
 
     before = numba.get_num_threads()

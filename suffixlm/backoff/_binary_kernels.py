@@ -30,13 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-KEY_BITS = 61
-KEY_MASK = (1 << KEY_BITS) - 1
-EXTENDS = 1 << 61
-EXPLICIT = 1 << 62
-EMPTY = -1
-MAX_SLOTS = (1 << 32) - 1
+from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 
 
 @njit(cache=True)

@@ -40,10 +40,11 @@ import zlib
 
 import numpy as np
 
-from . import _binary_kernels as K
 from ..corpus import UNK_ID, Corpus, Vocabulary
 from ..query import UNKNOWN_MISSING_LOG10
-from .table import TableQueries, build_table
+from . import _table_numpy as T
+from . import table
+from .table import TableQueries, _kernels, _numpy_time, build_table
 
 MAGIC = b"suffixlm binary\n"
 VERSION = 1
@@ -163,7 +164,7 @@ def read_header(path) -> tuple[dict, int]:
     integer("file_size", 0, 2 ** 62)
     if h["file_size"] != size:
         _fail(path, f"truncated or damaged binary model ({size} bytes, the header says {h['file_size']})")
-    if (V + S) * V >= 2 ** K.KEY_BITS:
+    if (V + S) * V >= 2 ** T.KEY_BITS:
         _fail(path, "damaged binary model (table too large for its keys)")
     if not isinstance(h.get("has_unk"), bool):
         _fail(path, "damaged binary model (header field has_unk)")
@@ -287,8 +288,12 @@ class BinaryLM(TableQueries):
         position of ``corpus`` by SRILM's rule (as :meth:`suffixlm.backoff.arpa.BackoffLM.query`)."""
         from .arpa import predicted_positions, sentence_starts
 
-        return K.srilm_query(self._D, self._V, self._S, self.order, self._model_tokens(corpus),
-                             sentence_starts(corpus), predicted_positions(corpus))
+        args = (self._D, self._V, self._S, self.order, self._model_tokens(corpus), sentence_starts(corpus),
+                predicted_positions(corpus))
+        if table.numpy_tier(args[4].shape[0]):
+            with _numpy_time():
+                return T.srilm_query(*args)
+        return _kernels().srilm_query(*args)
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         return self.query(corpus)[0]

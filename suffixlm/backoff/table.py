@@ -5,10 +5,12 @@ from (:class:`TableQueries`)."""
 from __future__ import annotations
 
 import math
+import sys
+import time
 
 import numpy as np
 
-from . import _binary_kernels as K
+from . import _table_numpy as tnp
 from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from ..io import split_words
 from .index import Int64Map
@@ -16,6 +18,52 @@ from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, Stat
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
+
+#: Batch queries (``score``, ``full_scores``, ``score_ids``, ``score_batch``, SRILM's
+#: statistics) run in numpy (``_table_numpy``, the same bits) until the process has
+#: spent STARTUP_S seconds there, as long as numba's start-up costs (its import, target
+#: set-up and first cached kernels: 0.5-0.8 s measured), or until numba is running in
+#: the process anyway; a call of more than NUMPY_MAX_TOKENS words, where the compiled
+#: kernels' speed (about 5x numpy's) repays the start-up, goes compiled at once. So a
+#: short job (one ``suffixlm ppl``, a fresh process scoring a few sentences) never
+#: starts numba, and a long one pays at most twice what the better choice made up
+#: front would have. ``BaseScore`` (a decoder's millions of calls), the distributions and
+#: state conversions are always compiled.
+STARTUP_S = 0.5
+NUMPY_MAX_TOKENS = 1_000_000
+#: "auto" (the rule above), or "numpy" / "compiled" for every batch query of the process
+TIER = "auto"
+_KERNELS = __package__ + "._binary_kernels"
+_numpy_seconds = 0.0
+
+
+def _kernels():
+    """The compiled kernels (importing them starts numba)."""
+    from . import _binary_kernels
+
+    return _binary_kernels
+
+
+def numpy_tier(n_tokens: int) -> bool:
+    """Whether a batch query of ``n_tokens`` words runs in numpy (see STARTUP_S)."""
+    if TIER != "auto":
+        return TIER == "numpy"
+    return _numpy_seconds < STARTUP_S and n_tokens <= NUMPY_MAX_TOKENS and _KERNELS not in sys.modules
+
+
+class _NumpyTime:
+    """Adds the time of the block to the process's numpy query time."""
+
+    def __enter__(self):
+        self.t = time.perf_counter()
+
+    def __exit__(self, *exc):
+        global _numpy_seconds
+        _numpy_seconds += time.perf_counter() - self.t
+
+
+def _numpy_time() -> _NumpyTime:
+    return _NumpyTime()
 
 
 def build_table(lm) -> tuple[np.ndarray, int]:
@@ -60,16 +108,16 @@ def build_table(lm) -> tuple[np.ndarray, int]:
     prob = np.full(T, -np.inf, dtype=np.float32)
     bw = np.zeros(T, dtype=np.float32)
     for ids in extends:
-        flags[ids] |= K.EXTENDS
+        flags[ids] |= tnp.EXTENDS
     for ids, (_, lp, bow, hb) in zip(explicit, lm.ngrams):
-        flags[ids] |= K.EXPLICIT
+        flags[ids] |= tnp.EXPLICIT
         prob[ids] = lp
         bw[ids] = np.where(hb, bow, np.float32(0.0))
     per_len = np.bincount(t_len[V:], minlength=N + 1)
     sizes = [0, 0] + [int(math.ceil(per_len[L] / LOAD)) + (1 if per_len[L] else 0) for L in range(2, N + 1)]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     S = int(starts[-1])
-    if S >= 2 ** 32 or (V + S) * V >= 2 ** K.KEY_BITS:
+    if S >= 2 ** 32 or (V + S) * V >= 2 ** tnp.KEY_BITS:
         raise ValueError(f"too many n-grams for the binary format ({H} parts, {V} words)")
     D = np.full(2 * (V + S + N + 1), -1, dtype=np.int64)
     D[0:2 * V:2] = np.arange(V, dtype=np.int64) | flags[:V]
@@ -78,6 +126,7 @@ def build_table(lm) -> tuple[np.ndarray, int]:
     F[3:4 * V:4] = bw[:V]
     directory = D[2 * (V + S):]
     directory[:] = 0
+    K = _kernels()
     rec = np.arange(T, dtype=np.int64)  # record of every temporary id (unigrams: themselves)
     for L in range(2, N + 1):
         directory[2 * L], directory[2 * L + 1] = starts[L], sizes[L]
@@ -103,7 +152,7 @@ class TableQueries(KenLMInterface):
     _sum_dtype = np.float32  # KenLM sums a sentence in single precision
     _EMPTY_F = np.zeros(0, dtype=np.float64)
     _EMPTY_I = np.zeros(0, dtype=np.int64)
-    _TABLE_ATTRS = frozenset(("_D", "_V", "_S", "_missing", "_windex", "_to_id", "_W", "_blob"))
+    _TABLE_ATTRS = frozenset(("_D", "_V", "_S", "_missing", "_windex", "_to_id"))
 
     def _make_table(self):
         raise NotImplementedError
@@ -113,6 +162,9 @@ class TableQueries(KenLMInterface):
             D, S = self._make_table()
             self._attach_table(D, S, UNKNOWN_MISSING_LOG10)
             return object.__getattribute__(self, name)
+        if name in ("_W", "_blob"):  # made when a sentence is first scored in compiled code
+            self._word_table()
+            return object.__getattribute__(self, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _attach_table(self, D: np.ndarray, S: int, missing: float) -> None:
@@ -120,14 +172,17 @@ class TableQueries(KenLMInterface):
         self._D, self._V, self._S, self._missing = D, V, int(S), float(missing)
         self._windex = self.vocab.index
         self._to_id = UnknownIsUnk(self._windex).__getitem__
-        # the vocabulary as a hash table over UTF-8 bytes, for sentences scored in one call
+
+    def _word_table(self) -> None:
+        """The vocabulary as a hash table over UTF-8 bytes (``_W``, ``_blob``), for
+        sentences scored in one compiled call."""
         encoded = [w.encode("utf-8") for w in self.vocab.words]
-        self._blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
-        offsets = np.zeros(V + 1, dtype=np.int64)
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
-        shift = 64 - max(int(2 * V - 1).bit_length(), 1)
-        self._W = K.word_table(self._blob, offsets, shift)
-        self._bind_queries()
+        shift = 64 - max(int(2 * len(encoded) - 1).bit_length(), 1)
+        self._W = _kernels().word_table(blob, offsets, shift)
+        self._blob = blob
 
     # ------------------------------------------------------------ ids and states
     def _ids(self, sentence: str, eos: bool) -> np.ndarray:
@@ -141,12 +196,12 @@ class TableQueries(KenLMInterface):
         if isinstance(words, (int, np.integer)):
             r = int(words)
             return r if -1 <= r < self._V + self._S else -1
-        return int(K.state_of(self._D, self._V, self._S, self.order, np.asarray(words, dtype=np.int64)))
+        return int(_kernels().state_of(self._D, self._V, self._S, self.order, np.asarray(words, dtype=np.int64)))
 
     def _words_of_record(self, r: int) -> tuple[int, ...]:
         ctx = np.empty(self.order, dtype=np.int64)
         rec = np.empty(self.order, dtype=np.int64)
-        k = K.decode_state(self._D, self._V, self._S, self.order, r, ctx, rec)
+        k = _kernels().decode_state(self._D, self._V, self._S, self.order, r, ctx, rec)
         return tuple(int(x) for x in ctx[:k][::-1])
 
     def state_words(self, state: State) -> list[str]:
@@ -155,7 +210,7 @@ class TableQueries(KenLMInterface):
 
     def kenlm_step(self, context, word):
         r = self._record(context)
-        lp, n, nxt = K.step(self._D, self._V, self._S, self.order, r, int(word), self._missing)
+        lp, n, nxt = _kernels().step(self._D, self._V, self._S, self.order, r, int(word), self._missing)
         return float(lp), int(n), self._words_of_record(int(nxt))
 
     # ------------------------------------------------------------ KenLM
@@ -168,6 +223,9 @@ class TableQueries(KenLMInterface):
     def _bind_queries(self):
         """``BaseScore`` as a closure over the model's arrays and sizes (the decoder's
         per-call path: no attribute look-up beyond the states')."""
+        if "BaseScore" in self.__dict__ and ("score" in self.__dict__ or TIER == "numpy"):
+            return
+        K = _kernels()
         step, D, V, S, order, missing, get, record, word_id = (
             K.step, self._D, self._V, self._S, self.order, self._missing, self._windex.get, self._record,
             self._word_id)
@@ -184,6 +242,8 @@ class TableQueries(KenLMInterface):
             return lp
 
         self.BaseScore = BaseScore
+        if TIER == "numpy":
+            return
         score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score
 
         def score(sentence, bos=None, eos=None) -> float:
@@ -209,16 +269,17 @@ class TableQueries(KenLMInterface):
         i = self._windex.get(word)
         if i is None:
             i = self._word_id(word)
-        lp, n, out_state.words = K.step(self._D, self._V, self._S, self.order, s, i, self._missing)
+        lp, n, out_state.words = _kernels().step(self._D, self._V, self._S, self.order, s, i, self._missing)
         return FullScoreReturn(lp, n, i == UNK_ID)
 
     def _score(self, sentence, bos=None, eos=None) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``) (KenLM's ``score``); a corpus instead
         of one sentence: scikit-learn's ``score`` (see :mod:`suffixlm.query`)."""
-        if sentence.__class__ is str:
+        if sentence.__class__ is str and not numpy_tier(len(sentence)):
+            self._bind_queries()  # from now on the per-model closure, compiled
             try:  # words split and looked up in the same compiled call
-                return K.score_line(self._D, self._V, self._S, self.order, self._W, self._blob, sentence.encode(),
-                                    bos is None or bos, eos is None or eos, self._missing)
+                return _kernels().score_line(self._D, self._V, self._S, self.order, self._W, self._blob,
+                                             sentence.encode(), bos is None or bos, eos is None or eos, self._missing)
             except UnicodeEncodeError:  # a lone surrogate: no word of the vocabulary holds one
                 pass
         elif not isinstance(sentence, (str, bytes)):
@@ -227,14 +288,26 @@ class TableQueries(KenLMInterface):
 
     score = _score  # replaced per model by _bind_queries' closure (same results)
 
+    def _sentences(self, ids: np.ndarray, offsets: np.ndarray, bos: bool, per_word: bool):
+        """(float32 sum of every sentence, log10 p float64[n] and n-gram length int64[n]
+        of every word when ``per_word``, else None): in numpy or compiled (STARTUP_S)."""
+        if numpy_tier(ids.shape[0]):
+            with _numpy_time():
+                got = tnp.score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing)
+            if got is not None:
+                lp, n, sums = got
+                return sums, lp.astype(np.float64), n
+        lp, n = (np.empty(ids.shape[0]), np.empty(ids.shape[0], dtype=np.int64)) if per_word else \
+            (self._EMPTY_F, self._EMPTY_I)
+        sums = _kernels().score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos),
+                                          self._missing, lp, n)
+        return sums, lp, n
+
     def full_scores(self, sentence, bos=True, eos=True):
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then ``</s>``
         when ``eos`` (KenLM's ``full_scores``)."""
         ids = self._ids(sentence, eos)
-        lp = np.empty(len(ids))
-        n = np.empty(len(ids), dtype=np.int64)
-        K.score_sentences(self._D, self._V, self._S, self.order, ids, np.array([0, len(ids)]), bool(bos),
-                          self._missing, lp, n)
+        _, lp, n = self._sentences(ids, np.array([0, len(ids)]), bos, True)
         for a, b, w in zip(lp.tolist(), n.tolist(), ids.tolist()):
             yield (a, b, w == UNK_ID)
 
@@ -249,19 +322,18 @@ class TableQueries(KenLMInterface):
         if ids.ndim != 1 or offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(ids) \
                 or (np.diff(offsets) < 0).any():
             raise ValueError("score_ids: ids must be 1-D and offsets run from 0 to len(ids), non-decreasing")
-        return K.score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing,
-                                 self._EMPTY_F, self._EMPTY_I).astype(np.float64)
+        return self._sentences(ids, offsets, bos, False)[0].astype(np.float64)
 
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
         sentences = [s if s.__class__ is str else as_str(s) for s in sentences]
         text = "\n".join(sentences)
-        if text.count("\n") == max(len(sentences) - 1, 0):  # no line end inside a sentence
-            try:
+        if text.count("\n") == max(len(sentences) - 1, 0) and not numpy_tier(len(text) // 2):
+            try:  # no line end inside a sentence: split and looked up in one compiled call
                 sums = np.empty(len(sentences))
-                K.score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(), bool(bos),
-                              bool(eos), self._missing, sums)
+                _kernels().score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(),
+                                       bool(bos), bool(eos), self._missing, sums)
                 return sums
             except UnicodeEncodeError:
                 pass
@@ -284,5 +356,5 @@ class TableQueries(KenLMInterface):
         """``distribution`` of many states at once: float32[len(states), V]."""
         recs = self._states(states)
         out = np.empty((len(recs), self._V), dtype=np.float32)
-        K.distributions(self._D, self._V, self._S, self.order, recs, self._missing, out)
+        _kernels().distributions(self._D, self._V, self._S, self.order, recs, self._missing, out)
         return out

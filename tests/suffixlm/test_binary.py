@@ -215,7 +215,11 @@ def test_damaged_files_are_clear_errors(good, tmp_path):
             BinaryLM(bad)
 
 
-def test_a_damaged_table_never_crashes_and_verify_sees_it(good, tmp_path):
+@pytest.mark.parametrize("tier", ["auto", "numpy"])  # batch queries compiled, or in numpy (_table_numpy)
+def test_a_damaged_table_never_crashes_and_verify_sees_it(good, tmp_path, monkeypatch, tier):
+    from suffixlm.backoff import table
+
+    monkeypatch.setattr(table, "TIER", tier)
     arpa, p = good
     data = bytearray(p.read_bytes())
     n = _header_len(bytes(data))

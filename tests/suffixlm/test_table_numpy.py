@@ -1,0 +1,198 @@
+"""The binary model's batch queries in numpy (suffixlm.backoff._table_numpy), which a process
+uses before numba has started: the compiled kernels' numbers bit for bit, every query
+of the API through them, the tier rule, and a fresh process that scores a text and runs
+``suffixlm ppl`` without starting numba."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from suffixlm.backoff import _binary_kernels as K
+from suffixlm.backoff import _table_numpy as T
+from suffixlm.backoff import table
+from suffixlm.backoff.binary import BinaryLM, write_binary
+from suffixlm.backoff.kn import KneserNeyLM
+from suffixlm.backoff.prune import prune_entropy
+from suffixlm.corpus import Corpus
+
+from .test_binary import _assert_same, _random_corpus
+from .test_kenlm_api import TINY_ARPA
+
+
+def _model(tmp_path, seed, order):
+    corpus = Corpus.from_strings(_random_corpus(seed))
+    arpa = KneserNeyLM(order=order, min_counts=[1, 1, 2] if seed % 2 else [1]).fit(corpus).model_
+    if seed >= 2 and order > 1:
+        arpa = prune_entropy(arpa, 0.02)  # blanks
+    write_binary(arpa, tmp_path / "m.bin")
+    return arpa, BinaryLM(tmp_path / "m.bin")
+
+
+def _text(rng, V, n_sent=300, bad=True):
+    lengths = rng.integers(0, 14, n_sent)
+    lengths[:3] = 0
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    ids = rng.integers(-2 if bad else 0, V + 2 if bad else V, offsets[-1]).astype(np.int64)
+    return ids, offsets
+
+
+def _same_as_kernels(m, ids, offsets):
+    D, V, S, order, missing = m._D, m._V, m._S, m.order, m._missing
+    for bos in (True, False):
+        lp_k = np.empty(len(ids))
+        n_k = np.empty(len(ids), dtype=np.int64)
+        sums_k = K.score_sentences(D, V, S, order, ids, offsets, bos, missing, lp_k, n_k)
+        lp, n, sums = T.score_sentences(D, V, S, order, ids, offsets, bos, missing)
+        assert lp.dtype == np.float32 and sums.dtype == np.float32
+        assert np.array_equal(lp.astype(np.float64), lp_k)
+        assert np.array_equal(n, n_k)
+        assert np.array_equal(sums, sums_k)  # bit for bit: the same additions in the same order
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_numpy_queries_are_the_kernels_bit_for_bit(tmp_path, seed, order):
+    _, m = _model(tmp_path, seed, order)
+    rng = np.random.default_rng(seed)
+    V = m._V
+    _same_as_kernels(m, *_text(rng, V))  # ids outside the vocabulary too
+    # SRILM's statistics: <s> at every sentence start, every other position predicted
+    ids, offsets = _text(rng, V, bad=False)
+    sent = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    tokens = np.insert(ids, offsets[:-1], 0)
+    starts_of = offsets[:-1] + np.arange(len(offsets) - 1)
+    starts = np.zeros(len(tokens), dtype=np.int64)
+    starts[starts_of] = starts_of
+    starts = np.maximum.accumulate(starts)
+    positions = np.setdiff1d(np.arange(len(tokens)), starts_of)
+    assert len(positions) == len(sent)
+    want = K.srilm_query(m._D, V, m._S, order, tokens, starts, positions)
+    got = T.srilm_query(m._D, V, m._S, order, tokens, starts, positions)
+    assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+    # find_many is find, present keys and absent ones
+    for L in range(2, order + 1):
+        B, n = T.region(m._D, V, m._S, L)
+        present = m._D[2 * (V + B):2 * (V + B + n):2]
+        keys = np.concatenate([present[present != -1] & T.KEY_MASK, rng.integers(0, V * (V + m._S), 500)])
+        assert np.array_equal(T.find_many(m._D, V, m._S, L, keys), K.records_of(m._D, V, m._S, L, keys))
+
+
+def test_sentence_sums_add_word_after_word():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 40, 250)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    lp = (rng.standard_normal(offsets[-1]) * 3).astype(np.float32)
+    want = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        t = np.float32(0.0)
+        for x in lp[a:b]:
+            t = np.float32(t + x)
+        want.append(t)
+    assert np.array_equal(T._sentence_sums(lp, offsets), np.array(want, dtype=np.float32))
+
+
+@pytest.fixture
+def numpy_tier(monkeypatch):
+    monkeypatch.setattr(table, "TIER", "numpy")
+
+
+@pytest.mark.parametrize("seed,order", [(0, 3), (2, 5), (3, 2), (1, 1)])
+def test_every_query_in_the_numpy_tier(tmp_path, numpy_tier, seed, order):
+    arpa, m = _model(tmp_path, seed, order)
+    _assert_same(arpa, m)
+    assert "score" not in m.__dict__  # a bound compiled `score` would have left the numpy tier
+
+
+def test_tiny_arpa_with_a_blank_in_the_numpy_tier(tmp_path, numpy_tier):
+    from suffixlm.backoff.arpa import BackoffLM
+
+    (tmp_path / "tiny.arpa").write_text(TINY_ARPA.lstrip())
+    arpa = BackoffLM.read_arpa(tmp_path / "tiny.arpa")
+    write_binary(arpa, tmp_path / "tiny.bin")
+    b = BinaryLM(tmp_path / "tiny.bin")
+    _assert_same(arpa, b)
+    assert list(b.full_scores("a b d", eos=False))[-1][1] == 3
+
+
+def test_a_context_that_does_not_extend_is_solved_exactly(tmp_path):
+    """A table (damaged, or hand-made) where a part's context lacks the EXTENDS flag: the
+    state then keeps less than the part, and the fixed point follows the kernel's walk."""
+    _, m = _model(tmp_path, 0, 4)
+    D = m._D.copy()
+    V, S = m._V, m._S
+    B, n = T.region(D, V, S, 2)
+    slots = np.flatnonzero(D[2 * (V + B):2 * (V + B + n):2] != -1)
+    D[2 * (V + B + slots)] &= ~T.EXTENDS  # no 2-word part extends
+    m._D = D
+    rng = np.random.default_rng(5)
+    ids, offsets = _text(rng, V, bad=False)
+    _same_as_kernels(m, ids, offsets)
+
+
+def test_unsettled_fixed_point_goes_to_the_kernel(tmp_path, monkeypatch):
+    _, m = _model(tmp_path, 0, 4)
+    D = m._D.copy()
+    V, S = m._V, m._S
+    for L in (2, 3):
+        B, n = T.region(D, V, S, L)
+        slots = np.flatnonzero(D[2 * (V + B):2 * (V + B + n):2] != -1)
+        D[2 * (V + B + slots)] &= ~T.EXTENDS
+    D[2 * np.arange(V)] &= ~T.EXTENDS
+    m._D = D
+    ids, offsets = _text(np.random.default_rng(1), V, bad=False)
+    monkeypatch.setattr(T, "MAX_ROUNDS", 1)
+    assert T.score_sentences(D, V, S, 4, ids, offsets, True, m._missing) is None
+    monkeypatch.setattr(table, "TIER", "numpy")
+    lp_k = np.empty(len(ids))
+    sums = K.score_sentences(D, V, S, 4, ids, offsets, True, m._missing, lp_k, np.empty(len(ids), np.int64))
+    assert np.array_equal(m.score_ids(ids, offsets), sums.astype(np.float64))  # the kernel's answer
+    monkeypatch.setattr(T, "MAX_ROUNDS", 50)
+    _same_as_kernels(m, ids, offsets)
+
+
+def test_the_tier_rule(monkeypatch):
+    monkeypatch.setattr(table, "TIER", "auto")
+    monkeypatch.setattr(table, "_numpy_seconds", 0.0)
+    # this test process has numba's kernels loaded already: compiled is free
+    assert not table.numpy_tier(10)
+    monkeypatch.setattr(table, "_KERNELS", "not.a.loaded.module")
+    assert table.numpy_tier(10)
+    assert not table.numpy_tier(table.NUMPY_MAX_TOKENS + 1)
+    monkeypatch.setattr(table, "_numpy_seconds", table.STARTUP_S)
+    assert not table.numpy_tier(10)
+    monkeypatch.setattr(table, "TIER", "numpy")
+    assert table.numpy_tier(10 ** 9)
+
+
+FRESH = r"""
+import sys
+import suffixlm
+m = suffixlm.Model(sys.argv[1])
+print(m.score("w1 w2 w3"), m.perplexity("w2 w2"), sum(x[0] for x in m.full_scores("w1 zebra")),
+      m.score_batch(["w1", "w3 w4"]).tolist(), m.score_ids([3, 4, 1]).tolist())
+assert "numba" not in sys.modules, "numba started"
+from suffixlm.cli import main
+sys.argv = ["suffixlm", "ppl", sys.argv[1], sys.argv[2]]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+assert "numba" not in sys.modules, "numba started by ppl"
+"""
+
+
+def test_a_fresh_process_scores_without_starting_numba(tmp_path):
+    arpa, m = _model(tmp_path, 1, 3)
+    (tmp_path / "t.txt").write_text("w1 w2 w3\nw4 zebra w1\n\n")
+    r = subprocess.run([sys.executable, "-c", FRESH, str(tmp_path / "m.bin"), str(tmp_path / "t.txt")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    first, *report = r.stdout.splitlines()
+    assert first == " ".join(map(str, (m.score("w1 w2 w3"), m.perplexity("w2 w2"),
+                                       sum(x[0] for x in m.full_scores("w1 zebra")),
+                                       m.score_batch(["w1", "w3 w4"]).tolist(), m.score_ids([3, 4, 1]).tolist())))
+    assert "ppl=" in report[-1]
