@@ -17,7 +17,6 @@ import importlib
 import os
 import pkgutil
 import sys
-from importlib.metadata import entry_points
 
 import click
 
@@ -37,6 +36,8 @@ class _Group(click.Group):
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
+        from importlib.metadata import entry_points  # 20 ms: only when a plug-in may be asked for
+
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             if ep.name in self.commands:
                 continue  # a built-in command keeps its name

@@ -21,15 +21,16 @@ LOAD = 0.8
 
 #: Batch queries (``score``, ``full_scores``, ``score_ids``, ``score_batch``, SRILM's
 #: statistics) run in numpy (``_table_numpy``, the same bits) until the process has
-#: spent STARTUP_S seconds there, as long as numba's start-up costs (its import, target
-#: set-up and first cached kernels: 0.5-0.8 s measured), or until numba is running in
-#: the process anyway; a call of more than NUMPY_MAX_TOKENS words, where the compiled
-#: kernels' speed (about 5x numpy's) repays the start-up, goes compiled at once. So a
-#: short job (one ``suffixlm ppl``, a fresh process scoring a few sentences) never
-#: starts numba, and a long one pays at most twice what the better choice made up
-#: front would have. ``BaseScore`` (a decoder's millions of calls), the distributions and
-#: state conversions are always compiled.
-STARTUP_S = 0.5
+#: spent STARTUP_S seconds there, or until numba is running in the process anyway; a
+#: call of more than NUMPY_MAX_TOKENS words, where the compiled kernels' speed (about 5x
+#: numpy's on a whole text) repays numba's start-up, goes compiled at once. Numba's
+#: start-up (its import, target set-up and first cached kernels) costs about 0.45 s
+#: here, so a short job (one ``suffixlm ppl``, a fresh process scoring a few hundred
+#: sentences) never starts numba, and a long one pays at most 0.25 s more than if it had
+#: started numba up front (a ski-rental rule: about 1.5x in the worst case, a per-line
+#: loop stopping just after the switch). ``BaseScore`` (a decoder's millions of calls),
+#: the distributions and state conversions are always compiled.
+STARTUP_S = 0.25
 NUMPY_MAX_TOKENS = 1_000_000
 #: "auto" (the rule above), or "numpy" / "compiled" for every batch query of the process
 TIER = "auto"
