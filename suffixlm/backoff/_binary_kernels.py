@@ -296,6 +296,26 @@ def _begin(bos, order, a_w, a_r):
 
 
 @njit(cache=True)
+def _walk_span(D, F, V, S, order, tokens, a, b, bos, missing_lp, bufs, out_lp, out_len):
+    """The float32 sum of the sentence ``tokens[a:b]`` (``score_sentences``), filling
+    ``out_lp`` / ``out_len`` there when they are not empty; ``bufs`` int64[4, order + 1]
+    holds the contexts."""
+    a_w, a_r, b_w, b_r = bufs[0], bufs[1], bufs[2], bufs[3]
+    fill = out_lp.shape[0] > 0
+    k = _begin(bos, order, a_w, a_r)
+    total = np.float32(0.0)
+    for i in range(a, b):
+        lp, n, k = walk(D, F, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
+        a_w, b_w = b_w, a_w
+        a_r, b_r = b_r, a_r
+        if fill:
+            out_lp[i] = lp
+            out_len[i] = n
+        total = total + lp
+    return total
+
+
+@njit(cache=True)
 def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len):
     """KenLM's ``full_scores`` of many sentences at once: ``tokens`` are word ids of the
     sentences one after the other (``</s>`` included when scored), sentence i at
@@ -305,23 +325,10 @@ def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, ou
     F = D.view(np.float32)
     n_sent = offsets.shape[0] - 1
     sums = np.zeros(n_sent, dtype=np.float32)
-    a_w = np.empty(order + 1, dtype=np.int64)
-    a_r = np.empty(order + 1, dtype=np.int64)
-    b_w = np.empty(order + 1, dtype=np.int64)
-    b_r = np.empty(order + 1, dtype=np.int64)
-    fill = out_lp.shape[0] > 0
+    bufs = np.empty((4, order + 1), dtype=np.int64)
     for s in range(n_sent):
-        k = _begin(bos, order, a_w, a_r)
-        total = np.float32(0.0)
-        for i in range(offsets[s], offsets[s + 1]):
-            lp, n, k = walk(D, F, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
-            a_w, b_w = b_w, a_w
-            a_r, b_r = b_r, a_r
-            if fill:
-                out_lp[i] = lp
-                out_len[i] = n
-            total = total + lp
-        sums[s] = total
+        sums[s] = _walk_span(D, F, V, S, order, tokens, offsets[s], offsets[s + 1], bos, missing_lp, bufs, out_lp,
+                             out_len)
     return sums
 
 
@@ -440,11 +447,11 @@ def _space(c):
 
 
 @njit(cache=True)
-def _score_span(D, F, V, S, order, W, blob, text, pos, end, bos, eos, missing_lp, unk, eos_id, a_w, a_r, b_w, b_r):
-    """KenLM's ``score`` of the sentence ``text[pos:end]`` (UTF-8 bytes, words split on
-    ASCII white space as ``io.split_words``): the float32 sum."""
-    k = _begin(bos, order, a_w, a_r)
-    total = np.float32(0.0)
+def _text_ids(W, blob, text, pos, end, eos, unk, eos_id, out, n):
+    """The ids of the words of ``text[pos:end]`` (UTF-8 bytes, split on ASCII white
+    space as ``io.split_words``), then ``eos_id`` when ``eos``, into ``out`` from ``n``
+    on; returns the new count (``out`` has room: a word takes at least two bytes with
+    its separator)."""
     i = pos
     while i < end:
         while i < end and _space(text[i]):
@@ -454,41 +461,42 @@ def _score_span(D, F, V, S, order, W, blob, text, pos, end, bos, eos, missing_lp
         j = i
         while j < end and not _space(text[j]):
             j += 1
-        w = word_id(W, blob, text, i, j, unk)
-        lp, _, k = walk(D, F, V, S, order, a_w, a_r, k, w, missing_lp, b_w, b_r)
-        a_w, b_w = b_w, a_w
-        a_r, b_r = b_r, a_r
-        total = total + lp
+        out[n] = word_id(W, blob, text, i, j, unk)
+        n += 1
         i = j
     if eos:
-        lp, _, k = walk(D, F, V, S, order, a_w, a_r, k, eos_id, missing_lp, b_w, b_r)
-        total = total + lp
-    return total
+        out[n] = eos_id
+        n += 1
+    return n
 
 
 @njit(cache=True)
 def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
-    """KenLM's ``score`` of one sentence given as UTF-8 bytes without a line end."""
-    F = D.view(np.float32)
-    buf = np.empty(4 * (order + 1), dtype=np.int64)
-    m = order + 1
-    return np.float64(_score_span(D, F, V, S, order, W, blob, text, 0, len(text), bos, eos, missing_lp, 2, 1,
-                                  buf[:m], buf[m:2 * m], buf[2 * m:3 * m], buf[3 * m:]))
+    """KenLM's ``score`` of one sentence given as UTF-8 bytes without a line end: its
+    words made ids, then walked as ``score_sentences`` walks them."""
+    ids = np.empty(len(text) // 2 + 2, dtype=np.int64)
+    n = _text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, 0)
+    bufs = np.empty((4, order + 1), dtype=np.int64)
+    return np.float64(_walk_span(D, D.view(np.float32), V, S, order, ids, 0, n, bos, missing_lp, bufs,
+                                 np.empty(0, dtype=np.float64), ids[:0]))
 
 
 @njit(cache=True)
 def score_lines(D, V, S, order, W, blob, text, bos, eos, missing_lp, sums):
     """``score_line`` of every line of ``text`` (UTF-8 bytes, lines ended by a line feed,
     the last one optionally), into ``sums`` (one per line)."""
-    F = D.view(np.float32)
-    buf = np.empty(4 * (order + 1), dtype=np.int64)
-    m = order + 1
-    n = len(text)
+    n_text = len(text)
+    ids = np.empty(n_text // 2 + 2 * sums.shape[0] + 2, dtype=np.int64)
+    offsets = np.zeros(sums.shape[0] + 1, dtype=np.int64)
     pos = 0
+    n = 0
     for s in range(sums.shape[0]):
         end = pos
-        while end < n and text[end] != 10:
+        while end < n_text and text[end] != 10:
             end += 1
-        sums[s] = np.float64(_score_span(D, F, V, S, order, W, blob, text, pos, end, bos, eos, missing_lp, 2, 1,
-                                         buf[:m], buf[m:2 * m], buf[2 * m:3 * m], buf[3 * m:]))
+        n = _text_ids(W, blob, text, pos, end, eos, 2, 1, ids, n)
+        offsets[s + 1] = n
         pos = end + 1
+    empty_f = np.empty(0, dtype=np.float64)
+    empty_i = ids[:0]
+    sums[:] = score_sentences(D, V, S, order, ids, offsets, bos, missing_lp, empty_f, empty_i)
