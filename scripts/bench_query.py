@@ -30,6 +30,10 @@ the log-linear model file itself too. Per model and peer, in a fresh process:
 
 The ppl of PTB test is checked equal between the peers (a ``score`` sum).
 
+``--srilm-ngram PATH``: also the whole command ``suffixlm ppl MODEL.bin ptb.test.txt``
+against SRILM's ``ngram -order 5 -unk -lm MODEL.arpa -ppl ptb.test.txt`` on each model,
+interleaved (wall time and peak RSS of the process, medians; the ppl lines compared).
+
 ``--big MODEL.bin``: also the open times of a large binary model (fresh process, warm),
 ours alone, e.g. KN5 (default cut-offs) on 50M words sampled from PTB's KN5::
 
@@ -137,6 +141,38 @@ FRESH = {
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def timed(cmd: list[str]) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS in MB, stdout) of a whole command."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode})")
+    return wall, usage.ru_maxrss // 1024, out
+
+
+def ppl_commands(args, models: dict, test: str) -> list[dict]:
+    """``suffixlm ppl`` on the binary model against SRILM's ``ngram -ppl`` on the ARPA file."""
+    suffixlm = str(Path(sys.executable).with_name("suffixlm"))
+    rows = []
+    for name, info in models.items():
+        cases = {"srilm ngram -ppl (arpa)": [args.srilm_ngram, "-order", "5", "-unk", "-lm", info["arpa"], "-ppl", test],
+                 "suffixlm ppl (binary)": [suffixlm, "ppl", info["binary"], test]}
+        got = {c: [] for c in cases}
+        for _ in range(args.repeats):
+            for c, cmd in cases.items():
+                got[c].append(timed(cmd))
+        ppl = {c: v[0][2].strip().splitlines()[-1].split("ppl=")[1].split()[0] for c, v in got.items()}
+        for c, v in got.items():
+            rows.append({"model": name, "command": c, "wall_s": statistics.median(x[0] for x in v),
+                         "peak_mb": statistics.median(x[1] for x in v), "ppl": ppl[c]})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
 def busy_loops(n: int):
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
@@ -220,6 +256,7 @@ def run_all(args) -> dict:
                     row[key] = statistics.median(vals) if isinstance(vals[0], float) else vals[0]
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
+        ppl_rows = ppl_commands(args, models, test) if args.srilm_ngram else []
     finally:
         for p in busy:
             p.kill()
@@ -237,7 +274,7 @@ def run_all(args) -> dict:
                "file_bytes": int(outs[0][3]), "load": outs[0][4]}
         print(json.dumps(big), file=sys.stderr, flush=True)
     return {"machine": machine_info(), "load_before": load, "busy_loops": len(busy), "repeats": args.repeats,
-            "models": models, "rows": rows, "big": big,
+            "models": models, "rows": rows, "big": big, "ppl_rows": ppl_rows,
             "command": "python scripts/bench_query.py " + " ".join(sys.argv[1:])}
 
 
@@ -260,6 +297,12 @@ def table(payloads: list[dict]) -> str:
                          f"{r['basescore_us']:.2f} | {batch} | {r['distribution_ms']:.2f} ({r['distribution_words']}) | "
                          f"{r['log10_sum']:.4f} |")
         lines.append("")
+        if p.get("ppl_rows"):
+            lines += ["Whole commands on PTB test (wall time and peak RSS of the process, medians):", "",
+                      "| model | command | s | peak MB | ppl |", "|---|---|---|---|---|"]
+            lines += [f"| {r['model']} | {r['command']} | {r['wall_s']:.3f} | {r['peak_mb']:.0f} | {r['ppl']} |"
+                      for r in p["ppl_rows"]]
+            lines.append("")
         b = p.get("big")
         if b:
             lines += [f"Large model `{b['path']}` ({b['ngrams']:,} n-grams, {b['file_bytes'] / b['ngrams']:.1f} bytes "
@@ -276,6 +319,7 @@ def main():
     ap.add_argument("--busy", action="store_true", help="two busy loops beside the measurement")
     ap.add_argument("--table", action="store_true", help="only rewrite query.md from query.json")
     ap.add_argument("--big", default=None, help="a large binary model: its open times too")
+    ap.add_argument("--srilm-ngram", default=None, help="SRILM's ngram: suffixlm ppl against ngram -ppl too")
     args = ap.parse_args()
     from _bench_common import BENCH_DIR, write_json
 
