@@ -25,10 +25,38 @@ from . import __version__
 ENTRY_POINT_GROUP = "suffixlm.commands"
 
 
+class _Commands(dict):
+    """The group's commands by name: a built-in one (``suffixlm/commands/<module>.py``) is
+    imported when it is first asked for, so a command imports only its own module (all
+    of them cost tens of milliseconds at every start)."""
+
+    def __init__(self, modules: dict[str, str]):
+        super().__init__()
+        self.modules = modules  # command name -> module name, not imported yet
+
+    def load(self, name: str) -> None:
+        module = self.modules.pop(name, None)
+        if module is not None:
+            cmd = getattr(importlib.import_module(f"{__package__}.commands.{module}"), "command", None)
+            if isinstance(cmd, click.Command):
+                self.setdefault(cmd.name or name, cmd)
+
+    def load_all(self) -> None:
+        for name in list(self.modules):
+            self.load(name)
+
+    def __missing__(self, name):
+        self.load(name)
+        if name in self:
+            return self[name]
+        raise KeyError(name)
+
+
 class _Group(click.Group):
-    """The built-in sub-commands, plus the entry-point groups of other packages, which are
-    looked up only when a name is not built in or the command list is shown (reading
-    every installed distribution's metadata costs a noticeable fraction of a second)."""
+    """The built-in sub-commands (imported when asked for, :class:`_Commands`), plus the
+    entry-point groups of other packages, which are looked up only when a name is not
+    built in or the command list is shown (reading every installed distribution's
+    metadata costs a noticeable fraction of a second)."""
 
     _plugins_loaded = False
 
@@ -56,11 +84,15 @@ class _Group(click.Group):
         return name, cmd, rest
 
     def get_command(self, ctx, cmd_name):
+        if isinstance(self.commands, _Commands):
+            self.commands.load(cmd_name)
         if cmd_name not in self.commands:
             self._load_plugins()
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx):
+        if isinstance(self.commands, _Commands):
+            self.commands.load_all()
         self._load_plugins()
         return super().list_commands(ctx)
 
@@ -167,15 +199,14 @@ def main() -> None:
 
 
 def _register() -> None:
+    """Name every built-in command after its module (``build_binary`` -> ``build-binary``,
+    the name its ``@click.command`` gives; tests/test_cli.py checks they agree), to be
+    imported when asked for."""
     from . import commands
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{commands.__name__}.{info.name}")
-        cmd = getattr(mod, "command", None)
-        if isinstance(cmd, click.Command):
-            main.add_command(cmd)
+    main.commands = _Commands({info.name.replace("_", "-"): info.name
+                               for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name)
+                               if not info.name.startswith("_")})
 
 
 _register()

@@ -451,3 +451,15 @@ def as_corpus(data, vocab: "Vocabulary | None" = None) -> Corpus:
         raise TypeError(f"expected a Corpus, a text file or an iterable of sentence strings (a list, a generator), "
                         f"not a {type(data).__name__}")
     return Corpus.from_strings(list(data), vocab=vocab)  # any iterable, read once
+
+
+def predicted_positions(corpus: Corpus) -> np.ndarray:
+    """int64[n_pos]: indices into ``corpus.tokens`` of every predicted token (all but ``<s>``)."""
+    mask = np.ones(corpus.n_tokens, dtype=bool)
+    mask[corpus.offsets[:-1]] = False
+    return np.flatnonzero(mask).astype(np.int64)
+
+
+def sentence_starts(corpus: Corpus) -> np.ndarray:
+    """int64[n_tokens]: the index of each token's sentence start (its ``<s>``)."""
+    return np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets)).astype(np.int64)

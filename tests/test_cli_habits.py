@@ -180,3 +180,29 @@ def test_compilation_is_announced_when_the_cache_is_empty(monkeypatch, tmp_path)
     out = io.StringIO()
     P.announce_compilation(P.Progress(stream=out), module)
     assert "compiling the numba kernels" in out.getvalue()
+
+
+def test_commands_are_imported_when_asked_for():
+    """Every module of suffixlm/commands is a command named after it, imported only when
+    it is asked for (a command's start pays for its own module alone)."""
+    import importlib
+    import pkgutil
+    import subprocess
+    import sys
+
+    import suffixlm.commands as commands
+
+    modules = [m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")
+               and hasattr(importlib.import_module(f"suffixlm.commands.{m.name}"), "command")]
+    assert len(modules) >= 11
+    for m in modules:
+        cmd = importlib.import_module(f"suffixlm.commands.{m}").command
+        assert cmd.name == m.replace("_", "-")
+        assert main.commands[cmd.name] is cmd
+    listed = run("--help").output
+    assert all(m.replace("_", "-") in listed for m in modules) and "crf" in listed
+    code = ("import sys; from suffixlm.cli import main\n"
+            "try:\n    main(['ppl', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('suffixlm.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['params', 'ppl']"

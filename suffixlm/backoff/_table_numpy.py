@@ -96,6 +96,27 @@ def _sentence_sums(lp: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return sums
 
 
+def parts(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """int64[order, n]: ``[L - 1, e]`` is the record of the part of L words ending at
+    position e of ``tokens`` and starting at ``first[e]`` or later (-1: none), every
+    length found by extending the one before by a word to the left (``find_many``)."""
+    R = np.full((order, tokens.shape[0]), -1, dtype=np.int64)
+    valid = (tokens >= 0) & (tokens < V)
+    R[0] = np.where(valid, tokens, -1)
+    todo = np.flatnonzero(valid)
+    for L in range(2, order + 1):
+        todo = todo[todo - (L - 1) >= first[todo]]
+        x = tokens[todo - (L - 1)]
+        ok = (x >= 0) & (x < V)
+        todo, x = todo[ok], x[ok]
+        found = find_many(D, V, S, L, R[L - 2, todo] * V + x)
+        todo = todo[found >= 0]
+        R[L - 1, todo] = found[found >= 0]
+        if not todo.shape[0]:
+            break
+    return R
+
+
 def score_sentences(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, offsets: np.ndarray, bos: bool,
                     missing_lp: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``_binary_kernels.score_sentences``: (log10 p float32[n], n-gram length int64[n],
@@ -131,19 +152,7 @@ def score_sentences(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarra
     valid = (ext >= 0) & (ext < V)
     w = np.where(valid, ext, 0)
     flags = D[2 * w]
-    # R[L - 1, e]: record of the L-word part ending at e (-1: none), by extending L - 1 words
-    R = np.full((order, ext_n), -1, dtype=np.int64)
-    R[0] = np.where(valid, ext, -1)
-    todo = np.flatnonzero(valid)
-    for L in range(2, order + 1):
-        todo = todo[todo - (L - 1) >= first[todo]]
-        x = ext[todo - (L - 1)]
-        todo, x = todo[(x >= 0) & (x < V)], x[(x >= 0) & (x < V)]
-        found = find_many(D, V, S, L, R[L - 2, todo] * V + x)
-        todo = todo[found >= 0]
-        R[L - 1, todo] = found[found >= 0]
-        if not todo.shape[0]:
-            break
+    R = parts(D, V, S, order, ext, first)
     longest = (R >= 0).sum(axis=0)
     extends = np.zeros((order, ext_n), dtype=bool)
     has = R >= 0
@@ -194,9 +203,12 @@ def score_sentences(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarra
 def srilm_query(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, starts: np.ndarray,
                 positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``_binary_kernels.srilm_query`` (SRILM's ``wordProbBO``) at every position at
-    once: (log10 p float64[n], n-gram length int64[n])."""
+    once: (log10 p float64[n], n-gram length int64[n]). The kernel's lookups are parts
+    ending at a position (the context of d words ending before p, the d + 1 words ending
+    at p), so they all come from one ``parts`` of the text."""
     F = D.view(np.float32)
     P, BOW = F[2::4], F[3::4]
+    R = parts(D, V, S, order, tokens, starts)
     m = positions.shape[0]
     w = tokens[positions]
     valid = (w >= 0) & (w < V)
@@ -207,29 +219,20 @@ def srilm_query(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, s
     logp[expl] = P[w[expl]]
     hit[expl] = 1
     bow = np.zeros(m, dtype=np.float32)
-    g = np.where(valid, w, -1)
-    c = np.full(m, -1, dtype=np.int64)
     depth = np.minimum(order - 1, positions - starts[positions])
     act = np.arange(m)
-    for d in range(1, order):
+    for d in range(1, order):  # the kernel's loop, for the positions still in it
         act = act[depth[act] >= d]
-        x = tokens[positions[act] - d]
-        ok = (x >= 0) & (x < V)
-        act, x = act[ok], x[ok]
-        cc = x if d == 1 else find_many(D, V, S, d, c[act] * V + x)
-        ok = cc >= 0
-        act, x, cc = act[ok], x[ok], cc[ok]
+        c = R[d - 1, positions[act] - 1]  # the context of d words
+        act, c = act[c >= 0], c[c >= 0]
         if not act.shape[0]:
             break
-        c[act] = cc
-        bow[act] = bow[act] + BOW[cc]
-        on = g[act] >= 0
-        gi, xg = act[on], x[on]
-        gg = find_many(D, V, S, d + 1, g[gi] * V + xg)
-        g[gi] = gg
-        ex = np.zeros(gi.shape[0], dtype=bool)
-        ex[gg >= 0] = (D[2 * gg[gg >= 0]] & EXPLICIT) != 0
-        logp[gi[ex]] = P[gg[ex]]
+        bow[act] = bow[act] + BOW[c]
+        g = R[d, positions[act]]  # the d + 1 words ending at the position
+        on = g >= 0
+        gi, g = act[on], g[on]
+        ex = (D[2 * g] & EXPLICIT) != 0
+        logp[gi[ex]] = P[g[ex]]
         bow[gi[ex]] = 0
         hit[gi[ex]] = d + 1
     return (logp + bow).astype(np.float64), hit

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary
+from ..corpus import BOS, EOS, UNK, UNK_ID, Corpus, Vocabulary, predicted_positions, sentence_starts
 from ..io import BOM, InputError, atomic_write, input_name, open_error_message, open_input, read_text_bytes
 from ..ngrams import count_ngrams
 from .table import TableQueries, build_table
@@ -37,18 +37,6 @@ _NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?") 
 
 class ArpaError(InputError):
     """Malformed ARPA file; the message names the file and line."""
-
-
-def predicted_positions(corpus: Corpus) -> np.ndarray:
-    """int64[n_pos]: indices into ``corpus.tokens`` of every predicted token (all but ``<s>``)."""
-    mask = np.ones(corpus.n_tokens, dtype=bool)
-    mask[corpus.offsets[:-1]] = False
-    return np.flatnonzero(mask).astype(np.int64)
-
-
-def sentence_starts(corpus: Corpus) -> np.ndarray:
-    """int64[n_tokens]: the index of each token's sentence start (its ``<s>``)."""
-    return np.repeat(corpus.offsets[:-1], np.diff(corpus.offsets)).astype(np.int64)
 
 
 class BackoffLM(TableQueries):

@@ -44,7 +44,7 @@ from ..corpus import UNK_ID, Corpus, Vocabulary
 from ..query import UNKNOWN_MISSING_LOG10
 from . import _table_numpy as T
 from . import table
-from .table import TableQueries, _kernels, _numpy_time, build_table
+from .table import TableQueries, build_table, kernels, numpy_time
 
 MAGIC = b"suffixlm binary\n"
 VERSION = 1
@@ -286,14 +286,14 @@ class BinaryLM(TableQueries):
     def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
         """(log10 p float64[n_pos], n-gram length int64[n_pos]) at every predicted
         position of ``corpus`` by SRILM's rule (as :meth:`suffixlm.backoff.arpa.BackoffLM.query`)."""
-        from .arpa import predicted_positions, sentence_starts
+        from ..corpus import predicted_positions, sentence_starts
 
         args = (self._D, self._V, self._S, self.order, self._model_tokens(corpus), sentence_starts(corpus),
                 predicted_positions(corpus))
         if table.numpy_tier(args[4].shape[0]):
-            with _numpy_time():
+            with numpy_time():
                 return T.srilm_query(*args)
-        return _kernels().srilm_query(*args)
+        return kernels().srilm_query(*args)
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         return self.query(corpus)[0]

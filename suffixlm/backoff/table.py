@@ -38,7 +38,7 @@ _KERNELS = __package__ + "._binary_kernels"
 _numpy_seconds = 0.0
 
 
-def _kernels():
+def kernels():
     """The compiled kernels (importing them starts numba)."""
     from . import _binary_kernels
 
@@ -63,7 +63,7 @@ class _NumpyTime:
         _numpy_seconds += time.perf_counter() - self.t
 
 
-def _numpy_time() -> _NumpyTime:
+def numpy_time() -> _NumpyTime:
     return _NumpyTime()
 
 
@@ -127,7 +127,7 @@ def build_table(lm) -> tuple[np.ndarray, int]:
     F[3:4 * V:4] = bw[:V]
     directory = D[2 * (V + S):]
     directory[:] = 0
-    K = _kernels()
+    K = kernels()
     rec = np.arange(T, dtype=np.int64)  # record of every temporary id (unigrams: themselves)
     for L in range(2, N + 1):
         directory[2 * L], directory[2 * L + 1] = starts[L], sizes[L]
@@ -182,7 +182,7 @@ class TableQueries(KenLMInterface):
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         shift = 64 - max(int(2 * len(encoded) - 1).bit_length(), 1)
-        self._W = _kernels().word_table(blob, offsets, shift)
+        self._W = kernels().word_table(blob, offsets, shift)
         self._blob = blob
 
     # ------------------------------------------------------------ ids and states
@@ -197,12 +197,12 @@ class TableQueries(KenLMInterface):
         if isinstance(words, (int, np.integer)):
             r = int(words)
             return r if -1 <= r < self._V + self._S else -1
-        return int(_kernels().state_of(self._D, self._V, self._S, self.order, np.asarray(words, dtype=np.int64)))
+        return int(kernels().state_of(self._D, self._V, self._S, self.order, np.asarray(words, dtype=np.int64)))
 
     def _words_of_record(self, r: int) -> tuple[int, ...]:
         ctx = np.empty(self.order, dtype=np.int64)
         rec = np.empty(self.order, dtype=np.int64)
-        k = _kernels().decode_state(self._D, self._V, self._S, self.order, r, ctx, rec)
+        k = kernels().decode_state(self._D, self._V, self._S, self.order, r, ctx, rec)
         return tuple(int(x) for x in ctx[:k][::-1])
 
     def state_words(self, state: State) -> list[str]:
@@ -211,7 +211,7 @@ class TableQueries(KenLMInterface):
 
     def kenlm_step(self, context, word):
         r = self._record(context)
-        lp, n, nxt = _kernels().step(self._D, self._V, self._S, self.order, r, int(word), self._missing)
+        lp, n, nxt = kernels().step(self._D, self._V, self._S, self.order, r, int(word), self._missing)
         return float(lp), int(n), self._words_of_record(int(nxt))
 
     # ------------------------------------------------------------ KenLM
@@ -226,7 +226,7 @@ class TableQueries(KenLMInterface):
         per-call path: no attribute look-up beyond the states')."""
         if "BaseScore" in self.__dict__ and ("score" in self.__dict__ or TIER == "numpy"):
             return
-        K = _kernels()
+        K = kernels()
         step, D, V, S, order, missing, get, record, word_id = (
             K.step, self._D, self._V, self._S, self.order, self._missing, self._windex.get, self._record,
             self._word_id)
@@ -270,7 +270,7 @@ class TableQueries(KenLMInterface):
         i = self._windex.get(word)
         if i is None:
             i = self._word_id(word)
-        lp, n, out_state.words = _kernels().step(self._D, self._V, self._S, self.order, s, i, self._missing)
+        lp, n, out_state.words = kernels().step(self._D, self._V, self._S, self.order, s, i, self._missing)
         return FullScoreReturn(lp, n, i == UNK_ID)
 
     def _score(self, sentence, bos=None, eos=None) -> float:
@@ -279,7 +279,7 @@ class TableQueries(KenLMInterface):
         if sentence.__class__ is str and not numpy_tier(len(sentence)):
             self._bind_queries()  # from now on the per-model closure, compiled
             try:  # words split and looked up in the same compiled call
-                return _kernels().score_line(self._D, self._V, self._S, self.order, self._W, self._blob,
+                return kernels().score_line(self._D, self._V, self._S, self.order, self._W, self._blob,
                                              sentence.encode(), bos is None or bos, eos is None or eos, self._missing)
             except UnicodeEncodeError:  # a lone surrogate: no word of the vocabulary holds one
                 pass
@@ -293,14 +293,14 @@ class TableQueries(KenLMInterface):
         """(float32 sum of every sentence, log10 p float64[n] and n-gram length int64[n]
         of every word when ``per_word``, else None): in numpy or compiled (STARTUP_S)."""
         if numpy_tier(ids.shape[0]):
-            with _numpy_time():
+            with numpy_time():
                 got = tnp.score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing)
             if got is not None:
                 lp, n, sums = got
                 return sums, lp.astype(np.float64), n
         lp, n = (np.empty(ids.shape[0]), np.empty(ids.shape[0], dtype=np.int64)) if per_word else \
             (self._EMPTY_F, self._EMPTY_I)
-        sums = _kernels().score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos),
+        sums = kernels().score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos),
                                           self._missing, lp, n)
         return sums, lp, n
 
@@ -333,7 +333,7 @@ class TableQueries(KenLMInterface):
         if text.count("\n") == max(len(sentences) - 1, 0) and not numpy_tier(len(text) // 2):
             try:  # no line end inside a sentence: split and looked up in one compiled call
                 sums = np.empty(len(sentences))
-                _kernels().score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(),
+                kernels().score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(),
                                        bool(bos), bool(eos), self._missing, sums)
                 return sums
             except UnicodeEncodeError:
@@ -357,5 +357,5 @@ class TableQueries(KenLMInterface):
         """``distribution`` of many states at once: float32[len(states), V]."""
         recs = self._states(states)
         out = np.empty((len(recs), self._V), dtype=np.float32)
-        _kernels().distributions(self._D, self._V, self._S, self.order, recs, self._missing, out)
+        kernels().distributions(self._D, self._V, self._S, self.order, recs, self._missing, out)
         return out

@@ -38,8 +38,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from suffixlm.corpora import sample_path
 
-from suffixlm.backoff.arpa import ArpaError, BackoffLM, predicted_positions
-from suffixlm.corpus import BOS, EOS, UNK, Corpus, CorpusError, Vocabulary, load_training_corpus
+from suffixlm.backoff.arpa import ArpaError, BackoffLM
+from suffixlm.corpus import BOS, EOS, UNK, Corpus, CorpusError, Vocabulary, load_training_corpus, predicted_positions
 from suffixlm.events import context_events
 from suffixlm.io import GZIP_MAGIC
 from suffixlm.backoff.kn import KneserNeyLM

@@ -61,7 +61,7 @@ def test_dynamic_mixture_is_the_weighted_sum_with_a_shared_vocabulary(models):
     vocab = [w for w in mx.vocab.words if w not in ("<s>", "<unk>")]
     c = Corpus.from_strings(TEST, vocab=mx.vocab)
     lp = mx.log10_probs(c)
-    from suffixlm.backoff.arpa import predicted_positions
+    from suffixlm.corpus import predicted_positions
 
     scored = c.target_mask()[predicted_positions(c)]
     k = 0
