@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -52,19 +53,15 @@ def numpy_tier(n_tokens: int) -> bool:
     return _numpy_seconds < STARTUP_S and n_tokens <= NUMPY_MAX_TOKENS and _KERNELS not in sys.modules
 
 
-class _NumpyTime:
-    """Adds the time of the block to the process's numpy query time."""
-
-    def __enter__(self):
-        self.t = time.perf_counter()
-
-    def __exit__(self, *exc):
-        global _numpy_seconds
-        _numpy_seconds += time.perf_counter() - self.t
-
-
-def numpy_time() -> _NumpyTime:
-    return _NumpyTime()
+@contextmanager
+def numpy_time():
+    """Adds the time of the block to the process's time in numpy queries."""
+    global _numpy_seconds
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        _numpy_seconds += time.perf_counter() - t
 
 
 def build_table(lm) -> tuple[np.ndarray, int]:
