@@ -182,50 +182,11 @@ def fill_blanks(D, V, S, order):
         F[4 * r + 2] = lp
 
 
-@njit(cache=True)
-def walk(D, F, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec):
-    """Score word ``w`` after a context of ``k`` words: ``ctxw[d - 1]`` is its d-th most
-    recent word and ``crec[d - 1]`` the record of its last d words. Writes the context
-    kept after ``w`` into ``nxtw``/``nrec`` (same layout) and returns (log10 p as
-    float32, n-gram length, length of the context kept). The back-off weights of the
-    contexts past the longest part found are added one by one, shortest first, in
-    float32 (KenLM's sums)."""
-    if w < 0 or w >= V:
-        return np.float32(missing_lp), 1, 0
-    f = D[2 * w]
-    lp = F[4 * w + 2]
-    nxtw[0] = w
-    nrec[0] = w
-    if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
-        lp = np.float32(missing_lp)
-        for d in range(1, k + 1):
-            lp = lp + F[4 * crec[d - 1] + 3]
-        return lp, 1, (1 if order > 1 else 0)
-    m = 1 if ((f & EXTENDS) != 0 and order > 1) else 0
-    g = w
-    n = 1
-    for j in range(1, k + 1):
-        x = ctxw[j - 1]
-        g2 = find(D, V, S, j + 1, g * V + x)
-        if g2 < 0:
-            break
-        g = g2
-        n = j + 1
-        lp = F[4 * g + 2]
-        if n <= order - 1:
-            nxtw[j] = x
-            nrec[j] = g
-            if (D[2 * g] & EXTENDS) != 0:
-                m = n
-    for d in range(n, k + 1):
-        lp = lp + F[4 * crec[d - 1] + 3]
-    return lp, n, m
-
-
-@njit(cache=True)
-def decode_state(D, V, S, order, state, ctxw, crec):
-    """Fill ``ctxw``/``crec`` (``walk``'s layout) from a state record; the context's
-    length (0 for -1 or a record that is not a state of this model)."""
+@njit(cache=True, inline="always")
+def _state_length(D, V, S, order, state):
+    """Number of words of the context at record ``state``: its record chain down to a
+    word, at most order - 1 long (0 for -1 or a record that is not a state of this
+    model)."""
     k = 0
     r = state
     while r >= V and r < V + S and k < order:
@@ -233,7 +194,15 @@ def decode_state(D, V, S, order, state, ctxw, crec):
         r = (D[2 * r] & KEY_MASK) // V
     if r < 0 or r >= V + S or k >= order:
         return 0
-    k += 1
+    return k + 1
+
+
+@njit(cache=True)
+def decode_state(D, V, S, order, state, ctxw, crec):
+    """Fill ``ctxw[d - 1]`` with the d-th most recent word of the context at record
+    ``state`` and ``crec[d - 1]`` with the record of its last d words; returns its
+    length (``_state_length``)."""
+    k = _state_length(D, V, S, order, state)
     r = state
     for i in range(k):  # the context's word i, oldest first, is its (k - i)-th most recent
         crec[k - 1 - i] = r
@@ -246,19 +215,61 @@ def decode_state(D, V, S, order, state, ctxw, crec):
     return k
 
 
+@njit(cache=True, inline="always")
+def _suffix_record(D, V, state, k, d):
+    """Record of the last d words of the k-word context at record ``state`` (d <= k, a
+    chain ``_state_length`` has checked): k - d steps down the record chain."""
+    r = state
+    for _ in range(k - d):
+        r = (D[2 * r] & KEY_MASK) // V
+    return r
+
+
+@njit(cache=True)
+def _step(D, F, V, S, order, state, w, missing_lp):
+    """Score word ``w`` after the context at record ``state`` (-1: the empty context; a
+    record that is no state of this model counts as empty): (log10 p as float32, n-gram
+    length, the state after w: the record of its longest part of at most order - 1
+    words that extends, or -1). The back-off weights of the contexts past the longest
+    part found are added one by one, shortest first, in float32 (KenLM's sums). The
+    context's words and records are read off the state's record chain where they are
+    needed (at most order - 1 records, just read, so in cache): no arrays, nothing
+    allocated, for a decoder's hot path as for a text."""
+    k = _state_length(D, V, S, order, state)
+    if w < 0 or w >= V:
+        return np.float32(missing_lp), 1, -1
+    f = D[2 * w]
+    lp = F[4 * w + 2]
+    if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
+        lp = np.float32(missing_lp)
+        for d in range(1, k + 1):
+            lp = lp + F[4 * _suffix_record(D, V, state, k, d) + 3]
+        return lp, 1, (w if order > 1 else -1)
+    nxt = w if ((f & EXTENDS) != 0 and order > 1) else -1
+    g = w
+    n = 1
+    for j in range(1, k + 1):
+        c = _suffix_record(D, V, state, k, j)
+        x = (D[2 * c] & KEY_MASK) % V if c >= V else c  # the j-th most recent word
+        g2 = find(D, V, S, j + 1, g * V + x)
+        if g2 < 0:
+            break
+        g = g2
+        n = j + 1
+        lp = F[4 * g + 2]
+        if n <= order - 1 and (D[2 * g] & EXTENDS) != 0:
+            nxt = g
+    for d in range(n, k + 1):
+        lp = lp + F[4 * _suffix_record(D, V, state, k, d) + 3]
+    return lp, n, nxt
+
+
 @njit(cache=True)
 def step(D, V, S, order, state, w, missing_lp):
     """KenLM's ``BaseFullScore`` on a state record: (log10 p(w | state) as float64,
     n-gram length, the state after w)."""
-    F = D.view(np.float32)
-    buf = np.empty(4 * order, dtype=np.int64)  # one allocation: the contexts before and after
-    ctxw = buf[:order]
-    crec = buf[order:2 * order]
-    nxtw = buf[2 * order:3 * order]
-    nrec = buf[3 * order:]
-    k = decode_state(D, V, S, order, state, ctxw, crec)
-    lp, n, m = walk(D, F, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec)
-    return np.float64(lp), n, (nrec[m - 1] if m > 0 else -1)
+    lp, n, nxt = _step(D, D.view(np.float32), V, S, order, state, w, missing_lp)
+    return np.float64(lp), n, nxt
 
 
 @njit(cache=True)
@@ -284,30 +295,16 @@ def state_of(D, V, S, order, words):
     return best
 
 
-@njit(cache=True, inline="always")
-def _begin(bos, order, a_w, a_r):
-    """The state a sentence starts from (``<s>``, record 0, when ``bos``; else empty):
-    fills ``a_w`` / ``a_r`` and returns its length."""
-    if bos and order > 1:
-        a_w[0] = 0
-        a_r[0] = 0
-        return 1
-    return 0
-
-
 @njit(cache=True)
-def _walk_span(D, F, V, S, order, tokens, a, b, bos, missing_lp, bufs, out_lp, out_len):
+def _walk_span(D, F, V, S, order, tokens, a, b, bos, missing_lp, out_lp, out_len):
     """The float32 sum of the sentence ``tokens[a:b]`` (``score_sentences``), filling
-    ``out_lp`` / ``out_len`` there when they are not empty; ``bufs`` int64[4, order + 1]
-    holds the contexts."""
-    a_w, a_r, b_w, b_r = bufs[0], bufs[1], bufs[2], bufs[3]
+    ``out_lp`` / ``out_len`` there when they are not empty. It starts from ``<s>``
+    (record 0) when ``bos``, else from the empty context."""
     fill = out_lp.shape[0] > 0
-    k = _begin(bos, order, a_w, a_r)
+    state = 0 if (bos and order > 1) else -1
     total = np.float32(0.0)
     for i in range(a, b):
-        lp, n, k = walk(D, F, V, S, order, a_w, a_r, k, tokens[i], missing_lp, b_w, b_r)
-        a_w, b_w = b_w, a_w
-        a_r, b_r = b_r, a_r
+        lp, n, state = _step(D, F, V, S, order, state, tokens[i], missing_lp)
         if fill:
             out_lp[i] = lp
             out_len[i] = n
@@ -325,10 +322,8 @@ def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, ou
     F = D.view(np.float32)
     n_sent = offsets.shape[0] - 1
     sums = np.zeros(n_sent, dtype=np.float32)
-    bufs = np.empty((4, order + 1), dtype=np.int64)
     for s in range(n_sent):
-        sums[s] = _walk_span(D, F, V, S, order, tokens, offsets[s], offsets[s + 1], bos, missing_lp, bufs, out_lp,
-                             out_len)
+        sums[s] = _walk_span(D, F, V, S, order, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp, out_len)
     return sums
 
 
@@ -372,17 +367,12 @@ def srilm_query(D, V, S, order, tokens, starts, positions):
 
 @njit(cache=True)
 def distributions(D, V, S, order, states, missing_lp, out):
-    """log10 p(w | state) of every word id w (float32 sums as ``walk``), for every state
+    """log10 p(w | state) of every word id w (float32 sums as ``_step``), for every state
     record in ``states``, into ``out`` (float32[n_states, V])."""
     F = D.view(np.float32)
-    ctxw = np.empty(order, dtype=np.int64)
-    crec = np.empty(order, dtype=np.int64)
-    nxtw = np.empty(order, dtype=np.int64)
-    nrec = np.empty(order, dtype=np.int64)
     for i in range(states.shape[0]):
-        k = decode_state(D, V, S, order, states[i], ctxw, crec)
         for w in range(V):
-            out[i, w] = walk(D, F, V, S, order, ctxw, crec, k, w, missing_lp, nxtw, nrec)[0]
+            out[i, w] = _step(D, F, V, S, order, states[i], w, missing_lp)[0]
 
 
 # ---------------------------------------------------------------------------- words
@@ -476,8 +466,7 @@ def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
     words made ids, then walked as ``score_sentences`` walks them."""
     ids = np.empty(len(text) // 2 + 2, dtype=np.int64)
     n = _text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, 0)
-    bufs = np.empty((4, order + 1), dtype=np.int64)
-    return np.float64(_walk_span(D, D.view(np.float32), V, S, order, ids, 0, n, bos, missing_lp, bufs,
+    return np.float64(_walk_span(D, D.view(np.float32), V, S, order, ids, 0, n, bos, missing_lp,
                                  np.empty(0, dtype=np.float64), ids[:0]))
 
 

@@ -196,3 +196,32 @@ def test_a_fresh_process_scores_without_starting_numba(tmp_path):
                                        sum(x[0] for x in m.full_scores("w1 zebra")),
                                        m.score_batch(["w1", "w3 w4"]).tolist(), m.score_ids([3, 4, 1]).tolist())))
     assert "ppl=" in report[-1]
+
+
+@pytest.mark.parametrize("seed,order", [(0, 3), (2, 5), (3, 2), (1, 1), (1, 4)])
+def test_step_from_any_record(tmp_path, seed, order):
+    """The decoder's ``step`` from every record taken as a state: a real state scores as
+    the sentence that leads to it (its words, scored with the numpy path); a record that
+    is no state of the model, or garbage, as the empty context; never a crash."""
+    _, m = _model(tmp_path, seed, order)
+    D, V, S, missing = m._D, m._V, m._S, m._missing
+    rng = np.random.default_rng(seed)
+    states = np.concatenate([[-1, -5, V + S, 2 ** 40], np.arange(V + S), rng.integers(-3, V + S + 3, 50)])
+    words = np.concatenate([[-1, V, V + 7], rng.integers(0, V, 12)]).astype(np.int64)
+    ctxw, crec = np.empty(order, np.int64), np.empty(order, np.int64)
+    for st in states.tolist():
+        k = K.decode_state(D, V, S, order, st, ctxw, crec)
+        history = ctxw[:k][::-1].astype(np.int64)  # the context's words, oldest first
+        for w in words.tolist():
+            lp, n, nxt = K.step(D, V, S, order, st, w, missing)
+            ids = np.append(history, w)
+            want_lp, want_n, _ = T.score_sentences(D, V, S, order, ids, np.array([0, len(ids)]), False, missing)
+            if k and K.state_of(D, V, S, order, history) != st:
+                continue  # a part that is no state: nothing scores from it but step (checked: no crash)
+            assert (lp, n) == (np.float64(want_lp[-1]), want_n[-1])
+            if not 0 <= w < V:
+                assert nxt == -1
+            elif (D[2 * w] & T.EXPLICIT) == 0 or D.view(np.float32)[4 * w + 2] == -np.inf:
+                assert nxt == (w if order > 1 else -1)  # KenLM keeps a word it does not know
+            else:
+                assert nxt == K.state_of(D, V, S, order, ids)
