@@ -31,8 +31,9 @@ the log-linear model file itself too. Per model and peer, in a fresh process:
 The ppl of PTB test is checked equal between the peers (a ``score`` sum).
 
 ``--srilm-ngram PATH``: also the whole command ``suffixlm ppl MODEL.bin ptb.test.txt``
-against SRILM's ``ngram -order 5 -unk -lm MODEL.arpa -ppl ptb.test.txt`` on each model,
-interleaved (wall time and peak RSS of the process, medians; the ppl lines compared).
+against SRILM's ``ngram -order 5 -unk -lm MODEL -ppl ptb.test.txt`` on each model, MODEL
+the ARPA file and SRILM's own binary of it (``-write-bin-lm``), interleaved (wall time
+and peak RSS of the process, medians; the ppl lines compared).
 
 ``--big MODEL.bin``: also the open times of a large binary model (fresh process, warm),
 ours alone, e.g. KN5 (default cut-offs) on 50M words sampled from PTB's KN5::
@@ -161,7 +162,13 @@ def ppl_commands(args, models: dict, test: str) -> list[dict]:
     suffixlm = str(Path(sys.executable).with_name("suffixlm"))
     rows = []
     for name, info in models.items():
-        cases = {"srilm ngram -ppl (arpa)": [args.srilm_ngram, "-order", "5", "-unk", "-lm", info["arpa"], "-ppl", test],
+        srilm_bin = Path(args.work) / f"{name}.srilm.bin"  # SRILM's own binary format, as ours is to our ARPA
+        if not srilm_bin.exists():
+            subprocess.run([args.srilm_ngram, "-order", "5", "-unk", "-lm", info["arpa"], "-write-bin-lm",
+                            str(srilm_bin)], check=True, capture_output=True)
+        ngram = [args.srilm_ngram, "-order", "5", "-unk", "-ppl", test, "-lm"]
+        cases = {"srilm ngram -ppl (arpa)": ngram + [info["arpa"]],
+                 "srilm ngram -ppl (its binary, -write-bin-lm)": ngram + [str(srilm_bin)],
                  "suffixlm ppl (binary)": [suffixlm, "ppl", info["binary"], test]}
         got = {c: [] for c in cases}
         for _ in range(args.repeats):

@@ -44,7 +44,7 @@ from ..corpus import UNK_ID, Corpus, Vocabulary
 from ..query import UNKNOWN_MISSING_LOG10
 from . import _table_numpy as T
 from . import table
-from .table import TableQueries, build_table, kernels, numpy_time
+from .table import TableQueries, build_table
 
 MAGIC = b"suffixlm binary\n"
 VERSION = 1
@@ -291,9 +291,9 @@ class BinaryLM(TableQueries):
         args = (self._D, self._V, self._S, self.order, self._model_tokens(corpus), sentence_starts(corpus),
                 predicted_positions(corpus))
         if table.numpy_tier(args[4].shape[0]):
-            with numpy_time():
+            with table.numpy_time():
                 return T.srilm_query(*args)
-        return kernels().srilm_query(*args)
+        return table.kernels().srilm_query(*args)
 
     def log10_probs(self, corpus: Corpus) -> np.ndarray:
         return self.query(corpus)[0]
