@@ -28,7 +28,8 @@ a crash or a hang.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit, types
+from numba.extending import intrinsic
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 
@@ -53,6 +54,22 @@ def region(D, V, S, L):
     if B < 0 or n <= 0 or n > MAX_SLOTS or B + n > S:
         return 0, 0
     return B, n
+
+
+@njit(cache=True, inline="always")
+def _probe(D, base, n, key):
+    """``find`` in the region of ``n`` > 0 slots from record ``base``."""
+    h = home(key, n)
+    for d in range(n):
+        t = D[2 * (base + h)]
+        if t == EMPTY:
+            return -1
+        if (t & KEY_MASK) == key:
+            return base + h
+        h += 1
+        if h == n:
+            h = 0
+    return -1
 
 
 @njit(cache=True)
@@ -272,6 +289,29 @@ def step(D, V, S, order, state, w, missing_lp):
     return np.float64(lp), n, nxt
 
 
+@intrinsic
+def _int64_pointer(typingctx, address):
+    """The int64 pointer at the integer ``address``."""
+    if not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return types.CPointer(types.int64)(address), codegen
+
+
+@njit(cache=True)
+def step_at(address, size, V, S, order, state, w, missing_lp):
+    """``step`` on the table ``D`` given by its address and length (``D.ctypes.data``,
+    ``D.shape[0]``; C-contiguous int64): the decoder's per-call path, which passes no
+    array, as numba's dispatch of an array argument costs about 0.1 µs a call. The caller
+    keeps ``D`` alive (``table.TableQueries._bind_queries`` holds it beside the address)."""
+    D = carray(_int64_pointer(address), (size,))
+    lp, n, nxt = _step(D, D.view(np.float32), V, S, order, state, w, missing_lp)
+    return np.float64(lp), n, nxt
+
+
 @njit(cache=True)
 def state_of(D, V, S, order, words):
     """The state after the history ``words`` (int64, oldest first): the record of its
@@ -296,15 +336,73 @@ def state_of(D, V, S, order, words):
 
 
 @njit(cache=True)
-def _walk_span(D, F, V, S, order, tokens, a, b, bos, missing_lp, out_lp, out_len):
+def regions(D, V, S, order):
+    """int64[order + 1, 2]: ``region(D, V, S, L)`` of every length L (row L), read once
+    for a walk of many words."""
+    out = np.zeros((order + 1, 2), dtype=np.int64)
+    for L in range(2, order + 1):
+        B, n = region(D, V, S, L)
+        out[L, 0] = V + B
+        out[L, 1] = n
+    return out
+
+
+@njit(cache=True)
+def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_len, ctx, nxt):
     """The float32 sum of the sentence ``tokens[a:b]`` (``score_sentences``), filling
     ``out_lp`` / ``out_len`` there when they are not empty. It starts from ``<s>``
-    (record 0) when ``bos``, else from the empty context."""
+    (record 0) when ``bos``, else from the empty context.
+
+    ``_step`` word after word, with the records of the context's suffixes kept in
+    ``ctx`` (``ctx[d - 1]``: the record of its last d words; ``nxt`` the same for the
+    next context, both int64[order]) instead of read off the state's record chain
+    (the records found for the word's parts are those of the next context's suffixes,
+    as in KenLM's state), and the regions read once (``regions``). The same records,
+    sums and numbers as ``_step``."""
     fill = out_lp.shape[0] > 0
-    state = 0 if (bos and order > 1) else -1
+    k = 0
+    if bos and order > 1:
+        ctx[0] = 0
+        k = 1
     total = np.float32(0.0)
     for i in range(a, b):
-        lp, n, state = _step(D, F, V, S, order, state, tokens[i], missing_lp)
+        w = tokens[i]
+        n = 1
+        if w < 0 or w >= V:
+            lp = np.float32(missing_lp)
+            k = 0
+        else:
+            lp = F[4 * w + 2]
+            f = D[2 * w]
+            if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
+                lp = np.float32(missing_lp)
+                for d in range(1, k + 1):
+                    lp = lp + F[4 * ctx[d - 1] + 3]
+                ctx[0] = w
+                k = 1 if order > 1 else 0
+            else:
+                nk = 1 if ((f & EXTENDS) != 0 and order > 1) else 0
+                nxt[0] = w
+                g = w
+                for j in range(1, k + 1):
+                    c = ctx[j - 1]
+                    x = (D[2 * c] & KEY_MASK) % V if c >= V else c  # the j-th most recent word
+                    size = regs[j + 1, 1]
+                    if size == 0:
+                        break
+                    g2 = _probe(D, regs[j + 1, 0], size, g * V + x)
+                    if g2 < 0:
+                        break
+                    g = g2
+                    n = j + 1
+                    lp = F[4 * g + 2]
+                    nxt[j] = g
+                    if n <= order - 1 and (D[2 * g] & EXTENDS) != 0:
+                        nk = n
+                for d in range(n, k + 1):
+                    lp = lp + F[4 * ctx[d - 1] + 3]
+                ctx, nxt = nxt, ctx
+                k = nk
         if fill:
             out_lp[i] = lp
             out_len[i] = n
@@ -320,10 +418,14 @@ def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, ou
     p and n-gram length per token (when the output arrays are not empty); returns the
     float32 sum of every sentence (KenLM's ``score``)."""
     F = D.view(np.float32)
+    regs = regions(D, V, S, order)
     n_sent = offsets.shape[0] - 1
     sums = np.zeros(n_sent, dtype=np.float32)
+    ctx = np.empty(max(order, 1), dtype=np.int64)
+    nxt = np.empty(max(order, 1), dtype=np.int64)
     for s in range(n_sent):
-        sums[s] = _walk_span(D, F, V, S, order, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp, out_len)
+        sums[s] = _walk_span(D, F, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
+                             out_len, ctx, nxt)
     return sums
 
 
@@ -466,8 +568,11 @@ def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
     words made ids, then walked as ``score_sentences`` walks them."""
     ids = np.empty(len(text) // 2 + 2, dtype=np.int64)
     n = _text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, 0)
-    return np.float64(_walk_span(D, D.view(np.float32), V, S, order, ids, 0, n, bos, missing_lp,
-                                 np.empty(0, dtype=np.float64), ids[:0]))
+    offsets = np.empty(2, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1] = n
+    return np.float64(score_sentences(D, V, S, order, ids, offsets, bos, missing_lp, np.empty(0, dtype=np.float64),
+                                      ids[:0])[0])
 
 
 @njit(cache=True)

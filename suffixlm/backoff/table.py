@@ -219,27 +219,36 @@ class TableQueries(KenLMInterface):
         state.words = -1
 
     def _bind_queries(self):
-        """``BaseScore`` as a closure over the model's arrays and sizes (the decoder's
-        per-call path: no attribute look-up beyond the states')."""
+        """``BaseScore`` and ``BaseFullScore`` as closures over the model's table and
+        sizes (the decoder's per-call path: no attribute look-up beyond the states', the
+        table passed by address), and ``score`` over the compiled sentence walk."""
         if "BaseScore" in self.__dict__ and ("score" in self.__dict__ or TIER == "numpy"):
             return
         K = kernels()
+        address, size = self._table_address()
         step, D, V, S, order, missing, get, record, word_id = (
-            K.step, self._D, self._V, self._S, self.order, self._missing, self._windex.get, self._record,
+            K.step_at, self._D, self._V, self._S, self.order, self._missing, self._windex.get, self._record,
             self._word_id)
 
-        def BaseScore(in_state: State, word, out_state: State) -> float:
-            """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
-            s = in_state.words
-            if s.__class__ is not int:
-                s = record(s)
-            i = get(word)
-            if i is None:
-                i = word_id(word)
-            lp, _, out_state.words = step(D, V, S, order, s, i, missing)
-            return lp
+        def decoder_call(full: bool):
+            def call(in_state: State, word, out_state: State):
+                s = in_state.words
+                if s.__class__ is not int:
+                    s = record(s)
+                i = get(word)
+                if i is None:
+                    i = word_id(word)
+                lp, n, out_state.words = step(address, size, V, S, order, s, i, missing)
+                return FullScoreReturn(lp, n, i == UNK_ID) if full else lp
 
+            call.table = D  # the table stays alive while its address is in use
+            return call
+
+        BaseScore, BaseFullScore = decoder_call(False), decoder_call(True)
+        BaseScore.__doc__ = TableQueries.BaseScore.__doc__
+        BaseFullScore.__doc__ = TableQueries.BaseFullScore.__doc__
         self.BaseScore = BaseScore
+        self.BaseFullScore = BaseFullScore
         if TIER == "numpy":
             return
         score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score
@@ -260,15 +269,19 @@ class TableQueries(KenLMInterface):
         self._bind_queries()
         return self.BaseScore(in_state, word, out_state)
 
-    def BaseFullScore(self, in_state: State, word, out_state: State) -> FullScoreReturn:
-        s = in_state.words
-        if s.__class__ is not int:
-            s = self._record(s)
-        i = self._windex.get(word)
-        if i is None:
-            i = self._word_id(word)
-        lp, n, out_state.words = kernels().step(self._D, self._V, self._S, self.order, s, i, self._missing)
-        return FullScoreReturn(lp, n, i == UNK_ID)
+    def BaseFullScore(self, in_state: State, word, out_state: State) -> FullScoreReturn:  # replaced per model
+        """p(word | in_state) as a :class:`FullScoreReturn`; ``out_state`` becomes the
+        state after ``word``."""
+        self._bind_queries()
+        return self.BaseFullScore(in_state, word, out_state)
+
+    def _table_address(self) -> tuple[int, int]:
+        """(address, length) of the table for ``step_at``: a C-contiguous int64 copy
+        when the table is not one (the copy becomes the table)."""
+        D = self._D
+        if D.dtype != np.int64 or not D.flags.c_contiguous:
+            self._D = D = np.ascontiguousarray(D, dtype=np.int64)
+        return D.ctypes.data, D.shape[0]
 
     def _score(self, sentence, bos=None, eos=None) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``) (KenLM's ``score``); a corpus instead

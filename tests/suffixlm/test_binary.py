@@ -5,6 +5,7 @@ loader's checks; the command line."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -281,6 +282,24 @@ def test_foreign_states_are_the_empty_context(good):
         assert m.BaseScore(s, "w1", State()) == want
     s.words = (0, 3)  # a word-tuple state (another model's) is read as a history
     assert m.BaseScore(s, "w1", State()) == arpa.BaseScore(s, "w1", State())
+
+
+def test_the_decoder_calls_outlive_their_model(good):
+    """``BaseScore`` and ``BaseFullScore`` pass the table to the kernel by address: the
+    bound calls keep it alive when the model itself is gone."""
+    arpa, p = good
+    m = BinaryLM(p)
+    s, o = State(), State()
+    m.BeginSentenceWrite(s)
+    want = [m.BaseScore(s, "w1", o), tuple(m.BaseFullScore(s, "w2", o)), o.words]
+    base, full = m.BaseScore, m.BaseFullScore
+    del m
+    gc.collect()
+    o = State()
+    assert [base(s, "w1", o), tuple(full(s, "w2", o)), o.words] == want
+    sa = State()
+    arpa.BeginSentenceWrite(sa)
+    assert want[:2] == [arpa.BaseScore(sa, "w1", State()), tuple(arpa.BaseFullScore(sa, "w2", State()))]
 
 
 # ---------------------------------------------------------------------------- command line
