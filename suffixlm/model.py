@@ -37,7 +37,7 @@ from .events import ContextEvents
 from .objective import LMObjective
 from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
-from .query import UNKNOWN_MISSING_LOG10, KenLMInterface
+from .query import UNKNOWN_MISSING_LOG10, KenLMInterface, State
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -715,19 +715,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         n-gram); the next context is the part of the history the tree matches."""
         from ._contexts_kernels import walk_context
 
-        self._check_fitted()
-        if not hasattr(self, "_topo"):
-            self._prepare_scoring()
-        self._ensure_forward()
         t = self.tree_
         m = int(t.max_depth)
-        context = context[len(context) - min(len(context), m):]
-        i = len(context)
-        x = np.array(context + (word, 0), dtype=np.int32)
-        nodes = np.empty(m + 2, dtype=np.int64)
-        cover = np.empty(m + 2, dtype=np.int64)
-        n = walk_context(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
-                  t.tokens, nodes, cover, 0, True)
+        x, i, nodes, cover, n = self._context_walk(context, word)
         lp = self._path_log10(nodes[:n], cover[:n], word)
         if word == BOS_ID:
             # <s> is never predicted: as in the exported ARPA file (SRILM's -99 for its
@@ -748,6 +738,50 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                   t.child_first_word, t.tokens, nodes, cover, 0, True)
         keep = int(t.depth[nodes[n - 1]] - t.collapsed[nodes[n - 1]] + cover[n - 1]) if n > 1 else 0
         return lp, ngram, tuple(int(v) for v in x[i + 1 - keep:i + 1])
+
+    def _context_walk(self, context, word=0):
+        """(the context's last ``max_depth`` words then ``word`` and 0 as int32 ``x``, the
+        position ``i`` of ``word`` there, the walk of the context: ``nodes[:n]``,
+        ``cover[:n]`` in buffers of ``max_depth + 2``, and ``n``)."""
+        from ._contexts_kernels import walk_context
+
+        self._check_fitted()
+        if not hasattr(self, "_topo"):
+            self._prepare_scoring()
+        self._ensure_forward()
+        t = self.tree_
+        m = int(t.max_depth)
+        context = tuple(context)[len(context) - min(len(context), m):]
+        i = len(context)
+        x = np.array(context + (word, 0), dtype=np.int32)
+        nodes = np.empty(m + 2, dtype=np.int64)
+        cover = np.empty(m + 2, dtype=np.int64)
+        n = walk_context(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
+                         t.tokens, nodes, cover, 0, True)
+        return x, i, nodes, cover, n
+
+    def distributions(self, states) -> np.ndarray:
+        """log10 p(w | state) of every word id w of ``vocab`` (what ``BaseScore`` gives
+        each), for every state of ``states``: float32[len(states), V]. Each state's
+        context is walked once and every word scored in one pass over the params of its
+        path's nodes (``_lm_kernels.score_all_words``: the numbers of ``BaseScore``)."""
+        if isinstance(states, State):
+            states = [states]
+        V = len(self.vocab)
+        out = np.empty((len(states), V), dtype=np.float32)
+        row = np.empty(V)
+        for r, st in enumerate(states):
+            ctx = tuple(st.words)
+            _, _, nodes, cover, n = self._context_walk(ctx)
+            t = self.tree_
+            b = self.base_
+            K.score_all_words(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words,
+                              self._param_parent, self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS,
+                              self._Z, nodes[:n], cover[:n], row, *self._edge_args())
+            out[r] = row / LN10
+            for w in (BOS_ID, UNK_ID):  # scored as in kenlm_step (<s> never predicted; a missing <unk>)
+                out[r, w] = self.kenlm_step(ctx, w)[0]
+        return out
 
     def _path_log10(self, nodes, cover, word) -> float:
         """log10 P(word | the context whose walk is ``nodes``, ``cover``)."""

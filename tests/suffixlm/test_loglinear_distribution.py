@@ -1,0 +1,63 @@
+"""A log-linear model's next-word distribution in one pass (``_lm_kernels.score_all_words``):
+what ``BaseScore`` gives every word, bit for bit, on the suffix trie and on the collapsed
+tree at unbounded order (contexts that end inside an edge), with and without a base
+measure and ``<unk>``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from suffixlm.corpus import Corpus
+from suffixlm.model import LogLinearLM
+from suffixlm.query import KenLMInterface, State
+
+from .test_kenlm_api import TRAIN, _walks
+
+
+def _random_text(seed, n=60, vocab=9):
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    return [" ".join(rng.choice(words[:rng.randrange(2, vocab)]) for _ in range(rng.randrange(1, 12)))
+            for _ in range(n)]
+
+
+CASES = {
+    "trie, no base": dict(order=3, lam=0.02, max_iter=60),
+    "trie, kn base, signed": dict(order=4, lam=0.01, max_iter=60, base="kn", positive=False),
+    "max, no base": dict(order=None, lam=0.01, max_iter=60),
+    "max, kn base, signed": dict(order=None, lam=0.005, max_iter=80, base="kn", positive=False),
+}
+
+
+@pytest.mark.parametrize("unk", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_distribution_is_base_score_of_every_word(case, seed, unk):
+    lines = TRAIN + _random_text(seed)
+    corpus = Corpus.from_strings(lines, unk=unk) if unk else Corpus.from_strings(lines)
+    m = LogLinearLM(**CASES[case]).fit(corpus)
+    words = list(m.vocab.words) + ["zebra"]
+    states, _ = _walks(m, words, n=40, seed=seed)
+    long = State()
+    m.BeginSentenceWrite(long)
+    for w in (lines[3] + " " + lines[7]).split():  # a long history (unbounded order: inside edges)
+        nxt = State()
+        m.BaseScore(long, w, nxt)
+        long = nxt
+        states.append(long)
+    got = m.distributions(states)
+    want = KenLMInterface.distributions(m, states)  # word by word through kenlm_step
+    assert got.dtype == np.float32 and got.shape == (len(states), len(m.vocab))
+    assert np.array_equal(got, want)
+    assert np.array_equal(m.distribution(states[-1]), want[-1])
+    # a distribution over the words that can be predicted (not <s>)
+    p = 10.0 ** got.astype(np.float64)
+    p[:, 0] = 0.0
+    if not m.vocab.has_unk:
+        p[:, 2] = 0.0
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+    top = m.top_k(states[-1], 3)
+    assert [w for w, _ in top][0] == m.vocab.words[int(np.argmax(np.where(p[-1] > 0, got[-1], -np.inf)))]
