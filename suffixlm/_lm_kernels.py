@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 from .backoff._kn_tree_kernels import edge_base
+from ._contexts_kernels import walk_context
 from ._tree_kernels import find_sorted
 
 #: Fixed blocks of the parallel sums: the result does not depend on the thread count.
@@ -347,6 +348,44 @@ def score_positions(
                     s = S[q] + lnB[q] + np.log(g_end / gcum[param_node[q]])
                 break
         out[p] = s - np.log(z)
+
+
+@njit(cache=True)
+def kenlm_step(
+    w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
+    S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+    tree_tokens, max_depth, x, i, nodes, cover,
+):
+    """KenLM's step on a log-linear model in one call: the word ``x[i]`` after the
+    context ``x[:i]`` (int32, at most ``max_depth`` words, then the word and a spare
+    slot; ``nodes``, ``cover`` int64 buffers of ``max_depth + 2``). Returns (ln p of the
+    word, ln p of the word after the empty context (the root), the n-gram length: one
+    more than the depth of the deepest context on the path where the word has a param,
+    the number of words kept as the next context: the part of ``x[:i + 1]`` the tree
+    matches). The probabilities are ``score_positions``' for this one position."""
+    word = x[i]
+    n = walk_context(x, i, i, depth, context_position, child_offsets, children, child_first_word, tree_tokens,
+                     nodes, cover, 0, True)
+    offsets = np.zeros(2, dtype=np.int64)
+    target = np.full(1, word, dtype=np.int64)
+    out = np.empty(1)
+    offsets[1] = n
+    score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                    ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events, nonevent)
+    lp = out[0]
+    offsets[1] = 1
+    score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                    ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events, nonevent)
+    root = out[0]
+    ngram = 1
+    for e in range(n - 1, 0, -1):
+        if find_param(succ_offsets, succ_words, nodes[e], word) >= 0:
+            ngram = depth[nodes[e]] - (collapsed[nodes[e]] - cover[e] if e == n - 1 else 0) + 1
+            break
+    n = walk_context(x, i + 1, min(max_depth, i + 1), depth, context_position, child_offsets, children,
+                     child_first_word, tree_tokens, nodes, cover, 0, True)
+    keep = depth[nodes[n - 1]] - collapsed[nodes[n - 1]] + cover[n - 1] if n > 1 else 0
+    return lp, root, ngram, keep
 
 
 def loss_value(w, collapsed, param_node, gcum, Z, n_end, emp):

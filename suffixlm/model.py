@@ -37,7 +37,7 @@ from .events import ContextEvents
 from .objective import LMObjective
 from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
-from .query import UNKNOWN_MISSING_LOG10, KenLMInterface, State
+from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -252,6 +252,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.positive = positive
         self.threads = threads
         self.n_jobs = n_jobs
+
+    _step_fn = None  # kenlm_step's closure (``_stepper``; ``_prepare_scoring`` clears it)
 
     # ------------------------------------------------------------------ training
     #: the parameters ``_check_params`` checks one by one (``suffixlm.checks``), in this order
@@ -579,6 +581,13 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             new._prepare_scoring()
         return new
 
+    def __getstate__(self):
+        """The model's state without its query closures (made again on the next query)."""
+        state = dict(self.__dict__)
+        for name in ("BaseScore", "BaseFullScore", "_step_fn"):
+            state.pop(name, None)
+        return state
+
     def _base_measure(self, tree, corpus):
         from .base_measure import kneser_ney_base, no_base
 
@@ -644,6 +653,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._expS = np.empty(t.n_params)
         self._Z = np.empty(t.n_nodes)
         self._scored_w = None
+        self._step_fn = None  # kenlm_step's closure (_stepper)
+        self.__dict__.pop("BaseScore", None)  # the decoder's closures (_bind_queries) of earlier weights
+        self.__dict__.pop("BaseFullScore", None)
 
     def _edge_args(self):
         """The closed form of the base inside collapsed edges, for ``score_positions``."""
@@ -710,34 +722,87 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
     def kenlm_step(self, context, word):
         """(log10 p(word | context), n-gram length, next context) for the KenLM API
-        (:mod:`suffixlm.query`). The n-gram length is one more than the depth of the
-        deepest context where ``word`` has a parameter (where an ARPA export lists the
-        n-gram); the next context is the part of the history the tree matches."""
-        from ._contexts_kernels import walk_context
+        (:mod:`suffixlm.query`), in one compiled call (``_lm_kernels.kenlm_step``). The
+        n-gram length is one more than the depth of the deepest context where ``word``
+        has a parameter (where an ARPA export lists the n-gram); the next context is the
+        part of the history the tree matches."""
+        return self._stepper()(tuple(context), word)
 
+    def _stepper(self):
+        """``kenlm_step`` as a closure over the scoring arrays of the current weights
+        (made again when they change)."""
+        made = self._step_fn
+        if made is not None and made.weights is self.weights_:
+            return made
+        self._check_fitted()
+        if not hasattr(self, "_topo"):
+            self._prepare_scoring()
+        self._ensure_forward()
         t = self.tree_
+        b = self.base_
         m = int(t.max_depth)
-        x, i, nodes, cover, n = self._context_walk(context, word)
-        lp = self._path_log10(nodes[:n], cover[:n], word)
-        if word == BOS_ID:
-            # <s> is never predicted: as in the exported ARPA file (SRILM's -99 for its
-            # unigram), -99 plus the back-off weights of the context
-            lp = -99.0 + lp - self._path_log10(nodes[:1], cover[:1], word)
-        if word == UNK_ID and not self.vocab_.has_unk:
-            # KenLM's p(<unk>) = 10^-100 for a model without it, times the back-off
-            # weights of the context (those of an exported ARPA file); KenLM keeps that
-            # <unk> in the state
-            lp = UNKNOWN_MISSING_LOG10 + lp - self._path_log10(nodes[:1], cover[:1], word)
-            return lp, 1, (word,) if m > 0 else ()
-        ngram = 1
-        for e in range(n - 1, 0, -1):
-            if K.find_param(t.succ_offsets, t.succ_words, nodes[e], word) >= 0:
-                ngram = int(t.depth[nodes[e]] - (t.collapsed[nodes[e]] - cover[e] if e == n - 1 else 0)) + 1
-                break
-        n = walk_context(x, i + 1, min(m, i + 1), t.depth, t.context_position, t.child_offsets, t.children,
-                  t.child_first_word, t.tokens, nodes, cover, 0, True)
-        keep = int(t.depth[nodes[n - 1]] - t.collapsed[nodes[n - 1]] + cover[n - 1]) if n > 1 else 0
-        return lp, ngram, tuple(int(v) for v in x[i + 1 - keep:i + 1])
+        arrays = (self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
+                  self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z, *self._edge_args(),
+                  t.context_position, t.child_offsets, t.children, t.child_first_word, t.tokens, m)
+        nodes, cover = np.empty(m + 2, dtype=np.int64), np.empty(m + 2, dtype=np.int64)
+        kernel, has_unk = K.kenlm_step, self.vocab_.has_unk
+
+        def step(context: tuple, word: int):
+            if len(context) > m:
+                context = context[len(context) - m:]
+            i = len(context)
+            x = np.array(context + (word, 0), dtype=np.int32)
+            lp, root, ngram, keep = kernel(*arrays, x, i, nodes, cover)
+            lp = float(lp / LN10)
+            if word == BOS_ID:
+                # <s> is never predicted: as in the exported ARPA file (SRILM's -99 for
+                # its unigram), -99 plus the back-off weights of the context
+                lp = -99.0 + lp - float(root / LN10)
+            if word == UNK_ID and not has_unk:
+                # KenLM's p(<unk>) = 10^-100 for a model without it, times the back-off
+                # weights of the context (those of an exported ARPA file); KenLM keeps
+                # that <unk> in the state
+                lp = UNKNOWN_MISSING_LOG10 + lp - float(root / LN10)
+                return lp, 1, (word,) if m > 0 else ()
+            return lp, int(ngram), tuple(x[i + 1 - keep:i + 1].tolist())
+
+        step.weights = self.weights_
+        self._step_fn = step
+        return step
+
+    def _bind_queries(self):
+        """``BaseScore`` and ``BaseFullScore`` as closures over ``_stepper`` and the
+        vocabulary (a decoder's per-call path); dropped when the weights change
+        (``_prepare_scoring``)."""
+        step, get, word_id = self._stepper(), self.vocab_.index.get, self._word_id
+
+        def decoder_call(full: bool):
+            def call(in_state: State, word, out_state: State):
+                ctx = in_state.words
+                if ctx.__class__ is not tuple:
+                    ctx = tuple(ctx)
+                i = get(word) if word.__class__ is str else None
+                if i is None:
+                    i = word_id(word)
+                lp, n, out_state.words = step(ctx, i)
+                return FullScoreReturn(lp, n, i == UNK_ID) if full else lp
+
+            return call
+
+        self.BaseScore, self.BaseFullScore = decoder_call(False), decoder_call(True)
+        self.BaseScore.__doc__ = KenLMInterface.BaseScore.__doc__
+        self.BaseFullScore.__doc__ = KenLMInterface.BaseFullScore.__doc__
+
+    def BaseScore(self, in_state: State, word, out_state: State) -> float:  # replaced per model (_bind_queries)
+        """log10 p(word | in_state); ``out_state`` becomes the context after ``word``."""
+        self._bind_queries()
+        return self.BaseScore(in_state, word, out_state)
+
+    def BaseFullScore(self, in_state: State, word, out_state: State) -> FullScoreReturn:  # replaced per model
+        """p(word | in_state) as a :class:`FullScoreReturn`; ``out_state`` becomes the
+        context after ``word``."""
+        self._bind_queries()
+        return self.BaseFullScore(in_state, word, out_state)
 
     def _context_walk(self, context, word=0):
         """(the context's last ``max_depth`` words then ``word`` and 0 as int32 ``x``, the
