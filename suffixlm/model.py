@@ -31,13 +31,14 @@ from . import modelfile
 from . import threads as _threads
 from ._tree_kernels import bfs_levels
 from .checks import Field, check_fields
-from .corpus import BOS_ID, UNK_ID, Corpus, Vocabulary, as_corpus
+from .corpus import BOS_ID, EOS, UNK_ID, Corpus, Vocabulary, as_corpus
 from .estimator import ParamsMixin
 from .events import ContextEvents
 from .objective import LMObjective
 from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
-from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State
+from .io import split_words
+from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -74,7 +75,7 @@ def longest_sentence_order(path) -> int:
     """The order of unbounded context on the text file ``path``: its longest line's words
     plus ``<s>`` and ``</s>``."""
     from .corpus import CorpusError
-    from .io import open_input, split_words
+    from .io import open_input
 
     longest = 0
     with open_input(path, text=True, error=CorpusError) as fh:
@@ -766,9 +767,37 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 return lp, 1, (word,) if m > 0 else ()
             return lp, int(ngram), tuple(x[i + 1 - keep:i + 1].tolist())
 
-        step.weights = self.weights_
+        step.weights, step.arguments = self.weights_, arrays
         self._step_fn = step
         return step
+
+    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
+        """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then for
+        ``</s>`` when ``eos`` (KenLM's ``full_scores``): ``kenlm_step`` word after word,
+        in one compiled call (``_lm_kernels.kenlm_sentence``)."""
+        arrays = self._stepper().arguments
+        vocab = self.vocab_
+        ids = [vocab.id(w) for w in split_words(as_str(sentence))]
+        if eos:
+            ids.append(vocab.id(EOS))
+        first = 1 if bos else 0
+        x = np.array([BOS_ID] * first + ids + [0], dtype=np.int32)
+        n = x.shape[0] - 1
+        lp, root, ngram = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+        has_unk = vocab.has_unk
+        K.kenlm_sentence(*arrays, x, first, -1 if has_unk else UNK_ID, lp, root, ngram)
+        lp, root = (lp / LN10).tolist(), (root / LN10).tolist()
+        ngram = ngram.tolist()
+        last = n - 1 if eos else n
+        for p, word in enumerate(x[:n].tolist()):
+            if p < first:
+                continue
+            v = lp[p]
+            if word == BOS_ID:  # as kenlm_step
+                v = -99.0 + v - root[p]
+            if word == UNK_ID and not has_unk:
+                v = UNKNOWN_MISSING_LOG10 + v - root[p]
+            yield (v, ngram[p], word == UNK_ID and p != last)
 
     def _bind_queries(self):
         """``BaseScore`` and ``BaseFullScore`` as closures over ``_stepper`` and the

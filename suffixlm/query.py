@@ -197,7 +197,7 @@ class KenLMInterface:
     def distributions(self, states) -> np.ndarray:
         """log10 p(w | state) of every word id w of ``vocab`` (what ``BaseScore`` gives
         each), for every state of ``states``: float32[len(states), V]. (Back-off and
-        binary models compute it in compiled code; here, word by word.)"""
+        binary and log-linear models compute it in compiled code; here, word by word.)"""
         if isinstance(states, State):
             states = [states]
         out = np.empty((len(states), len(self.vocab)), dtype=np.float32)

@@ -1,7 +1,8 @@
-"""A log-linear model's next-word distribution in one pass (``_lm_kernels.score_all_words``):
-what ``BaseScore`` gives every word, bit for bit, on the suffix trie and on the collapsed
-tree at unbounded order (contexts that end inside an edge), with and without a base
-measure and ``<unk>``."""
+"""A log-linear model's KenLM queries in compiled code: the next-word distribution in one
+pass (``_lm_kernels.score_all_words``) is what ``BaseScore`` gives every word, and a
+sentence in one call (``_lm_kernels.kenlm_sentence``) is ``kenlm_step`` word after word,
+bit for bit, on the suffix trie and on the collapsed tree at unbounded order (contexts
+that end inside an edge), with and without a base measure and ``<unk>``."""
 
 from __future__ import annotations
 
@@ -32,13 +33,17 @@ CASES = {
 }
 
 
+def _fit(case, seed, unk):
+    lines = TRAIN + _random_text(seed)
+    corpus = Corpus.from_strings(lines, unk=unk) if unk else Corpus.from_strings(lines)
+    return lines, LogLinearLM(**CASES[case]).fit(corpus)
+
+
 @pytest.mark.parametrize("unk", [True, False])
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("seed", [0, 1])
 def test_distribution_is_base_score_of_every_word(case, seed, unk):
-    lines = TRAIN + _random_text(seed)
-    corpus = Corpus.from_strings(lines, unk=unk) if unk else Corpus.from_strings(lines)
-    m = LogLinearLM(**CASES[case]).fit(corpus)
+    lines, m = _fit(case, seed, unk)
     words = list(m.vocab.words) + ["zebra"]
     states, _ = _walks(m, words, n=40, seed=seed)
     long = State()
@@ -61,3 +66,23 @@ def test_distribution_is_base_score_of_every_word(case, seed, unk):
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
     top = m.top_k(states[-1], 3)
     assert [w for w, _ in top][0] == m.vocab.words[int(np.argmax(np.where(p[-1] > 0, got[-1], -np.inf)))]
+
+
+@pytest.mark.parametrize("unk", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_sentence_in_one_call_is_kenlm_step_word_after_word(case, unk):
+    lines, m = _fit(case, 2, unk)
+    rng = random.Random(5)
+    words = list(m.vocab.words) + ["zebra", "w99"]
+    sentences = lines[:30] + ["", "<s>", "w1 <s> w2", "zebra w1 zebra", "</s> w1"] + \
+        [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 30))) for _ in range(40)]
+    for s in sentences:
+        for bos in (True, False):
+            for eos in (True, False):
+                got = list(m.full_scores(s, bos=bos, eos=eos))
+                want = list(KenLMInterface.full_scores(m, s, bos=bos, eos=eos))
+                assert got == want
+                total = 0.0
+                for lp, _, _ in want:  # KenLMInterface.score's float64 sum, in order
+                    total += lp
+                assert m.score(s, bos=bos, eos=eos) == total
