@@ -354,23 +354,32 @@ def score_positions(
 def _kenlm_position(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
     S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, i, avail, nodes, cover, offsets, target, out,
+    tree_tokens, max_depth, x, i, avail, walked, need_root, nodes, cover, offsets, target, out,
 ):
     """``kenlm_step`` of the word ``x[i]`` after its ``avail`` words before it (at most
-    ``max_depth``), with scratch arrays passed in."""
+    ``max_depth``), with scratch arrays passed in: (ln p, ln p after the root when
+    ``need_root`` (else 0), n-gram length, words kept, the length of the walk of the
+    kept context left in ``nodes``, ``cover``). ``walked`` > 0: that walk of the
+    context is in ``nodes[:walked]`` already (the one this function left for the
+    position before, whose kept words are this position's context)."""
     word = x[i]
-    n = walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens,
-                     nodes, cover, 0, True)
+    n = walked
+    if n == 0:
+        n = walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word,
+                         tree_tokens, nodes, cover, 0, True)
     target[0] = word
     offsets[0] = 0
     offsets[1] = n
     score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
                     ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events, nonevent)
     lp = out[0]
-    offsets[1] = 1
-    score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                    ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events, nonevent)
-    root = out[0]
+    root = 0.0
+    if need_root:
+        offsets[1] = 1
+        score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                        ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events,
+                        nonevent)
+        root = out[0]
     ngram = 1
     for e in range(n - 1, 0, -1):
         if find_param(succ_offsets, succ_words, nodes[e], word) >= 0:
@@ -379,58 +388,67 @@ def _kenlm_position(
     n = walk_context(x, i + 1, min(max_depth, avail + 1), depth, context_position, child_offsets, children,
                      child_first_word, tree_tokens, nodes, cover, 0, True)
     keep = depth[nodes[n - 1]] - collapsed[nodes[n - 1]] + cover[n - 1] if n > 1 else 0
-    return lp, root, ngram, keep
+    return lp, root, ngram, keep, n
 
 
 @njit(cache=True)
 def kenlm_step(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
     S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, i, nodes, cover,
+    tree_tokens, max_depth, x, i, need_root, nodes, cover,
 ):
     """KenLM's step on a log-linear model in one call: the word ``x[i]`` after the
     context ``x[:i]`` (int32, at most ``max_depth`` words, then the word and a spare
     slot; ``nodes``, ``cover`` int64 buffers of ``max_depth + 2``). Returns (ln p of the
-    word, ln p of the word after the empty context (the root), the n-gram length: one
-    more than the depth of the deepest context on the path where the word has a param,
-    the number of words kept as the next context: the part of ``x[:i + 1]`` the tree
-    matches). The probabilities are ``score_positions``' for this one position."""
-    return _kenlm_position(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                           ln_unseen, S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position,
-                           child_offsets, children, child_first_word, tree_tokens, max_depth, x, i, i, nodes, cover,
-                           np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(1))
+    word, ln p of the word after the empty context (the root; 0 unless ``need_root``),
+    the n-gram length: one more than the depth of the deepest context on the path where
+    the word has a param, the number of words kept as the next context: the part of
+    ``x[:i + 1]`` the tree matches). The probabilities are ``score_positions``' for
+    this one position."""
+    lp, root, ngram, keep, _ = _kenlm_position(
+        w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S, expS,
+        Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+        tree_tokens, max_depth, x, i, i, 0, need_root, nodes, cover, np.zeros(2, dtype=np.int64),
+        np.zeros(1, dtype=np.int64), np.empty(1))
+    return lp, root, ngram, keep
 
 
 @njit(cache=True)
 def kenlm_sentence(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
     S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, first, unk_state, out_lp, out_root, out_len,
+    tree_tokens, max_depth, x, first, bos_id, unk_state, out_lp, out_root, out_len,
 ):
     """``kenlm_step`` word after word along ``x`` (int32 word ids, then a spare slot),
     from position ``first`` (1 after a leading ``<s>``, whose context is kept; else 0)
-    to ``x.shape[0] - 2``, each word's context the words the step before kept; into
-    ``out_lp``, ``out_root``, ``out_len`` at the word's position. ``unk_state``: the
-    id of a word after which the context is that word alone (``<unk>`` in a model
-    without it, as ``LogLinearLM.kenlm_step`` keeps it; -1 for none)."""
+    to ``x.shape[0] - 2``, each word's context the words the step before kept (its
+    walk too); into ``out_lp``, ``out_root`` (for ``bos_id`` and ``unk_state`` only),
+    ``out_len`` at the word's position. ``unk_state``: the id of a word after which the
+    context is that word alone (``<unk>`` in a model without it, as
+    ``LogLinearLM.kenlm_step`` keeps it; -1 for none)."""
     nodes = np.empty(max_depth + 2, dtype=np.int64)
     cover = np.empty(max_depth + 2, dtype=np.int64)
     offsets = np.zeros(2, dtype=np.int64)
     target = np.zeros(1, dtype=np.int64)
     out = np.empty(1)
     k = min(first, max_depth)
+    walked = 0
     for i in range(first, x.shape[0] - 1):
-        lp, root, ngram, keep = _kenlm_position(
+        word = x[i]
+        special = word == bos_id or word == unk_state
+        lp, root, ngram, keep, walked = _kenlm_position(
             w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S,
             expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
-            child_first_word, tree_tokens, max_depth, x, i, k, nodes, cover, offsets, target, out)
+            child_first_word, tree_tokens, max_depth, x, i, k, walked, special, nodes, cover, offsets, target,
+            out)
         out_lp[i] = lp
         out_root[i] = root
         out_len[i] = ngram
         k = keep
-        if x[i] == unk_state:
+        if word == unk_state:
             out_len[i] = 1
             k = min(1, max_depth)
+            walked = 0  # the kept context is not the one walked
 
 
 def loss_value(w, collapsed, param_node, gcum, Z, n_end, emp):

@@ -753,7 +753,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 context = context[len(context) - m:]
             i = len(context)
             x = np.array(context + (word, 0), dtype=np.int32)
-            lp, root, ngram, keep = kernel(*arrays, x, i, nodes, cover)
+            lp, root, ngram, keep = kernel(*arrays, x, i, word == BOS_ID or (word == UNK_ID and not has_unk),
+                                           nodes, cover)
             lp = float(lp / LN10)
             if word == BOS_ID:
                 # <s> is never predicted: as in the exported ARPA file (SRILM's -99 for
@@ -785,7 +786,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         n = x.shape[0] - 1
         lp, root, ngram = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
         has_unk = vocab.has_unk
-        K.kenlm_sentence(*arrays, x, first, -1 if has_unk else UNK_ID, lp, root, ngram)
+        K.kenlm_sentence(*arrays, x, first, BOS_ID, -1 if has_unk else UNK_ID, lp, root, ngram)
         lp, root = (lp / LN10).tolist(), (root / LN10).tolist()
         ngram = ngram.tolist()
         last = n - 1 if eos else n
