@@ -326,38 +326,50 @@ def score_positions(
     Inside an edge a base measure needs its closed form there (``suffixlm.base_measure``):
     ln_d1_cum (summed ln D1 by depth), n_events (events per node) and nonevent (bool[V]);
     empty arrays for no base measure (the base is then 1 at every depth)."""
-    edges = ln_d1_cum.shape[0] > 0
     for p in range(targets.shape[0]):
-        first = ctx_offsets[p]
-        last = ctx_offsets[p + 1] - 1
-        j = ctx_nodes[last]
-        k = ctx_cover[last]
-        partial, g_end, inner, inv_s, z = _context_end(w, node_parent, collapsed, succ_offsets, succ_words,
-                                                       param_parent, lnB, gcum, S, expS, Z, j, k, depth, ln_d1_cum,
-                                                       n_events, nonevent)
-        y = targets[p]
-        s = ln_unseen + np.log(g_end)
-        for t in range(last, first - 1, -1):
-            q = find_param(succ_offsets, succ_words, ctx_nodes[t], y)
-            if q >= 0:
-                if t == last and partial:
-                    pq = param_parent[q]
-                    b = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[y])
-                    s = np.log(b) + S[pq] + k * w[q]
-                else:
-                    s = S[q] + lnB[q] + np.log(g_end / gcum[param_node[q]])
-                break
-        out[p] = s - np.log(z)
+        out[p], _ = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB,
+                               gcum, ln_unseen, S, expS, Z, ctx_nodes, ctx_cover, ctx_offsets[p],
+                               ctx_offsets[p + 1] - 1, targets[p], depth, ln_d1_cum, n_events, nonevent)
+
+
+@njit(cache=True)
+def _score_one(
+    w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
+    S, expS, Z, ctx_nodes, ctx_cover, first, last, y, depth, ln_d1_cum, n_events, nonevent,
+):
+    """``score_positions`` of the target ``y`` after the context walked in
+    ``ctx_nodes[first:last + 1]``, ``ctx_cover``: (its natural-log probability, the
+    index of the deepest node on the walk where ``y`` has a param, or first - 1)."""
+    edges = ln_d1_cum.shape[0] > 0
+    j = ctx_nodes[last]
+    k = ctx_cover[last]
+    partial, g_end, inner, inv_s, z = _context_end(w, node_parent, collapsed, succ_offsets, succ_words,
+                                                   param_parent, lnB, gcum, S, expS, Z, j, k, depth, ln_d1_cum,
+                                                   n_events, nonevent)
+    s = ln_unseen + np.log(g_end)
+    t = last
+    while t >= first:
+        q = find_param(succ_offsets, succ_words, ctx_nodes[t], y)
+        if q >= 0:
+            if t == last and partial:
+                pq = param_parent[q]
+                b = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[y])
+                s = np.log(b) + S[pq] + k * w[q]
+            else:
+                s = S[q] + lnB[q] + np.log(g_end / gcum[param_node[q]])
+            break
+        t -= 1
+    return s - np.log(z), t
 
 
 @njit(cache=True)
 def _kenlm_position(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
     S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, i, avail, walked, need_root, nodes, cover, offsets, target, out,
+    tree_tokens, max_depth, x, i, avail, walked, need_root, nodes, cover,
 ):
     """``kenlm_step`` of the word ``x[i]`` after its ``avail`` words before it (at most
-    ``max_depth``), with scratch arrays passed in: (ln p, ln p after the root when
+    ``max_depth``), with the walk's buffers passed in: (ln p, ln p after the root when
     ``need_root`` (else 0), n-gram length, words kept, the length of the walk of the
     kept context left in ``nodes``, ``cover``). ``walked`` > 0: that walk of the
     context is in ``nodes[:walked]`` already (the one this function left for the
@@ -367,24 +379,16 @@ def _kenlm_position(
     if n == 0:
         n = walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word,
                          tree_tokens, nodes, cover, 0, True)
-    target[0] = word
-    offsets[0] = 0
-    offsets[1] = n
-    score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                    ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events, nonevent)
-    lp = out[0]
+    lp, e = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                       ln_unseen, S, expS, Z, nodes, cover, 0, n - 1, word, depth, ln_d1_cum, n_events, nonevent)
     root = 0.0
     if need_root:
-        offsets[1] = 1
-        score_positions(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                        ln_unseen, S, expS, Z, offsets, nodes, cover, target, out, depth, ln_d1_cum, n_events,
-                        nonevent)
-        root = out[0]
-    ngram = 1
-    for e in range(n - 1, 0, -1):
-        if find_param(succ_offsets, succ_words, nodes[e], word) >= 0:
-            ngram = depth[nodes[e]] - (collapsed[nodes[e]] - cover[e] if e == n - 1 else 0) + 1
-            break
+        root, _ = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB,
+                             gcum, ln_unseen, S, expS, Z, nodes, cover, 0, 0, word, depth, ln_d1_cum, n_events,
+                             nonevent)
+    ngram = 1  # the deepest node below the root where the word has a param
+    if e > 0:
+        ngram = depth[nodes[e]] - (collapsed[nodes[e]] - cover[e] if e == n - 1 else 0) + 1
     n = walk_context(x, i + 1, min(max_depth, avail + 1), depth, context_position, child_offsets, children,
                      child_first_word, tree_tokens, nodes, cover, 0, True)
     keep = depth[nodes[n - 1]] - collapsed[nodes[n - 1]] + cover[n - 1] if n > 1 else 0
@@ -408,8 +412,7 @@ def kenlm_step(
     lp, root, ngram, keep, _ = _kenlm_position(
         w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S, expS,
         Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-        tree_tokens, max_depth, x, i, i, 0, need_root, nodes, cover, np.zeros(2, dtype=np.int64),
-        np.zeros(1, dtype=np.int64), np.empty(1))
+        tree_tokens, max_depth, x, i, i, 0, need_root, nodes, cover)
     return lp, root, ngram, keep
 
 
@@ -428,9 +431,6 @@ def kenlm_sentence(
     ``LogLinearLM.kenlm_step`` keeps it; -1 for none)."""
     nodes = np.empty(max_depth + 2, dtype=np.int64)
     cover = np.empty(max_depth + 2, dtype=np.int64)
-    offsets = np.zeros(2, dtype=np.int64)
-    target = np.zeros(1, dtype=np.int64)
-    out = np.empty(1)
     k = min(first, max_depth)
     walked = 0
     for i in range(first, x.shape[0] - 1):
@@ -439,8 +439,7 @@ def kenlm_sentence(
         lp, root, ngram, keep, walked = _kenlm_position(
             w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S,
             expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
-            child_first_word, tree_tokens, max_depth, x, i, k, walked, special, nodes, cover, offsets, target,
-            out)
+            child_first_word, tree_tokens, max_depth, x, i, k, walked, special, nodes, cover)
         out_lp[i] = lp
         out_root[i] = root
         out_len[i] = ngram
