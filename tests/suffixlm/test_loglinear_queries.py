@@ -26,6 +26,8 @@ def _random_text(seed, n=60, vocab=9):
 
 
 CASES = {
+    "order 1": dict(order=1, lam=0.02, max_iter=40),
+    "order 2, kn base": dict(order=2, lam=0.02, max_iter=40, base="kn"),
     "trie, no base": dict(order=3, lam=0.02, max_iter=60),
     "trie, kn base, signed": dict(order=4, lam=0.01, max_iter=60, base="kn", positive=False),
     "max, no base": dict(order=None, lam=0.01, max_iter=60),
