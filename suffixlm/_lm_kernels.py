@@ -283,15 +283,17 @@ def _context_end(w, node_parent, collapsed, succ_offsets, succ_words, param_pare
 @njit(cache=True)
 def score_all_words(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, nodes, cover, out, depth, ln_d1_cum, n_events, nonevent,
+    S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+    tree_tokens, max_depth, x, i, nodes, cover, out,
 ):
-    """``score_positions`` of every word y (``out[y]``, float64[V]) after one context,
-    the walk ``nodes``, ``cover`` (root first): the same operations for each word, so
-    the same numbers, in O(V + the params of the path's nodes) instead of V walks. A
-    word takes the param of the deepest node that has it (nodes taken shallow to deep,
-    each overriding), else the unseen score."""
+    """``score_positions`` of every word y (``out[y]``, float64[V]) after the context
+    ``x[:i]`` (``kenlm_step``'s arguments), walked once into ``nodes``, ``cover``: the
+    same operations for each word, so the same numbers, in O(V + the params of the
+    path's nodes) instead of V walks. A word takes the param of the deepest node that
+    has it (nodes taken shallow to deep, each overriding), else the unseen score."""
     edges = ln_d1_cum.shape[0] > 0
-    last = nodes.shape[0] - 1
+    last = walk_context(x, i, i, depth, context_position, child_offsets, children, child_first_word, tree_tokens,
+                        nodes, cover, 0, True) - 1
     j = nodes[last]
     k = cover[last]
     partial, g_end, inner, inv_s, z = _context_end(w, node_parent, collapsed, succ_offsets, succ_words, param_parent,

@@ -38,7 +38,7 @@ from .objective import LMObjective
 from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
 from .io import split_words
-from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str
+from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, decoder_calls
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -69,6 +69,15 @@ def _uses_trie(penalty: str, alpha: float | None, base: str = "none", order: int
 _as_corpus = as_corpus  # the module's old name for it
 #: the message of a parameter that is none of its choices
 _UNKNOWN = "unknown {key} {v}; expected {what}"
+
+
+def _special_log10(word: int, lp: float, root: float) -> float:
+    """A log-linear model's log10 p of ``<s>`` and of ``<unk>`` in a model without it,
+    from ``lp`` and ``root`` (log10 p of the word after its context and after the empty
+    context), as its exported ARPA file gives them: ``<s>`` is never predicted (SRILM's
+    -99 for its unigram), and KenLM's p(<unk>) = 10^-100; each times the back-off
+    weights of the context."""
+    return (-99.0 if word == BOS_ID else UNKNOWN_MISSING_LOG10) + lp - root
 
 
 def longest_sentence_order(path) -> int:
@@ -748,27 +757,25 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         nodes, cover = np.empty(m + 2, dtype=np.int64), np.empty(m + 2, dtype=np.int64)
         kernel, has_unk = K.kenlm_step, self.vocab_.has_unk
 
-        def step(context: tuple, word: int):
+        def walk_input(context: tuple, word: int):
+            """(the context's last ``max_depth`` words, the word and a spare slot as
+            int32, the word's position there): what the kernels walk."""
             if len(context) > m:
                 context = context[len(context) - m:]
-            i = len(context)
-            x = np.array(context + (word, 0), dtype=np.int32)
-            lp, root, ngram, keep = kernel(*arrays, x, i, word == BOS_ID or (word == UNK_ID and not has_unk),
-                                           nodes, cover)
+            return np.array(context + (word, 0), dtype=np.int32), len(context)
+
+        def step(context: tuple, word: int):
+            x, i = walk_input(context, word)
+            special = word == BOS_ID or (word == UNK_ID and not has_unk)
+            lp, root, ngram, keep = kernel(*arrays, x, i, special, nodes, cover)
             lp = float(lp / LN10)
-            if word == BOS_ID:
-                # <s> is never predicted: as in the exported ARPA file (SRILM's -99 for
-                # its unigram), -99 plus the back-off weights of the context
-                lp = -99.0 + lp - float(root / LN10)
-            if word == UNK_ID and not has_unk:
-                # KenLM's p(<unk>) = 10^-100 for a model without it, times the back-off
-                # weights of the context (those of an exported ARPA file); KenLM keeps
-                # that <unk> in the state
-                lp = UNKNOWN_MISSING_LOG10 + lp - float(root / LN10)
-                return lp, 1, (word,) if m > 0 else ()
+            if special:
+                lp = _special_log10(word, lp, float(root / LN10))
+                if word == UNK_ID:  # KenLM keeps that <unk> in the state
+                    return lp, 1, (word,) if m > 0 else ()
             return lp, int(ngram), tuple(x[i + 1 - keep:i + 1].tolist())
 
-        step.weights, step.arguments = self.weights_, arrays
+        step.weights, step.arguments, step.walk_input, step.buffers = self.weights_, arrays, walk_input, (nodes, cover)
         self._step_fn = step
         return step
 
@@ -794,34 +801,16 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             if p < first:
                 continue
             v = lp[p]
-            if word == BOS_ID:  # as kenlm_step
-                v = -99.0 + v - root[p]
-            if word == UNK_ID and not has_unk:
-                v = UNKNOWN_MISSING_LOG10 + v - root[p]
+            if word == BOS_ID or (word == UNK_ID and not has_unk):
+                v = _special_log10(word, v, root[p])
             yield (v, ngram[p], word == UNK_ID and p != last)
 
     def _bind_queries(self):
         """``BaseScore`` and ``BaseFullScore`` as closures over ``_stepper`` and the
         vocabulary (a decoder's per-call path); dropped when the weights change
         (``_prepare_scoring``)."""
-        step, get, word_id = self._stepper(), self.vocab_.index.get, self._word_id
-
-        def decoder_call(full: bool):
-            def call(in_state: State, word, out_state: State):
-                ctx = in_state.words
-                if ctx.__class__ is not tuple:
-                    ctx = tuple(ctx)
-                i = get(word) if word.__class__ is str else None
-                if i is None:
-                    i = word_id(word)
-                lp, n, out_state.words = step(ctx, i)
-                return FullScoreReturn(lp, n, i == UNK_ID) if full else lp
-
-            return call
-
-        self.BaseScore, self.BaseFullScore = decoder_call(False), decoder_call(True)
-        self.BaseScore.__doc__ = KenLMInterface.BaseScore.__doc__
-        self.BaseFullScore.__doc__ = KenLMInterface.BaseFullScore.__doc__
+        self.BaseScore, self.BaseFullScore = decoder_calls(self._stepper(), tuple, tuple, self.vocab_.index.get,
+                                                           self._word_id)
 
     def BaseScore(self, in_state: State, word, out_state: State) -> float:  # replaced per model (_bind_queries)
         """log10 p(word | in_state); ``out_state`` becomes the context after ``word``."""
@@ -834,27 +823,6 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._bind_queries()
         return self.BaseFullScore(in_state, word, out_state)
 
-    def _context_walk(self, context, word=0):
-        """(the context's last ``max_depth`` words then ``word`` and 0 as int32 ``x``, the
-        position ``i`` of ``word`` there, the walk of the context: ``nodes[:n]``,
-        ``cover[:n]`` in buffers of ``max_depth + 2``, and ``n``)."""
-        from ._contexts_kernels import walk_context
-
-        self._check_fitted()
-        if not hasattr(self, "_topo"):
-            self._prepare_scoring()
-        self._ensure_forward()
-        t = self.tree_
-        m = int(t.max_depth)
-        context = tuple(context)[len(context) - min(len(context), m):]
-        i = len(context)
-        x = np.array(context + (word, 0), dtype=np.int32)
-        nodes = np.empty(m + 2, dtype=np.int64)
-        cover = np.empty(m + 2, dtype=np.int64)
-        n = walk_context(x, i, i, t.depth, t.context_position, t.child_offsets, t.children, t.child_first_word,
-                         t.tokens, nodes, cover, 0, True)
-        return x, i, nodes, cover, n
-
     def distributions(self, states) -> np.ndarray:
         """log10 p(w | state) of every word id w of ``vocab`` (what ``BaseScore`` gives
         each), for every state of ``states``: float32[len(states), V]. Each state's
@@ -862,32 +830,16 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         path's nodes (``_lm_kernels.score_all_words``: the numbers of ``BaseScore``)."""
         if isinstance(states, State):
             states = [states]
-        V = len(self.vocab)
-        out = np.empty((len(states), V), dtype=np.float32)
-        row = np.empty(V)
+        step = self._stepper()
+        out = np.empty((len(states), len(self.vocab)), dtype=np.float32)
+        row = np.empty(len(self.vocab))
         for r, st in enumerate(states):
             ctx = tuple(st.words)
-            _, _, nodes, cover, n = self._context_walk(ctx)
-            t = self.tree_
-            b = self.base_
-            K.score_all_words(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words,
-                              self._param_parent, self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS,
-                              self._Z, nodes[:n], cover[:n], row, *self._edge_args())
+            K.score_all_words(*step.arguments, *step.walk_input(ctx, 0), *step.buffers, row)
             out[r] = row / LN10
             for w in (BOS_ID, UNK_ID):  # scored as in kenlm_step (<s> never predicted; a missing <unk>)
-                out[r, w] = self.kenlm_step(ctx, w)[0]
+                out[r, w] = step(ctx, w)[0]
         return out
-
-    def _path_log10(self, nodes, cover, word) -> float:
-        """log10 P(word | the context whose walk is ``nodes``, ``cover``)."""
-        t = self.tree_
-        b = self.base_
-        out = np.empty(1)
-        K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
-                          self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z,
-                          np.array([0, len(nodes)], dtype=np.int64), np.ascontiguousarray(nodes),
-                          np.ascontiguousarray(cover), np.array([word], dtype=np.int64), out, *self._edge_args())
-        return float(out[0] / LN10)
 
     def to_backoff(self):
         """The model as a back-off model (:class:`suffixlm.backoff.arpa.BackoffLM`, exactly the

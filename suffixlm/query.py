@@ -239,6 +239,31 @@ class KenLMInterface:
         return self.score_file(data).ppl
 
 
+def decoder_calls(step, state_type: type, to_state, get, word_id, hold=None):
+    """``BaseScore`` and ``BaseFullScore`` of a model as closures, a decoder's per-call
+    path: ``step(state, word id) -> (log10 p, n-gram length, next state)`` on the model's
+    own states (``state_type``; a state of another kind goes through ``to_state``), the
+    word's id by ``get`` (a vocabulary dict's ``get``) or else ``word_id``. ``hold``: an
+    object the closures keep alive (what ``step`` reads by address)."""
+
+    def decoder_call(full: bool):
+        def call(in_state: State, word, out_state: State):
+            s = in_state.words
+            if s.__class__ is not state_type:
+                s = to_state(s)
+            i = get(word)
+            if i is None:
+                i = word_id(word)
+            lp, n, out_state.words = step(s, i)
+            return FullScoreReturn(lp, n, i == UNK_ID) if full else lp
+
+        call.__doc__ = (KenLMInterface.BaseFullScore if full else KenLMInterface.BaseScore).__doc__
+        call.hold = hold
+        return call
+
+    return decoder_call(False), decoder_call(True)
+
+
 def top_k_of(dist: np.ndarray, vocab, k: int) -> list[tuple[str, float]]:
     """The ``k`` largest entries of a distribution over ``vocab`` (``<s>`` and ``<unk>``
     left out), largest first, ties by word id."""

@@ -82,19 +82,7 @@ def find(D, V, S, L, key):
     B, n = region(D, V, S, L)
     if n == 0:
         return -1
-    h = home(key, n)
-    base = V + B
-    for d in range(n):
-        t = D[2 * (base + h)]
-        if t == EMPTY:
-            return -1
-        k = t & KEY_MASK
-        if k == key:
-            return base + h
-        h += 1
-        if h == n:
-            h = 0
-    return -1
+    return _probe(D, V + B, n, key)
 
 
 @njit(cache=True)
@@ -302,11 +290,12 @@ def _int64_pointer(typingctx, address):
 
 
 @njit(cache=True)
-def step_at(address, size, V, S, order, state, w, missing_lp):
+def step_at(address, size, V, S, order, missing_lp, state, w):
     """``step`` on the table ``D`` given by its address and length (``D.ctypes.data``,
     ``D.shape[0]``; C-contiguous int64): the decoder's per-call path, which passes no
-    array, as numba's dispatch of an array argument costs about 0.1 µs a call. The caller
-    keeps ``D`` alive (``table.TableQueries._bind_queries`` holds it beside the address)."""
+    array, as numba's dispatch of an array argument costs about 0.1 µs a call. The model's
+    arguments come first, so a ``functools.partial`` binds them. The caller keeps ``D``
+    alive (``table.TableQueries._bind_queries`` holds it beside the address)."""
     D = carray(_int64_pointer(address), (size,))
     lp, n, nxt = _step(D, D.view(np.float32), V, S, order, state, w, missing_lp)
     return np.float64(lp), n, nxt

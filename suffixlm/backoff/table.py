@@ -4,6 +4,7 @@ from (:class:`TableQueries`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -15,7 +16,7 @@ from . import _table_numpy as tnp
 from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from ..io import split_words
 from .index import Int64Map
-from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str
+from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, decoder_calls
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
@@ -226,29 +227,10 @@ class TableQueries(KenLMInterface):
             return
         K = kernels()
         address, size = self._table_address()
-        step, D, V, S, order, missing, get, record, word_id = (
-            K.step_at, self._D, self._V, self._S, self.order, self._missing, self._windex.get, self._record,
-            self._word_id)
-
-        def decoder_call(full: bool):
-            def call(in_state: State, word, out_state: State):
-                s = in_state.words
-                if s.__class__ is not int:
-                    s = record(s)
-                i = get(word)
-                if i is None:
-                    i = word_id(word)
-                lp, n, out_state.words = step(address, size, V, S, order, s, i, missing)
-                return FullScoreReturn(lp, n, i == UNK_ID) if full else lp
-
-            call.table = D  # the table stays alive while its address is in use
-            return call
-
-        BaseScore, BaseFullScore = decoder_call(False), decoder_call(True)
-        BaseScore.__doc__ = TableQueries.BaseScore.__doc__
-        BaseFullScore.__doc__ = TableQueries.BaseFullScore.__doc__
-        self.BaseScore = BaseScore
-        self.BaseFullScore = BaseFullScore
+        D, V, S, order, missing = self._D, self._V, self._S, self.order, self._missing
+        self.BaseScore, self.BaseFullScore = decoder_calls(
+            functools.partial(K.step_at, address, size, V, S, order, missing), int, self._record, self._windex.get,
+            self._word_id, hold=D)  # the table stays alive while its address is in use
         if TIER == "numpy":
             return
         score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score

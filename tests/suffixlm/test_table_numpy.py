@@ -214,7 +214,7 @@ def test_step_from_any_record(tmp_path, seed, order):
         history = ctxw[:k][::-1].astype(np.int64)  # the context's words, oldest first
         for w in words.tolist():
             lp, n, nxt = K.step(D, V, S, order, st, w, missing)
-            assert K.step_at(D.ctypes.data, D.shape[0], V, S, order, st, w, missing) == (lp, n, nxt)
+            assert K.step_at(D.ctypes.data, D.shape[0], V, S, order, missing, st, w) == (lp, n, nxt)
             ids = np.append(history, w)
             want_lp, want_n, _ = T.score_sentences(D, V, S, order, ids, np.array([0, len(ids)]), False, missing)
             if k and K.state_of(D, V, S, order, history) != st:
