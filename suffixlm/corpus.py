@@ -43,8 +43,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .io import (InputError, atomic_write, has_whitespace, input_name, open_error_message, open_input, split_words,
-                 utf8_encodable, word_problem)
+from .io import (InputError, atomic_write, decode_line, has_whitespace, input_name, line_blocks, open_error_message,
+                 open_input, split_words, utf8_encodable, word_problem)
 
 BOS = "<s>"
 EOS = "</s>"
@@ -315,7 +315,9 @@ class Corpus:
     @classmethod
     def from_text(cls, path: str | Path, vocab: Vocabulary) -> "Corpus":
         """Encode a text file with a given vocabulary (errors name the file and line)."""
-        return cls._encoded(read_lines(path), vocab, str(path), f"{input_name(path)}:")
+        tokens, off, n_words = encode_text(path, WordTable(vocab.words, frozen=True))
+        n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
+        return cls(tokens, off, vocab, n_words, n_oov, str(path))
 
     @classmethod
     def from_strings(cls, lines: Iterable[str], vocab: Vocabulary | None = None, **vocab_kw) -> "Corpus":
@@ -355,9 +357,9 @@ def load_training_corpus(
     if vocab_path is not None:
         vocab = Vocabulary.from_file(vocab_path, unk=unk)
         return Corpus.from_text(path, vocab)
-    first = FirstSeenIds({w: i for i, w in enumerate(SPECIALS)})
-    prov, off, n_words = encode_lines(read_lines(path), first.__getitem__, f"{input_name(path)}:")
-    words = list(first)
+    first = WordTable(list(SPECIALS), frozen=False)
+    prov, off, n_words = encode_text(path, first)
+    words = first.words()
     counts = np.bincount(prov, minlength=len(words))
     counter = Counter({w: int(c) for w, c in zip(words, counts) if c > 0 and w not in (BOS, EOS)})
     try:
@@ -425,6 +427,124 @@ def encode_lines(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) 
         n_words += len(toks)
         offsets.append(len(ids))
     return np.frombuffer(ids, dtype=np.int32).copy(), np.frombuffer(offsets, dtype=np.int64).copy(), n_words
+
+
+#: bytes ``encode_text`` reads at a time
+TEXT_BLOCK = 1 << 20
+
+
+class WordTable:
+    """The words ``encode_text`` has met, by id, in a hash table its kernels fill
+    (``_text_kernels``): seeded with ``words`` (ids 0..len - 1); when ``frozen`` a word
+    not in it reads as ``<unk>``, else it gets the next id."""
+
+    def __init__(self, words: list[str], frozen: bool):
+        from . import _text_kernels as TK
+
+        data = [w.encode("utf-8") for w in words]
+        n = len(data)
+        self.frozen = frozen
+        self.n = n
+        self.wlen = np.array([len(d) for d in data] + [0] * max(1 << 12, n), dtype=np.int64)
+        self.wstart = np.zeros(len(self.wlen), dtype=np.int64)
+        np.cumsum(self.wlen[:n - 1], out=self.wstart[1:n])
+        joined = b"".join(data)
+        self.used = len(joined)
+        self.arena = np.zeros(max(1 << 16, 2 * self.used), dtype=np.uint8)  # room for the words' bytes
+        self.arena[:self.used] = np.frombuffer(joined, dtype=np.uint8)
+        self.whash = np.zeros(len(self.wlen), dtype=np.uint64)
+        self.slots = np.full(_pow2(2 * len(self.wlen)), -1, dtype=np.int64)
+        TK.index_words(self.arena, self.wstart, self.wlen, n, self.whash, self.slots)
+
+    def grow(self) -> None:
+        """Twice the room for words and their bytes."""
+        from . import _text_kernels as TK
+
+        cap = 2 * len(self.wlen)
+        self.wlen, self.wstart, self.whash = (np.concatenate([a, np.zeros(cap - len(a), a.dtype)])
+                                              for a in (self.wlen, self.wstart, self.whash))
+        self.slots = np.full(_pow2(2 * cap), -1, dtype=np.int64)
+        TK.rehash(self.slots, self.whash, self.n)
+        self.arena = np.concatenate([self.arena, np.zeros(len(self.arena), np.uint8)])
+
+    def words(self) -> list[str]:
+        """Every word by id."""
+        a = self.arena
+        return [a[s:s + n].tobytes().decode("utf-8") for s, n in zip(self.wstart[:self.n].tolist(),
+                                                                      self.wlen[:self.n].tolist())]
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(4, (n - 1).bit_length())
+
+
+def encode_text(path: str | Path, table: WordTable) -> tuple[np.ndarray, np.ndarray, int]:
+    """``encode_lines(read_lines(path), ...)`` in compiled code (``encode_blocks``): the
+    same tokens, offsets, word count and errors, each word's id from ``table`` (which
+    takes the new words unless frozen)."""
+    name = input_name(path)
+    try:
+        fh = open_input(path, error=CorpusError)
+    except OSError as e:
+        raise CorpusError(open_error_message(path, e)) from None
+    with fh:
+        tokens, offsets, n_words, lines = encode_blocks(line_blocks(fh, name, CorpusError, size=TEXT_BLOCK), table,
+                                                        lambda block, before: _raise_first_problem(block, before, name))
+    if len(offsets) == 1:
+        what = "is empty" if lines == 0 else f"has only blank lines ({lines} lines)"
+        raise CorpusError(f"{name}: {what}; expected one sentence per line")
+    return tokens, offsets, n_words
+
+
+def encode_blocks(blocks, table: WordTable, problem) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``encode_lines`` of the lines of ``blocks`` (``io.line_blocks``' ``(lines before,
+    whole lines as bytes)``) in one compiled pass a block (``_text_kernels.encode_block``):
+    (tokens int32, offsets int64, words, lines read). ``problem(block, lines before)``
+    raises the error for the first bad line of a block that holds one (invalid UTF-8, a
+    ``<s>`` that does not open its line)."""
+    from . import _text_kernels as TK
+
+    pieces, lengths = [np.zeros(0, np.int32)], [np.zeros(0, np.int64)]
+    n_words = lines = 0
+    t = table
+    for before, block in blocks:
+        if not block.isascii():
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError:
+                problem(block, before)
+                raise AssertionError("no error raised for invalid UTF-8") from None
+        buf = np.frombuffer(block, dtype=np.uint8)
+        ids = np.empty(3 * len(block) // 2 + 3, dtype=np.int32)
+        sent_len = np.empty(len(block) // 2 + 1, dtype=np.int64)
+        n_ids = n_sent = at = 0
+        while True:
+            i, s, words, read, stop, end, t.n, t.used = TK.encode_block(
+                buf[at:], t.slots, t.whash, t.wstart, t.wlen, t.arena, t.n, t.used, t.frozen, ids[n_ids:],
+                sent_len[n_sent:])
+            n_ids, n_sent, n_words, before, at = n_ids + i, n_sent + s, n_words + words, before + read, at + end
+            if stop < 0:
+                break
+            if stop == 0:
+                problem(block[at:], before)
+                raise AssertionError("no error raised for a misplaced <s>")
+            t.grow()
+        pieces.append(ids[:n_ids].copy())
+        lengths.append(sent_len[:n_sent].copy())
+        lines = before
+    lengths = np.concatenate(lengths)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.concatenate(pieces), offsets, n_words, lines
+
+
+def _raise_first_problem(block: bytes, before: int, name: str) -> None:
+    """The error ``read_lines`` raises for the first bad line of ``block`` (invalid
+    UTF-8, a ``<s>`` that does not open its line), whose first line is ``before + 1``."""
+    for number, raw in enumerate(block.splitlines(True), before + 1):
+        toks = split_words(decode_line(raw, name, number, CorpusError))
+        if BOS in toks:
+            _check_markers(toks, f"{name}:", number)
 
 
 def write_text(corpus: Corpus, fh: io.TextIOBase) -> None:

@@ -234,10 +234,7 @@ class TextInput:
 
     def _decode(self) -> Iterator[str]:
         for lineno, raw in enumerate(byte_lines(self._stream, self.name, self._error, self._limit), 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise self._error(f"{self.name}:{lineno}: invalid UTF-8 at byte {e.start + 1} of the line") from None
+            line = decode_line(raw, self.name, lineno, self._error)
             if line.endswith("\r"):
                 line = line[:-2] + "\n" if line.endswith("\r\n") else line[:-1] + "\n"
             elif line.endswith("\r\n"):
@@ -279,6 +276,26 @@ def byte_lines(stream: IO[bytes], name: str, error: type[ValueError], limit: int
     lone ``\\r``; the last line may have none), a leading BOM dropped. Read in chunks:
     a line longer than ``max_line_bytes(limit)`` raises ``error`` naming the file and line
     as soon as that many bytes are read."""
+    for _, block in line_blocks(stream, name, error, limit):
+        yield from block.splitlines(True)  # bytes: at \n, \r\n and \r only
+
+
+def count_lines(block: bytes) -> int:
+    """The lines of ``block`` (``\\n``, ``\\r\\n`` and a lone ``\\r`` end one; a last
+    line without an end counts too)."""
+    n = block.count(b"\n")
+    if b"\r" in block:
+        n += block.count(b"\r") - block.count(b"\r\n")
+    return n + (1 if block and not block.endswith((b"\n", b"\r")) else 0)
+
+
+def line_blocks(stream: IO[bytes], name: str, error: type[ValueError], limit: int | None = None,
+                size: int = _CHUNK, bom: bool = True) -> Iterator[tuple[int, bytes]]:
+    """``byte_lines`` a block at a time: ``(lines before it, block)``, each block whole
+    lines with their ends (the input's last line may have none), read ``size`` bytes at
+    a time; never a ``\\r\\n`` split between blocks. The same checks as ``byte_lines``,
+    raised after the lines before the offending one were given. ``bom=False``: the
+    stream does not start the input, so a BOM there is text."""
     limit = max_line_bytes(limit)
     read = getattr(stream, "read1", stream.read)
     parts: list[bytes] = []  # the pieces of a line longer than a chunk
@@ -287,11 +304,11 @@ def byte_lines(stream: IO[bytes], name: str, error: type[ValueError], limit: int
     carry = b""
     first = True
     while True:
-        chunk = read(_CHUNK)
+        chunk = read(size)
         eof = not chunk
-        if first:
+        if first and bom:
             while len(chunk) < len(BOM) and not eof:  # a BOM split over reads (a pipe)
-                more = read(_CHUNK)
+                more = read(size)
                 eof = not more
                 chunk += more
             if chunk.startswith(BOM):
@@ -300,29 +317,45 @@ def byte_lines(stream: IO[bytes], name: str, error: type[ValueError], limit: int
         if carry:
             chunk, carry = carry + chunk, b""
         if not chunk:
-            break
+            if eof:
+                break
+            continue  # the input's first read was its BOM alone
         if not eof and chunk.endswith(b"\r"):  # maybe the first half of \r\n
             chunk, carry = chunk[:-1], b"\r"
             if not chunk:
                 continue
-        lines = chunk.splitlines(True)  # bytes: at \n, \r\n and \r only
-        tail = None if lines[-1].endswith((b"\n", b"\r")) else lines.pop()
-        if lines and parts:
-            parts.append(lines[0])
-            lines[0] = b"".join(parts)
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1  # after the last line end
+        head, tail = chunk[:end], chunk[end:]
+        if end and parts:
+            parts.append(head)
+            head = b"".join(parts)
             parts, held = [], 0
-        for line in lines:
-            lineno += 1
-            if len(line) > limit and len(line.rstrip(b"\r\n")) > limit:
-                raise _too_long(name, lineno, limit, error)
-            yield line
-        if tail is not None:
+        if len(head) > limit:  # a line in it may be too long
+            lines = head.splitlines(True)
+            for k, line in enumerate(lines):
+                if len(line) > limit and len(line.rstrip(b"\r\n")) > limit:
+                    if k:
+                        yield lineno, b"".join(lines[:k])
+                    raise _too_long(name, lineno + k + 1, limit, error)
+        if head:
+            yield lineno, head
+            lineno += count_lines(head)
+        if tail:
             parts.append(tail)
             held += len(tail)
             if held > limit:
                 raise _too_long(name, lineno + 1, limit, error)
     if parts:
-        yield b"".join(parts)
+        yield lineno, b"".join(parts)
+
+
+def decode_line(raw: bytes, name: str, lineno: int, error: type[ValueError]) -> str:
+    """A line's bytes as text: ``error`` naming the file, the line and the byte for
+    invalid UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{name}:{lineno}: invalid UTF-8 at byte {e.start + 1} of the line") from None
 
 
 def read_text_bytes(stream: IO[bytes], name: str, error: type[ValueError], limit: int | None = None) -> bytes:

@@ -10,6 +10,7 @@ from numba import njit
 
 from ._arpa_write_kernels import POW10
 from .._tree_kernels import grow
+from .._text_kernels import same_bytes, word_hash
 
 # error codes of parse_ngram_section
 ERR_NONE = 0
@@ -18,18 +19,6 @@ ERR_PROB = 2        # probability is not a number
 ERR_BOW = 3         # back-off weight is not a number
 ERR_WORD = 4        # word not among the unigrams
 ERR_TOO_MANY = 5    # more entries than the header announced
-
-_FNV_OFFSET = np.uint64(14695981039346656037)
-_FNV_PRIME = np.uint64(1099511628211)
-
-
-@njit(cache=True)
-def _hash_bytes(buf, s, e):
-    h = _FNV_OFFSET
-    for i in range(s, e):
-        h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
-    return h
-
 
 @njit(cache=True)
 def build_word_table(word_bytes, word_offsets):
@@ -42,7 +31,7 @@ def build_word_table(word_bytes, word_offsets):
     table = np.zeros(size, dtype=np.int64)
     mask = np.uint64(size - 1)
     for w in range(v):
-        h = _hash_bytes(word_bytes, word_offsets[w], word_offsets[w + 1]) & mask
+        h = word_hash(word_bytes, word_offsets[w], word_offsets[w + 1]) & mask
         while table[h] != 0:
             h = (h + np.uint64(1)) & mask
         table[h] = w + 1
@@ -52,19 +41,13 @@ def build_word_table(word_bytes, word_offsets):
 @njit(cache=True)
 def _lookup_word(buf, s, e, table, word_bytes, word_offsets):
     mask = np.uint64(table.shape[0] - 1)
-    h = _hash_bytes(buf, s, e) & mask
+    h = word_hash(buf, s, e) & mask
     while table[h] != 0:
         w = table[h] - 1
         a = word_offsets[w]
         b = word_offsets[w + 1]
-        if b - a == e - s:
-            same = True
-            for t in range(e - s):
-                if word_bytes[a + t] != buf[s + t]:
-                    same = False
-                    break
-            if same:
-                return w
+        if b - a == e - s and same_bytes(word_bytes, a, buf, s, e - s):
+            return w
         h = (h + np.uint64(1)) & mask
     return -1
 

@@ -32,6 +32,7 @@ from numba import carray, njit, types
 from numba.extending import intrinsic
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
+from .._text_kernels import same_bytes, word_hash
 
 
 @njit(cache=True)
@@ -471,14 +472,6 @@ def distributions(D, V, S, order, states, missing_lp, out):
 # into one compiled call as bytes: W = [shift, V, offsets of the words in the blob
 # (V + 1), slots (2 ** (64 - shift)): word id or -1].
 
-@njit(cache=True, inline="always")
-def _fnv(blob, a, b):
-    h = np.uint64(0xCBF29CE484222325)
-    for i in range(a, b):
-        h = (h ^ np.uint64(blob[i])) * np.uint64(0x100000001B3)
-    return h
-
-
 @njit(cache=True)
 def word_table(blob, offsets, shift):
     """W (above) for the words ``blob[offsets[i]:offsets[i + 1]]``."""
@@ -489,7 +482,7 @@ def word_table(blob, offsets, shift):
     W[1] = V
     W[2:3 + V] = offsets
     for i in range(V):
-        h = (_fnv(blob, offsets[i], offsets[i + 1]) * GOLDEN) >> np.uint64(shift)
+        h = (word_hash(blob, offsets[i], offsets[i + 1]) * GOLDEN) >> np.uint64(shift)
         j = np.int64(h)
         while W[3 + V + j] != -1:
             j = (j + 1) & (T - 1)
@@ -503,21 +496,15 @@ def word_id(W, blob, text, a, b, unk):
     shift = W[0]
     V = W[1]
     T = np.int64(1) << (64 - shift)
-    j = np.int64((_fnv(text, a, b) * GOLDEN) >> np.uint64(shift))
+    j = np.int64((word_hash(text, a, b) * GOLDEN) >> np.uint64(shift))
     n = b - a
     for _ in range(T):
         i = W[3 + V + j]
         if i < 0:
             return unk
         s = W[2 + i]
-        if W[3 + i] - s == n:
-            same = True
-            for k in range(n):
-                if blob[s + k] != text[a + k]:
-                    same = False
-                    break
-            if same:
-                return i
+        if W[3 + i] - s == n and same_bytes(blob, s, text, a, n):
+            return i
         j = (j + 1) & (T - 1)
     return unk
 

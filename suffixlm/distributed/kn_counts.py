@@ -24,6 +24,7 @@ refused (the workers read the file themselves).
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from collections import Counter
@@ -39,12 +40,16 @@ from ..corpus import (
     UNK_ID,
     Corpus,
     CorpusError,
+    TEXT_BLOCK,
     Vocabulary,
+    WordTable,
+    encode_blocks,
     encode_lines,
+    encode_text,
     FirstSeenIds,
     read_lines,
 )
-from ..io import BOM, GZIP_MAGIC, input_name, open_error_message, split_words
+from ..io import BOM, GZIP_MAGIC, input_name, line_blocks, open_error_message, split_words
 from ..backoff.kn_steps import check_int32_counts
 from ..ngrams import NgramCounts, count_ngrams
 from .spill import projection
@@ -110,11 +115,24 @@ def read_shard(path: str, start: int, end: int):
     """Encode a byte range with provisional ids (order of first appearance).
 
     Returns (words list[str], tokens int32[t], offsets int64[s+1], n_words)."""
-    first = FirstSeenIds({w: i for i, w in enumerate(SPECIALS)})
+    table = WordTable(list(SPECIALS), frozen=False)
+    if end < 0:
+        tok, off, n_words = encode_text(path, table)
+        return table.words(), tok, off, n_words
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        data = fh.read(end - start)
+    if start == 0 and data.startswith(BOM):
+        data = data[len(BOM):]
     name = input_name(path)
-    where = f"{name}: bytes {start}..{end}, line " if end >= 0 else f"{name}:"
-    tok, off, n_words = encode_lines(_shard_lines(path, start, end), first.__getitem__, where)
-    return list(first), tok, off, n_words
+
+    def problem(block, before):  # the errors of the Python reader of a byte range
+        first = FirstSeenIds({w: i for i, w in enumerate(SPECIALS)})
+        encode_lines(_shard_lines(path, start, end), first.__getitem__, f"{name}: bytes {start}..{end}, line ")
+
+    blocks = line_blocks(io.BytesIO(data), name, CorpusError, limit=len(data) + 1, size=TEXT_BLOCK, bom=False)
+    tok, off, n_words, _ = encode_blocks(blocks, table, problem)
+    return table.words(), tok, off, n_words
 
 
 def shard_word_counts(shard) -> tuple[dict, int, int]:
