@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._address import array_at
 from .backoff._kn_tree_kernels import edge_base
 from ._contexts_kernels import walk_context
 from ._tree_kernels import find_sorted
@@ -450,6 +451,87 @@ def kenlm_sentence(
             out_len[i] = 1
             k = min(1, max_depth)
             walked = 0  # the kept context is not the one walked
+
+
+#: The arrays of ``kenlm_step`` (its arguments but the two numbers ``ln_unseen`` and
+#: ``max_depth``, in its order) as ``kenlm_state_step`` reads them by address.
+STEP_DTYPES = (np.float64, np.int64, np.int64, np.int64, np.int32, np.int64, np.int64, np.float64, np.float64,
+               np.float64, np.float64, np.float64, np.int64, np.float64, np.int64, np.bool_, np.int64, np.int64,
+               np.int64, np.int32, np.int32)
+#: The state of the context ``<unk>`` alone, in a model without ``<unk>``.
+UNK_STATE = -1
+
+
+@njit(cache=True)
+def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
+    """``kenlm_step`` of ``word`` after a context given as a tree position, the
+    decoder's per-call path: ``state = node * radix + cover`` (the last node of the
+    context's walk and how much of its edge it covers; ``UNK_STATE``: ``<unk>`` alone),
+    the arrays at the addresses and lengths ``desc`` points to (int64 pairs, in
+    ``STEP_DTYPES``' order). The context's words are the training tokens before the
+    node's ``context_position``; a state that is no tree position of this model (another
+    model's) is the empty context, as a binary model reads one. Returns (ln p, ln p after
+    the root, n-gram length, the state after the word)."""
+    D = array_at(desc, 2 * len(STEP_DTYPES), np.int64)
+    w = array_at(D[0], D[1], np.float64)
+    node_parent = array_at(D[2], D[3], np.int64)
+    collapsed = array_at(D[4], D[5], np.int64)
+    succ_offsets = array_at(D[6], D[7], np.int64)
+    succ_words = array_at(D[8], D[9], np.int32)
+    param_parent = array_at(D[10], D[11], np.int64)
+    param_node = array_at(D[12], D[13], np.int64)
+    lnB = array_at(D[14], D[15], np.float64)
+    gcum = array_at(D[16], D[17], np.float64)
+    S = array_at(D[18], D[19], np.float64)
+    expS = array_at(D[20], D[21], np.float64)
+    Z = array_at(D[22], D[23], np.float64)
+    depth = array_at(D[24], D[25], np.int64)
+    ln_d1_cum = array_at(D[26], D[27], np.float64)
+    n_events = array_at(D[28], D[29], np.int64)
+    nonevent = array_at(D[30], D[31], np.bool_)
+    context_position = array_at(D[32], D[33], np.int64)
+    child_offsets = array_at(D[34], D[35], np.int64)
+    children = array_at(D[36], D[37], np.int64)
+    child_first_word = array_at(D[38], D[39], np.int32)
+    tree_tokens = array_at(D[40], D[41], np.int32)
+    j = state // radix
+    k = state - j * radix
+    if state == UNK_STATE:
+        n_ctx = 1
+        x = np.empty(3, dtype=np.int32)
+        x[0] = 2  # UNK_ID
+    elif state < 0 or j >= collapsed.shape[0] or k < 1 or k > collapsed[j]:  # another model's: no context
+        n_ctx = 0
+        x = np.empty(2, dtype=np.int32)
+    else:
+        n_ctx = min(depth[j] - collapsed[j] + k, max_depth)
+        x = np.empty(n_ctx + 2, dtype=np.int32)
+        end = context_position[j]
+        for t in range(n_ctx):
+            x[t] = tree_tokens[end - n_ctx + t]
+    x[n_ctx] = word
+    x[n_ctx + 1] = 0
+    nodes = np.empty(max_depth + 2, dtype=np.int64)
+    cover = np.empty(max_depth + 2, dtype=np.int64)
+    lp, root, ngram, keep, n = _kenlm_position(
+        w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S, expS,
+        Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+        tree_tokens, max_depth, x, n_ctx, n_ctx, 0, need_root, nodes, cover)
+    return lp, root, ngram, nodes[n - 1] * radix + cover[n - 1]
+
+
+@njit(cache=True)
+def context_state(depth, context_position, child_offsets, children, child_first_word, tree_tokens, max_depth, radix,
+                  x):
+    """The state (``kenlm_state_step``) of the context ``x`` (int32 word ids, oldest
+    first, then a spare slot): the tree position of its longest suffix the tree
+    matches, at most ``max_depth`` words."""
+    n_ctx = x.shape[0] - 1
+    nodes = np.empty(max_depth + 2, dtype=np.int64)
+    cover = np.empty(max_depth + 2, dtype=np.int64)
+    n = walk_context(x, n_ctx, min(max_depth, n_ctx), depth, context_position, child_offsets, children,
+                     child_first_word, tree_tokens, nodes, cover, 0, True)
+    return nodes[n - 1] * radix + cover[n - 1]
 
 
 def loss_value(w, collapsed, param_node, gcum, Z, n_end, emp):

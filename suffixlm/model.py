@@ -776,8 +776,66 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             return lp, int(ngram), tuple(x[i + 1 - keep:i + 1].tolist())
 
         step.weights, step.arguments, step.walk_input, step.buffers = self.weights_, arrays, walk_input, (nodes, cover)
+        self._state_steps(step)
         self._step_fn = step
         return step
+
+    def _state_steps(self, step) -> None:
+        """Give ``step`` (``_stepper``) the decoder's per-call path on tree-position states
+        (``_lm_kernels.kenlm_state_step``, the arrays by address): ``state_step(state,
+        word) -> (log10 p, n-gram length, next state)``, ``to_state(context tuple)``,
+        ``words_of(state)`` (the context tuple) and the states ``begin`` (after ``<s>``)
+        and ``null`` (the empty context). A state is an int: equal states are equal
+        contexts, as KenLM's are; an int that is no state of this model is the empty
+        context, as for a binary model."""
+        m, has_unk = int(self.tree_.max_depth), self.vocab_.has_unk
+        a = step.arguments
+        held = tuple(np.ascontiguousarray(x, dtype=dt) for x, dt in zip(a[:9] + a[10:22], K.STEP_DTYPES))
+        desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])], dtype=np.int64)
+        ln_unseen, radix = float(a[9]), int(self._collapsed.max()) + 1
+        depth, collapsed, position, tokens = held[12], held[2], held[16], held[20]
+        kernel, address, walk = K.kenlm_state_step, int(desc.ctypes.data), held[16:21]
+
+        def state_step(state: int, word: int):
+            special = word == BOS_ID or (word == UNK_ID and not has_unk)
+            lp, root, ngram, nxt = kernel(address, ln_unseen, m, radix, state, word, special)
+            lp = float(lp / LN10)
+            if special:
+                lp = _special_log10(word, lp, float(root / LN10))
+                if word == UNK_ID:  # KenLM keeps that <unk> in the state
+                    return lp, 1, K.UNK_STATE if m > 0 else null
+            return lp, ngram, nxt
+
+        def to_state(context) -> int:
+            context = tuple(context)
+            if context == (UNK_ID,) and not has_unk and m > 0:
+                return K.UNK_STATE
+            return int(K.context_state(depth, *walk, m, radix, step.walk_input(context, 0)[0][:-1]))
+
+        def words_of(state: int) -> tuple:
+            if state == K.UNK_STATE:
+                return (UNK_ID,)
+            j, k = divmod(state, radix)
+            if not 0 <= j < len(collapsed) or not 1 <= k <= collapsed[j]:  # another model's: no context
+                return ()
+            n = min(int(depth[j] - collapsed[j]) + k, m)
+            end = int(position[j])
+            return tuple(tokens[end - n:end].tolist())
+
+        null = to_state(())
+        step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
+        step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
+
+    def _context_of(self, words) -> tuple[int, ...]:
+        return self._stepper().words_of(words) if isinstance(words, int) else tuple(words)
+
+    def BeginSentenceWrite(self, state: State) -> None:
+        """Make ``state`` the start of a sentence (context ``<s>``)."""
+        state.words = self._stepper().begin
+
+    def NullContextWrite(self, state: State) -> None:
+        """Make ``state`` the empty context."""
+        state.words = self._stepper().null
 
     def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then for
@@ -809,8 +867,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         """``BaseScore`` and ``BaseFullScore`` as closures over ``_stepper`` and the
         vocabulary (a decoder's per-call path); dropped when the weights change
         (``_prepare_scoring``)."""
-        self.BaseScore, self.BaseFullScore = decoder_calls(self._stepper(), tuple, tuple, self.vocab_.index.get,
-                                                           self._word_id)
+        step = self._stepper()
+        self.BaseScore, self.BaseFullScore = decoder_calls(step.state_step, int, step.to_state, self.vocab_.index.get,
+                                                           self._word_id, hold=step.hold)
 
     def BaseScore(self, in_state: State, word, out_state: State) -> float:  # replaced per model (_bind_queries)
         """log10 p(word | in_state); ``out_state`` becomes the context after ``word``."""
@@ -834,7 +893,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         out = np.empty((len(states), len(self.vocab)), dtype=np.float32)
         row = np.empty(len(self.vocab))
         for r, st in enumerate(states):
-            ctx = tuple(st.words)
+            ctx = self._context_of(st.words)
             K.score_all_words(*step.arguments, *step.walk_input(ctx, 0), *step.buffers, row)
             out[r] = row / LN10
             for w in (BOS_ID, UNK_ID):  # scored as in kenlm_step (<s> never predicted; a missing <unk>)

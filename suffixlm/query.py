@@ -119,6 +119,11 @@ class KenLMInterface:
     def _word_id(self, word) -> int:
         return self.vocab.id(as_str(word))
 
+    def _context_of(self, words) -> tuple[int, ...]:
+        """The context (word ids, oldest first: what ``kenlm_step`` takes) of a state's
+        ``words``."""
+        return tuple(words)
+
     def _full(self, context: tuple[int, ...], wid: int) -> tuple[FullScoreReturn, tuple[int, ...]]:
         lp, n, nxt = self.kenlm_step(tuple(context), int(wid))
         return FullScoreReturn(float(lp), int(n), wid == UNK_ID), nxt
@@ -202,7 +207,7 @@ class KenLMInterface:
             states = [states]
         out = np.empty((len(states), len(self.vocab)), dtype=np.float32)
         for i, st in enumerate(states):
-            ctx = tuple(st.words)
+            ctx = self._context_of(st.words)
             for w in range(len(self.vocab)):
                 out[i, w] = self.kenlm_step(ctx, w)[0]
         return out

@@ -28,10 +28,10 @@ a crash or a hang.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
+from .._address import array_at
 from .._text_kernels import same_bytes, word_hash
 
 
@@ -278,18 +278,6 @@ def step(D, V, S, order, state, w, missing_lp):
     return np.float64(lp), n, nxt
 
 
-@intrinsic
-def _int64_pointer(typingctx, address):
-    """The int64 pointer at the integer ``address``."""
-    if not isinstance(address, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
-
-    return types.CPointer(types.int64)(address), codegen
-
-
 @njit(cache=True)
 def step_at(address, size, V, S, order, missing_lp, state, w):
     """``step`` on the table ``D`` given by its address and length (``D.ctypes.data``,
@@ -297,7 +285,7 @@ def step_at(address, size, V, S, order, missing_lp, state, w):
     array, as numba's dispatch of an array argument costs about 0.1 µs a call. The model's
     arguments come first, so a ``functools.partial`` binds them. The caller keeps ``D``
     alive (``table.TableQueries._bind_queries`` holds it beside the address)."""
-    D = carray(_int64_pointer(address), (size,))
+    D = array_at(address, size, np.int64)
     lp, n, nxt = _step(D, D.view(np.float32), V, S, order, state, w, missing_lp)
     return np.float64(lp), n, nxt
 

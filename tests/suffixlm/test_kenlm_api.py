@@ -12,7 +12,7 @@ import pytest
 
 import suffixlm
 from suffixlm.backoff.arpa import BackoffLM
-from suffixlm.corpus import Corpus
+from suffixlm.corpus import UNK_ID, Corpus
 from suffixlm.backoff.kn import KneserNeyLM
 from suffixlm.model import LogLinearLM
 from suffixlm.query import UNKNOWN_MISSING_LOG10, FullScoreReturn, State
@@ -198,7 +198,7 @@ def test_minimal_states_predict_like_the_whole_history(models, name):
             o = State()
             m.BaseScore(s, w, o)
             s = o
-        assert len(s.words) <= m.order - 1
+        assert len(m._context_of(s.words)) <= m.order - 1  # a log-linear model's state: a tree position
         full = tuple(m.vocab.id(w) for w in ["<s>"] + hist)
         for w in words[1:]:
             o = State()
@@ -230,7 +230,7 @@ def test_oov_and_vocabulary(models):
     ll.BeginSentenceWrite(s)
     r = ll.BaseFullScore(s, "zebra", o)
     assert r.ngram_length == 1 and r.oov and r.log_prob < UNKNOWN_MISSING_LOG10 + 1
-    assert len(o.words) == 1  # as KenLM: its substitute <unk> stays in the state
+    assert ll._context_of(o.words) == (UNK_ID,)  # as KenLM: its substitute <unk> stays in the state
     ll.NullContextWrite(s)
     assert ll.BaseFullScore(s, "zebra", o) == FullScoreReturn(UNKNOWN_MISSING_LOG10, 1, True)
 

@@ -88,3 +88,50 @@ def test_a_sentence_in_one_call_is_kenlm_step_word_after_word(case, unk):
                 for lp, _, _ in want:  # KenLMInterface.score's float64 sum, in order
                     total += lp
                 assert m.score(s, bos=bos, eos=eos) == total
+
+
+@pytest.mark.parametrize("unk", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_states_are_tree_positions(case, unk):
+    """``BaseScore``'s states are ints, the tree position of the kept context
+    (``_lm_kernels.kenlm_state_step``): word after word they give ``kenlm_step``'s numbers
+    and contexts on word tuples, bit for bit; equal contexts are equal states; an int of
+    another model is the empty context; a word tuple is read as a history."""
+    lines, m = _fit(case, 3, unk)
+    words = list(m.vocab.words) + ["zebra"]
+    rng = random.Random(11)
+    for _ in range(150):
+        s = State()
+        (m.BeginSentenceWrite if rng.random() < 0.7 else m.NullContextWrite)(s)
+        assert isinstance(s.words, int)
+        context = m._context_of(s.words)
+        for _ in range(rng.randrange(1, 9)):
+            w = rng.choice(words)
+            o = State()
+            got = tuple(m.BaseFullScore(s, w, o))
+            lp, n, nxt = m.kenlm_step(context, m.vocab.id(w))
+            assert got == (lp, n, m.vocab.id(w) == 2)
+            assert m._context_of(o.words) == nxt
+            assert m._stepper().to_state(nxt) == o.words  # one state per context
+            s, context = o, nxt
+    a, b = State(), State()
+    m.NullContextWrite(a)
+    m.BeginSentenceWrite(b)
+    for w in lines[0].split():  # the same last words after other histories: the same state
+        o = State()
+        m.BaseScore(b, w, o)
+        b = o
+    c = State()
+    c.words = m._stepper().to_state(m._context_of(b.words))
+    assert c == b and hash(c) == hash(b)
+    empty = [m.BaseScore(a, w, State()) for w in words]
+    for bogus in (-5, 10 ** 12, 2 ** 40, len(m.tree_.parent) * 1000 + 1):
+        s = State()
+        s.words = bogus
+        assert [m.BaseScore(s, w, State()) for w in words] == empty
+        assert m._context_of(bogus) == ()
+    s = State()
+    s.words = (0,) + tuple(m.vocab.id(w) for w in lines[1].split()[:3])  # a word tuple: a history
+    o = State()
+    assert m.BaseScore(s, words[3], o) == m.kenlm_step(s.words, 3)[0]
+    assert isinstance(o.words, int)
