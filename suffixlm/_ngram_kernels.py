@@ -78,3 +78,13 @@ def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
         ids[p] = m
     m += 1
     return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy()
+
+
+@njit(cache=True, nogil=True)
+def rows_column(out, j, word, prefix, g):
+    """Column ``j`` of ``NgramCounts.rows``: the word of each n-gram ``g`` of its order,
+    then ``g`` becomes each one's prefix one order down (in place)."""
+    for i in range(g.shape[0]):
+        q = g[i]
+        out[i, j] = word[q]
+        g[i] = prefix[q]

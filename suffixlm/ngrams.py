@@ -38,12 +38,13 @@ class NgramCounts:
 
     def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
         """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
-        idx = np.arange(len(self.word[n - 1])) if index is None else np.asarray(index)
-        out = np.empty((len(idx), n), dtype=np.int32)
-        g = idx
+        from . import _ngram_kernels as K
+
+        g = np.arange(len(self.word[n - 1]), dtype=np.int64) if index is None else \
+            np.array(index, dtype=np.int64)  # a copy: walked down to the first word in place
+        out = np.empty((len(g), n), dtype=np.int32)
         for j in range(n - 1, -1, -1):
-            out[:, j] = self.word[j][g]
-            g = self.prefix[j][g]
+            K.rows_column(out, j, self.word[j], self.prefix[j], g)
         return out
 
 

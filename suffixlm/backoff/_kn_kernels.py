@@ -150,3 +150,63 @@ def backoff_weights(ctx_start, ctx_end, explicit, lp, lower_lp):
         else:
             bow[c] = np.float32(math.log10(num) - math.log10(den))
     return bow, n_bad
+
+
+@njit(cache=True, nogil=True)
+def kneser_ney_order_counts(raw, suffix_next, first, nonevent):
+    """``kneser_ney_counts`` of one order below the highest: the number of distinct
+    n-grams one order up that end in each n-gram (``suffix_next``: their suffixes), but
+    the raw count of an n-gram whose first word is a non-event. int32[len(raw)]."""
+    out = np.zeros(raw.shape[0], dtype=np.int32)
+    for s in suffix_next:
+        out[s] += 1
+    for i in range(raw.shape[0]):
+        if nonevent[first[i]]:
+            out[i] = raw[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def lower_order_lp(found, acc, suffix):
+    """float32[len(suffix)]: the back-off log probability of each n-gram's word after its
+    context's suffix, ``found + acc`` of its suffix n-gram (float32 sums, as SRILM's)."""
+    out = np.empty(suffix.shape[0], dtype=np.float32)
+    for i in range(suffix.shape[0]):
+        s = suffix[i]
+        out[i] = found[s] + acc[s]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def walk_order(found_prev, acc_prev, bow_prev, suffix, prefix, lp, explicit):
+    """``kn_steps.walk_step`` of an order with its gathers: (found, acc) float32 of every
+    n-gram, from its suffix's (found, acc) one order down and its prefix's back-off
+    weight: an explicit n-gram finds its own probability, any other its suffix's, the
+    back-off weights summed on the way in float32."""
+    n = suffix.shape[0]
+    found = np.empty(n, dtype=np.float32)
+    acc = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        if explicit[i]:
+            found[i] = lp[i]
+            acc[i] = np.float32(0.0)
+        else:
+            s = suffix[i]
+            found[i] = found_prev[s]
+            acc[i] = np.float32(acc_prev[s] + bow_prev[prefix[i]])
+    return found, acc
+
+
+@njit(cache=True, nogil=True)
+def mark_contexts(node_lower, prefix, explicit, suffix, node):
+    """One order of ``estimate_kneser_ney``'s context nodes: mark in ``node_lower`` (the
+    order below) the context of every explicit n-gram and, where ``node`` is given (not
+    empty), the suffix of every node."""
+    for i in range(prefix.shape[0]):
+        if explicit[i]:
+            node_lower[prefix[i]] = True
+    if node.shape[0]:
+        for i in range(suffix.shape[0]):
+            if node[i]:
+                node_lower[suffix[i]] = True
+

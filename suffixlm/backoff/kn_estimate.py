@@ -20,7 +20,6 @@ from .kn_steps import (
     listed_unigrams,
     quantize_g7,
     srilm_min_counts,
-    walk_step,
 )
 from ..ngrams import NgramCounts
 
@@ -29,6 +28,8 @@ def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndar
     """Counts as SRILM's ``KneserNey::prepareCounts`` leaves them: for n < N the number
     of distinct (n+1)-grams ending in the n-gram, except n-grams starting with a
     non-event (``<s>``; ``<unk>`` in a closed vocabulary), which keep their counts."""
+    from . import _kn_kernels as K
+
     out = []
     N = counts.order
     for n in range(1, N + 1):
@@ -36,9 +37,7 @@ def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndar
         if n == N:
             out.append(raw.copy())
             continue
-        cc = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int32)
-        keep = nonevent[counts.first[n - 1]]
-        out.append(np.where(keep, raw, cc))
+        out.append(K.kneser_ney_order_counts(raw, counts.suffix[n], counts.first[n - 1], nonevent))
     return out
 
 
@@ -52,8 +51,11 @@ class _Order:
 
 
 def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
-    """Back-off (found, acc) of every n-gram of an order, SRILM's summation order."""
-    return walk_step(order_prev.found[suffix], order_prev.acc[suffix], bow_prev[prefix], lp, explicit)
+    """Back-off (found, acc) of every n-gram of an order, SRILM's summation order
+    (``kn_steps.walk_step`` with its gathers, in one compiled pass)."""
+    from . import _kn_kernels as K
+
+    return K.walk_order(order_prev.found, order_prev.acc, bow_prev, suffix, prefix, lp, explicit)
 
 
 def estimate_kneser_ney(
@@ -107,7 +109,7 @@ def estimate_kneser_ney(
         n_ctx = len(counts.word[n - 2])
         start, end = context_ranges(counts.prefix[n - 1], n_ctx)
         skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
-        lower = (prev.found + prev.acc)[counts.suffix[n - 1]].astype(np.float32)
+        lower = K.lower_order_lp(prev.found, prev.acc, counts.suffix[n - 1])
         if has_unk is not None:
             has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
         lp, explicit, n_retry = K.estimate_order(
@@ -127,10 +129,10 @@ def estimate_kneser_ney(
     # nodes: contexts of explicit n-grams and their suffixes
     def context_nodes():
         node = [np.zeros(len(o.lp), dtype=bool) for o in orders]
+        none = np.zeros(0, dtype=bool)
         for n in range(N - 1, 0, -1):
-            node[n - 1][counts.prefix[n][orders[n].explicit]] = True
-            if n < N - 1:
-                node[n - 1][counts.suffix[n][node[n]]] = True
+            K.mark_contexts(node[n - 1], counts.prefix[n], orders[n].explicit, counts.suffix[n],
+                            node[n] if n < N - 1 else none)
         return node
 
     node = context_nodes()
