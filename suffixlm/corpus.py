@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from array import array
 from collections import Counter
 from dataclasses import dataclass
@@ -315,6 +316,8 @@ class Corpus:
     @classmethod
     def from_text(cls, path: str | Path, vocab: Vocabulary) -> "Corpus":
         """Encode a text file with a given vocabulary (errors name the file and line)."""
+        if not compiled_reader_pays(path):
+            return cls._encoded(read_lines(path), vocab, str(path), f"{input_name(path)}:")
         tokens, off, n_words = encode_text(path, WordTable(vocab.words, frozen=True))
         n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
         return cls(tokens, off, vocab, n_words, n_oov, str(path))
@@ -431,6 +434,23 @@ def encode_lines(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) 
 
 #: bytes ``encode_text`` reads at a time
 TEXT_BLOCK = 1 << 20
+#: A text smaller than this (a regular file; standard input counts as small) is read in
+#: Python when numba has not started in the process: numba's start-up (about 0.6 s)
+#: would cost more than the compiled reader saves (about 0.2 s a million words), and a
+#: binary model scores a test text without numba (docs/query.md).
+COMPILED_READER_BYTES = 1 << 24
+
+
+def compiled_reader_pays(path: str | Path) -> bool:
+    """Whether ``Corpus.from_text`` reads ``path`` with ``encode_text``."""
+    if "numba" in sys.modules:
+        return True
+    if input_name(path) == "<stdin>":
+        return False
+    try:
+        return os.stat(path).st_size >= COMPILED_READER_BYTES
+    except (OSError, TypeError, ValueError):
+        return False  # read_lines words the error
 
 
 class WordTable:

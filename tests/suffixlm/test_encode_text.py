@@ -211,3 +211,26 @@ def test_shards_of_a_text(tmp_path, seed, block):
                 assert error_of(KC.read_shard, str(bad), start, end) == error_of(shard_reference, bad, start, end)
     finally:
         monkey.undo()
+
+
+def test_when_the_compiled_reader_pays(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    importlib.import_module("numba")  # started, as by any kernel
+
+    path = tmp_path / "t.txt"
+    path.write_text("a b\n" * 10)
+    assert C.compiled_reader_pays(str(path))
+    monkeypatch.delitem(sys.modules, "numba")
+    assert not C.compiled_reader_pays(str(path)) and not C.compiled_reader_pays("-")
+    assert not C.compiled_reader_pays(str(tmp_path / "missing.txt"))
+    monkeypatch.setattr(C, "COMPILED_READER_BYTES", 40)
+    assert C.compiled_reader_pays(str(path))
+    vocab = Vocabulary.from_counts({"a": 2}, unk=True)
+    monkeypatch.setattr(C, "COMPILED_READER_BYTES", 1 << 30)
+    small = Corpus.from_text(str(path), vocab)  # the Python reader
+    monkeypatch.setattr(C, "COMPILED_READER_BYTES", 0)
+    big = Corpus.from_text(str(path), vocab)
+    assert np.array_equal(small.tokens, big.tokens) and np.array_equal(small.offsets, big.offsets)
+    assert small.n_words == big.n_words == 20

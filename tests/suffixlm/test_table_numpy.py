@@ -175,6 +175,8 @@ m = suffixlm.Model(sys.argv[1])
 print(m.score("w1 w2 w3"), m.perplexity("w2 w2"), sum(x[0] for x in m.full_scores("w1 zebra")),
       m.score_batch(["w1", "w3 w4"]).tolist(), m.score_ids([3, 4, 1]).tolist())
 assert "numba" not in sys.modules, "numba started"
+assert m.score_file(sys.argv[2]).ppl > 1  # a small text: read in Python (corpus.compiled_reader_pays)
+assert "numba" not in sys.modules, "numba started by score_file"
 from suffixlm.cli import main
 sys.argv = ["suffixlm", "ppl", sys.argv[1], sys.argv[2]]
 try:
