@@ -837,9 +837,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         """Make ``state`` the empty context."""
         state.words = self._stepper().null
 
-    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
-        """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then for
-        ``</s>`` when ``eos`` (KenLM's ``full_scores``): ``kenlm_step`` word after word,
+    def _sentence(self, sentence, bos: bool, eos: bool):
+        """(word ids of ``<s>`` when ``bos``, the sentence and ``</s>`` when ``eos``; the
+        log10 probability and the n-gram length of each from position ``first`` on
+        (``first``: 1 after ``<s>``, else 0); ``first``): ``kenlm_step`` word after word,
         in one compiled call (``_lm_kernels.kenlm_sentence``)."""
         arrays = self._stepper().arguments
         vocab = self.vocab_
@@ -852,16 +853,33 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         lp, root, ngram = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
         has_unk = vocab.has_unk
         K.kenlm_sentence(*arrays, x, first, BOS_ID, -1 if has_unk else UNK_ID, lp, root, ngram)
-        lp, root = (lp / LN10).tolist(), (root / LN10).tolist()
-        ngram = ngram.tolist()
-        last = n - 1 if eos else n
-        for p, word in enumerate(x[:n].tolist()):
-            if p < first:
-                continue
-            v = lp[p]
-            if word == BOS_ID or (word == UNK_ID and not has_unk):
-                v = _special_log10(word, v, root[p])
-            yield (v, ngram[p], word == UNK_ID and p != last)
+        words = x[:n].tolist()
+        values = (lp / LN10).tolist()
+        for p, word in enumerate(words):
+            if p >= first and (word == BOS_ID or (word == UNK_ID and not has_unk)):
+                values[p] = _special_log10(word, values[p], float(root[p] / LN10))
+        return words, values, ngram.tolist(), first
+
+    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True):
+        """``(log10 p, n-gram length, oov)`` for every word of ``sentence``, then for
+        ``</s>`` when ``eos`` (KenLM's ``full_scores``): ``kenlm_step`` word after word,
+        in one compiled call (``_lm_kernels.kenlm_sentence``)."""
+        words, values, ngram, first = self._sentence(sentence, bos, eos)
+        last = len(words) - 1 if eos else len(words)
+        for p in range(first, len(words)):
+            yield (values[p], ngram[p], words[p] == UNK_ID and p != last)
+
+    def score(self, sentence, bos=None, eos=None) -> float:
+        """KenLM's ``score`` of one sentence (and scikit-learn's of a corpus):
+        :meth:`KenLMInterface.score`, the sum taken over :meth:`_sentence` directly (the
+        same float64 additions in the same order)."""
+        if not isinstance(sentence, (str, bytes)):
+            return KenLMInterface.score(self, sentence, bos, eos)
+        _, values, _, first = self._sentence(sentence, True if bos is None else bos, True if eos is None else eos)
+        total = 0.0
+        for v in values[first:]:
+            total += v
+        return total
 
     def _bind_queries(self):
         """``BaseScore`` and ``BaseFullScore`` as closures over ``_stepper`` and the
