@@ -513,10 +513,27 @@ def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
     x[n_ctx + 1] = 0
     nodes = np.empty(max_depth + 2, dtype=np.int64)
     cover = np.empty(max_depth + 2, dtype=np.int64)
+    walked = 0
+    if state != UNK_STATE and n_ctx > 0 and n_ctx == depth[j] - collapsed[j] + k:
+        # the context's walk is the node's path from the root: read it up the parents
+        walked = 1
+        a = j
+        while node_parent[a] >= 0 and walked <= max_depth:
+            a = node_parent[a]
+            walked += 1
+        if node_parent[a] >= 0:  # not a tree of this model's: walk the words
+            walked = 0
+        else:
+            a = j
+            for t in range(walked - 1, -1, -1):
+                nodes[t] = a
+                cover[t] = collapsed[a] if t > 0 else 1
+                a = node_parent[a]
+            cover[walked - 1] = k
     lp, root, ngram, keep, n = _kenlm_position(
         w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S, expS,
         Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-        tree_tokens, max_depth, x, n_ctx, n_ctx, 0, need_root, nodes, cover)
+        tree_tokens, max_depth, x, n_ctx, n_ctx, walked, need_root, nodes, cover)
     return lp, root, ngram, nodes[n - 1] * radix + cover[n - 1]
 
 
