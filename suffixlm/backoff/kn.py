@@ -146,7 +146,7 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         self.order_ = int(self.order)
         counts = count_ngrams(corpus, int(self.order))
         self.model_, self.info_ = estimate_kneser_ney(
-            counts, corpus.vocab, self.modified, self.min_counts, self.interpolate)
+            counts, corpus.vocab, self.modified, self.min_counts, self.interpolate, consume=True)
         self.model_.sources = (corpus.source,) if corpus.source else ()
         self.vocab_ = corpus.vocab
         self.discounts_ = self.info_["discounts"]

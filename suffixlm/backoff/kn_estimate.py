@@ -64,8 +64,12 @@ def estimate_kneser_ney(
     modified: bool = True,
     min_counts: list[int] | None = None,
     interpolate: bool = True,
+    consume: bool = False,
 ) -> tuple[BackoffLM, dict]:
     """Estimate an interpolated (modified) KN model from ``counts`` as SRILM does.
+    ``consume``: the caller is done with ``counts``, whose arrays are dropped as soon as
+    they are used (a lower peak of memory); without it only its raw counts and first
+    words are dropped.
 
     Returns the model and a dict of diagnostics: ``discounts`` (list of (D1, D2, D3+)
     per order), ``count_of_counts`` (n1..n4 per order), ``retries`` and ``bad_bows``
@@ -156,12 +160,15 @@ def estimate_kneser_ney(
             fixup_order(o.lp, o.explicit, o.found, o.acc, fix)
     node = context_nodes()
 
-    ngrams = []
-    for n in range(1, N + 1):
+    ngrams = [None] * N
+    for n in range(N, 0, -1):  # the highest order first: the rows of an order need only lower orders
         o = orders[n - 1]
         idx = listed_unigrams(o.explicit, nonevent) if n == 1 else np.flatnonzero(o.explicit)
         rows = counts.rows(n, idx)
         has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
         # the model holds exactly what its ARPA file says (SRILM scores its files, too)
-        ngrams.append((rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), has_bow))
+        ngrams[n - 1] = (rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), has_bow)
+        orders[n - 1] = node[n - 1] = o = None  # freed as the model's arrays grow
+        if consume:
+            counts.word[n - 1] = counts.prefix[n - 1] = counts.suffix[n - 1] = None
     return BackoffLM(vocab, ngrams), info
