@@ -299,3 +299,27 @@ def test_srilm_perplexities_100k(shared):
 @pytest.mark.slow
 def test_srilm_perplexities_full_ptb(shared):
     _check_anchors(shared("corpora", "ptb", "ptb.train.txt"), shared("corpora", "ptb", "ptb.test.txt"), ANCHORS_FULL)
+
+
+@pytest.mark.parametrize("min_counts", [[1], None])
+def test_a_consumed_estimate_is_the_same_model(min_counts):
+    """``estimate_kneser_ney(consume=True)`` (``KneserNeyLM.fit``'s: the counts' arrays
+    dropped as each order is written out) gives the model ``consume=False`` gives, and
+    leaves no count array behind; without it the n-grams' arrays stay."""
+    from suffixlm.backoff.kn_estimate import estimate_kneser_ney
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(12)]
+    lines = [" ".join(rng.choice(words, size=rng.integers(1, 15))) for _ in range(300)]
+    corpus = Corpus.from_strings(lines, unk=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiscountWarning)
+        kept, consumed = count_ngrams(corpus, 4), count_ngrams(corpus, 4)
+        a, _ = estimate_kneser_ney(kept, corpus.vocab, min_counts=min_counts)
+        b, _ = estimate_kneser_ney(consumed, corpus.vocab, min_counts=min_counts, consume=True)
+    assert len(a.ngrams) == len(b.ngrams) == 4
+    for x, y in zip(a.ngrams, b.ngrams):
+        for u, v in zip(x, y):
+            assert u.dtype == v.dtype and np.array_equal(u, v)
+    assert all(w is None for w in consumed.word + consumed.prefix + consumed.suffix)
+    assert all(w is not None for w in kept.word + kept.prefix + kept.suffix)
