@@ -168,22 +168,26 @@ def kneser_ney_order_counts(raw, suffix_next, first, nonevent):
 
 @njit(cache=True, nogil=True)
 def lower_order_lp(found, acc, suffix):
-    """float32[len(suffix)]: the back-off log probability of each n-gram's word after its
-    context's suffix, ``found + acc`` of its suffix n-gram (float32 sums, as SRILM's)."""
-    out = np.empty(suffix.shape[0], dtype=np.float32)
-    for i in range(suffix.shape[0]):
-        s = suffix[i]
+    """float32: the back-off log probability of each n-gram's word after its context's
+    suffix, ``found + acc`` of its suffix n-gram (float32 sums, as SRILM's). ``suffix``:
+    each n-gram's suffix in ``found``, ``acc`` (one order down), or None when those are
+    already aligned with the n-grams (the Dask path gathers them across partitions)."""
+    n = found.shape[0] if suffix is None else suffix.shape[0]
+    out = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        s = i if suffix is None else suffix[i]
         out[i] = found[s] + acc[s]
     return out
 
 
 @njit(cache=True, nogil=True)
 def walk_order(found_prev, acc_prev, bow_prev, suffix, prefix, lp, explicit):
-    """``kn_steps.walk_step`` of an order with its gathers: (found, acc) float32 of every
-    n-gram, from its suffix's (found, acc) one order down and its prefix's back-off
-    weight: an explicit n-gram finds its own probability, any other its suffix's, the
-    back-off weights summed on the way in float32."""
-    n = suffix.shape[0]
+    """The back-off walk of an order (SRILM's summation order): (found, acc) float32 of
+    every n-gram, from its suffix's (found, acc) one order down and its prefix's back-off
+    weight (``bow_prev[prefix]``): an explicit n-gram finds its own probability, any
+    other its suffix's, the back-off weights summed on the way in float32. ``suffix``:
+    as ``lower_order_lp``'s (None: ``found_prev``, ``acc_prev`` aligned with the n-grams)."""
+    n = prefix.shape[0]
     found = np.empty(n, dtype=np.float32)
     acc = np.empty(n, dtype=np.float32)
     for i in range(n):
@@ -191,7 +195,7 @@ def walk_order(found_prev, acc_prev, bow_prev, suffix, prefix, lp, explicit):
             found[i] = lp[i]
             acc[i] = np.float32(0.0)
         else:
-            s = suffix[i]
+            s = i if suffix is None else suffix[i]
             found[i] = found_prev[s]
             acc[i] = np.float32(acc_prev[s] + bow_prev[prefix[i]])
     return found, acc

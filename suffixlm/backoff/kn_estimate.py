@@ -52,7 +52,7 @@ class _Order:
 
 def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
     """Back-off (found, acc) of every n-gram of an order, SRILM's summation order
-    (``kn_steps.walk_step`` with its gathers, in one compiled pass)."""
+    (``_kn_kernels.walk_order``, the suffixes' values gathered in the same pass)."""
     from . import _kn_kernels as K
 
     return K.walk_order(order_prev.found, order_prev.acc, bow_prev, suffix, prefix, lp, explicit)

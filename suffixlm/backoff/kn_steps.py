@@ -117,13 +117,13 @@ def listed_unigrams(explicit: np.ndarray, nonevent: np.ndarray) -> np.ndarray:
     return idx[~nonevent[idx] | (idx == BOS_ID)]
 
 
-def walk_step(found_suffix, acc_suffix, bow_prefix, lp, explicit):
-    """(found, acc) of the n-grams of an order from their suffixes' (found, acc) and their
-    prefixes' back-off weights (arrays aligned with the n-grams)."""
-    found = np.where(explicit, lp, found_suffix).astype(np.float32)
-    acc_bo = (acc_suffix + bow_prefix).astype(np.float32)
-    acc = np.where(explicit, np.float32(0), acc_bo).astype(np.float32)
-    return found, acc
+def walk_step(found_suffix, acc_suffix, bow_ctx, prefix, lp, explicit):
+    """(found, acc) of the n-grams of an order from their suffixes' (found, acc), aligned
+    with the n-grams, and their contexts' back-off weights ``bow_ctx[prefix]``
+    (``_kn_kernels.walk_order``, which the in-memory estimator calls with its gathers)."""
+    from . import _kn_kernels as K
+
+    return K.walk_order(found_suffix, acc_suffix, bow_ctx, None, prefix, lp, explicit)
 
 
 def fixup_order(lp, explicit, found, acc, fix) -> None:

@@ -137,13 +137,13 @@ def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
 
     nonevent, min_count, d, vocab_size, interpolate = params
     word = np.ascontiguousarray(rows[:, -1])
-    lower = (found_s + acc_s).astype(np.float32)
+    lower = K.lower_order_lp(found_s, acc_s, None)
     start, end = steps.context_ranges(prefix, n_ctx)
     skip = ctx_unk if ctx_unk is not None else np.zeros(n_ctx, dtype=bool)
     lp, explicit, n_retry = K.estimate_order(start, end, skip, kn, word, lower, nonevent, min_count,
                                              float(d[0]), float(d[1]), float(d[2]), vocab_size, interpolate, False)
     bow_ctx, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
-    found, acc = steps.walk_step(found_s, acc_s, bow_ctx[prefix], lp, explicit)
+    found, acc = steps.walk_step(found_s, acc_s, bow_ctx, prefix, lp, explicit)
     unk = (ctx_unk[prefix] | (word == UNK_ID)) if ctx_unk is not None else None
     return lp, explicit, found, acc, bow_ctx, unk, int(n_retry), int(n_bad)
 
@@ -151,7 +151,7 @@ def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
 def _fixup_forward(lp, explicit, bow_ctx, prefix, mark, found_s, acc_s):
     """Second pass over an order: the back-off walk through the fixed-up lower order, then
     SRILM's fix-ups of this order's marked n-grams (``mark`` None: the top order)."""
-    found, acc = steps.walk_step(found_s, acc_s, bow_ctx[prefix], lp, explicit)
+    found, acc = steps.walk_step(found_s, acc_s, bow_ctx, prefix, lp, explicit)
     n_fix = 0
     if mark is not None:
         fix = mark & ~explicit
