@@ -98,6 +98,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         _tolerant_text_streams()
+        _skip_numba_blas_probe()
         try:
             rv = super().invoke(ctx)
             sys.stdout.flush()  # here, where a closed or full stdout is reported, not at exit
@@ -179,6 +180,42 @@ def _stdout_closed():
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     raise SystemExit(BROKEN_PIPE_STATUS)
+
+
+class _NumbaBlasProbe:
+    """A meta-path finder that answers numba's import-time BLAS probe (``numba.np.arraymath``
+    imports ``scipy.linalg.cython_blas`` to learn whether ``np.dot`` may call BLAS) with
+    ImportError, then removes itself. That probe imports scipy: 0.15 s of every command's
+    start where scipy is installed, for BLAS that no kernel here calls. numba then uses its
+    own loop for the one function that asks (``np.correlate``'s inner product); its real
+    linear algebra (``np.dot`` of matrices) still imports scipy when compiled, since the
+    finder is gone by then. Only the ``suffixlm`` command installs it: a user's process that
+    imports suffixlm keeps numba's own behaviour."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in ("scipy", "scipy.linalg"):
+            return None
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "_check_blas" and code.co_filename.endswith(os.path.join("numba", "np", "arraymath.py")):
+                self.remove()
+                raise ImportError("scipy is not imported for numba's BLAS probe in the suffixlm command")
+            frame = frame.f_back
+        return None
+
+    def remove(self) -> None:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+
+
+def _skip_numba_blas_probe() -> None:
+    """Install :class:`_NumbaBlasProbe` unless numba's probe has run or ``scipy.linalg``
+    is already imported (then the probe costs nothing)."""
+    if "scipy.linalg" in sys.modules or "numba.np.arraymath" in sys.modules:
+        return
+    if not any(isinstance(f, _NumbaBlasProbe) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NumbaBlasProbe())
 
 
 def _tolerant_text_streams():
