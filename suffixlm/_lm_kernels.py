@@ -34,9 +34,12 @@ import numpy as np
 from numba import njit, prange
 
 from ._address import array_at
+from ._text_kernels import text_ids
 from .backoff._kn_tree_kernels import edge_base
 from ._contexts_kernels import walk_context
 from ._tree_kernels import find_sorted
+
+LN10 = np.log(10.0)  # model.LN10 (math.log(10.0)): the same double
 
 #: Fixed blocks of the parallel sums: the result does not depend on the thread count.
 _BLOCKS = 64
@@ -282,10 +285,23 @@ def _context_end(w, node_parent, collapsed, succ_offsets, succ_words, param_pare
 
 
 @njit(cache=True)
+def score_terms(param_node, lnB, gcum, S, Z, Q, Nn):
+    """The scoring terms of contexts that end at their node, for the current weights
+    (after ``forward_pass``): ``Q[q] = S[q] + lnB[q] - ln gcum[node of q]`` per param and
+    ``Nn[j] = ln gcum[j] - ln Z[j]`` per node, so ln p(y | context ending at j) is
+    ``Q[q] + Nn[j]`` for the deepest param q of y on the path (``ln_unseen + Nn[j]``
+    for none)."""
+    for q in range(Q.shape[0]):
+        Q[q] = S[q] + lnB[q] - np.log(gcum[param_node[q]])
+    for j in range(Nn.shape[0]):
+        Nn[j] = np.log(gcum[j]) - np.log(Z[j])
+
+
+@njit(cache=True)
 def score_all_words(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, i, nodes, cover, out,
+    S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
+    child_first_word, tree_tokens, max_depth, x, i, nodes, cover, out,
 ):
     """``score_positions`` of every word y (``out[y]``, float64[V]) after the context
     ``x[:i]`` (``kenlm_step``'s arguments), walked once into ``nodes``, ``cover``: the
@@ -299,6 +315,16 @@ def score_all_words(
     k = cover[last]
     partial, g_end, inner, inv_s, z = _context_end(w, node_parent, collapsed, succ_offsets, succ_words, param_parent,
                                                    lnB, gcum, S, expS, Z, j, k, depth, ln_d1_cum, n_events, nonevent)
+    if not partial:  # the precomputed terms, as _score_one reads them
+        nj = Nn[j]
+        unseen = ln_unseen + nj
+        for y in range(out.shape[0]):
+            out[y] = unseen
+        for t in range(last + 1):
+            node = nodes[t]
+            for q in range(succ_offsets[node], succ_offsets[node + 1]):
+                out[succ_words[q]] = Q[q] + nj
+        return
     unseen = ln_unseen + np.log(g_end)
     for y in range(out.shape[0]):
         out[y] = unseen
@@ -306,7 +332,7 @@ def score_all_words(
         node = nodes[t]
         for q in range(succ_offsets[node], succ_offsets[node + 1]):
             y = succ_words[q]
-            if t == last and partial:
+            if t == last:
                 pq = param_parent[q]
                 b = edge_base(np.exp(lnB[pq]), inner, inv_s, edges and not nonevent[y])
                 out[y] = np.log(b) + S[pq] + k * w[q]
@@ -320,7 +346,7 @@ def score_all_words(
 @njit(cache=True)
 def score_positions(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, ctx_offsets, ctx_nodes, ctx_cover, targets, out, depth, ln_d1_cum, n_events, nonevent,
+    S, expS, Z, Q, Nn, ctx_offsets, ctx_nodes, ctx_cover, targets, out, depth, ln_d1_cum, n_events, nonevent,
 ):
     """Natural-log probability of each position's target (any text, contexts may end
     inside an edge: cover < collapsed). Targets never seen after any context score
@@ -331,21 +357,58 @@ def score_positions(
     empty arrays for no base measure (the base is then 1 at every depth)."""
     for p in range(targets.shape[0]):
         out[p], _ = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB,
-                               gcum, ln_unseen, S, expS, Z, ctx_nodes, ctx_cover, ctx_offsets[p],
+                               gcum, ln_unseen, S, expS, Z, Q, Nn, ctx_nodes, ctx_cover, ctx_offsets[p],
                                ctx_offsets[p + 1] - 1, targets[p], depth, ln_d1_cum, n_events, nonevent)
+
+
+@njit(cache=True)
+def _score_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, ctx_nodes, first, last, y):
+    """``_score_one`` of a context that ends at its node ``ctx_nodes[last]`` (its cover
+    is the whole edge), from the precomputed terms alone."""
+    s = ln_unseen
+    t = last
+    while t >= first:
+        q = find_param(succ_offsets, succ_words, ctx_nodes[t], y)
+        if q >= 0:
+            s = Q[q]
+            break
+        t -= 1
+    return s + Nn[ctx_nodes[last]], t
+
+
+@njit(cache=True, inline="always")
+def _step_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, collapsed, depth, context_position, child_offsets,
+                  children, child_first_word, tree_tokens, max_depth, x, i, k, n, nodes, cover):
+    """``_kenlm_position`` of the word ``x[i]`` (not ``<s>``, nor a missing ``<unk>``)
+    after its ``k`` kept words, whose walk ``nodes[:n]``, ``cover`` ends at its node:
+    (ln p, n-gram length, words kept, the kept context's walk length, left in
+    ``nodes``, ``cover``). The decoder's common case, without the arrays the general
+    form needs."""
+    lp, e = _score_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, nodes, 0, n - 1, x[i])
+    ngram = depth[nodes[e]] + 1 if e > 0 else 1
+    n = walk_context(x, i + 1, min(max_depth, k + 1), depth, context_position, child_offsets, children,
+                     child_first_word, tree_tokens, nodes, cover, 0, True)
+    keep = depth[nodes[n - 1]] - collapsed[nodes[n - 1]] + cover[n - 1] if n > 1 else 0
+    return lp, ngram, keep, n
 
 
 @njit(cache=True)
 def _score_one(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, ctx_nodes, ctx_cover, first, last, y, depth, ln_d1_cum, n_events, nonevent,
+    S, expS, Z, Q, Nn, ctx_nodes, ctx_cover, first, last, y, depth, ln_d1_cum, n_events, nonevent,
 ):
     """``score_positions`` of the target ``y`` after the context walked in
     ``ctx_nodes[first:last + 1]``, ``ctx_cover``: (its natural-log probability, the
-    index of the deepest node on the walk where ``y`` has a param, or first - 1)."""
+    index of the deepest node on the walk where ``y`` has a param, or first - 1).
+
+    A context that ends at its node (not inside the edge) reads the precomputed
+    ``Q[q] + Nn[j]`` (``score_terms``): two loads where the general form takes six and
+    two logarithms."""
     edges = ln_d1_cum.shape[0] > 0
     j = ctx_nodes[last]
     k = ctx_cover[last]
+    if k == collapsed[j]:
+        return _score_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, ctx_nodes, first, last, y)
     partial, g_end, inner, inv_s, z = _context_end(w, node_parent, collapsed, succ_offsets, succ_words,
                                                    param_parent, lnB, gcum, S, expS, Z, j, k, depth, ln_d1_cum,
                                                    n_events, nonevent)
@@ -368,8 +431,8 @@ def _score_one(
 @njit(cache=True)
 def _kenlm_position(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, i, avail, walked, need_root, nodes, cover,
+    S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
+    child_first_word, tree_tokens, max_depth, x, i, avail, walked, need_root, nodes, cover,
 ):
     """``kenlm_step`` of the word ``x[i]`` after its ``avail`` words before it (at most
     ``max_depth``), with the walk's buffers passed in: (ln p, ln p after the root when
@@ -382,12 +445,16 @@ def _kenlm_position(
     if n == 0:
         n = walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word,
                          tree_tokens, nodes, cover, 0, True)
-    lp, e = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                       ln_unseen, S, expS, Z, nodes, cover, 0, n - 1, word, depth, ln_d1_cum, n_events, nonevent)
+    if cover[n - 1] == collapsed[nodes[n - 1]]:
+        lp, e = _score_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, nodes, 0, n - 1, word)
+    else:
+        lp, e = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                           ln_unseen, S, expS, Z, Q, Nn, nodes, cover, 0, n - 1, word, depth, ln_d1_cum, n_events,
+                           nonevent)
     root = 0.0
     if need_root:
         root, _ = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB,
-                             gcum, ln_unseen, S, expS, Z, nodes, cover, 0, 0, word, depth, ln_d1_cum, n_events,
+                             gcum, ln_unseen, S, expS, Z, Q, Nn, nodes, cover, 0, 0, word, depth, ln_d1_cum, n_events,
                              nonevent)
     ngram = 1  # the deepest node below the root where the word has a param
     if e > 0:
@@ -401,8 +468,8 @@ def _kenlm_position(
 @njit(cache=True)
 def kenlm_step(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, i, need_root, nodes, cover,
+    S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
+    child_first_word, tree_tokens, max_depth, x, i, need_root, nodes, cover,
 ):
     """KenLM's step on a log-linear model in one call: the word ``x[i]`` after the
     context ``x[:i]`` (int32, at most ``max_depth`` words, then the word and a spare
@@ -414,7 +481,7 @@ def kenlm_step(
     this one position."""
     lp, root, ngram, keep, _ = _kenlm_position(
         w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S, expS,
-        Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+        Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
         tree_tokens, max_depth, x, i, i, 0, need_root, nodes, cover)
     return lp, root, ngram, keep
 
@@ -422,8 +489,8 @@ def kenlm_step(
 @njit(cache=True)
 def kenlm_sentence(
     w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
-    S, expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
-    tree_tokens, max_depth, x, first, bos_id, unk_state, out_lp, out_root, out_len,
+    S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
+    child_first_word, tree_tokens, max_depth, x, first, bos_id, unk_state, out_lp, out_root, out_len,
 ):
     """``kenlm_step`` word after word along ``x`` (int32 word ids, then a spare slot),
     from position ``first`` (1 after a leading ``<s>``, whose context is kept; else 0)
@@ -439,9 +506,23 @@ def kenlm_sentence(
     for i in range(first, x.shape[0] - 1):
         word = x[i]
         special = word == bos_id or word == unk_state
+        if not special:
+            # the common case inline (a call with all the arrays costs as much as the
+            # work): the walk ends at its node, so the precomputed terms score the word
+            n = walked
+            if n == 0:
+                n = walk_context(x, i, k, depth, context_position, child_offsets, children, child_first_word,
+                                 tree_tokens, nodes, cover, 0, True)
+            walked = n
+            if cover[n - 1] == collapsed[nodes[n - 1]]:
+                out_lp[i], out_len[i], k, walked = _step_at_node(
+                    succ_offsets, succ_words, Q, Nn, ln_unseen, collapsed, depth, context_position, child_offsets,
+                    children, child_first_word, tree_tokens, max_depth, x, i, k, n, nodes, cover)
+                out_root[i] = 0.0
+                continue
         lp, root, ngram, keep, walked = _kenlm_position(
             w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S,
-            expS, Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
+            expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
             child_first_word, tree_tokens, max_depth, x, i, k, walked, special, nodes, cover)
         out_lp[i] = lp
         out_root[i] = root
@@ -456,22 +537,16 @@ def kenlm_sentence(
 #: The arrays of ``kenlm_step`` (its arguments but the two numbers ``ln_unseen`` and
 #: ``max_depth``, in its order) as ``kenlm_state_step`` reads them by address.
 STEP_DTYPES = (np.float64, np.int64, np.int64, np.int64, np.int32, np.int64, np.int64, np.float64, np.float64,
-               np.float64, np.float64, np.float64, np.int64, np.float64, np.int64, np.bool_, np.int64, np.int64,
-               np.int64, np.int32, np.int32)
+               np.float64, np.float64, np.float64, np.float64, np.float64, np.int64, np.float64, np.int64, np.bool_,
+               np.int64, np.int64, np.int64, np.int32, np.int32)
 #: The state of the context ``<unk>`` alone, in a model without ``<unk>``.
 UNK_STATE = -1
 
 
-@njit(cache=True)
-def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
-    """``kenlm_step`` of ``word`` after a context given as a tree position, the
-    decoder's per-call path: ``state = node * radix + cover`` (the last node of the
-    context's walk and how much of its edge it covers; ``UNK_STATE``: ``<unk>`` alone),
-    the arrays at the addresses and lengths ``desc`` points to (int64 pairs, in
-    ``STEP_DTYPES``' order). The context's words are the training tokens before the
-    node's ``context_position``; a state that is no tree position of this model (another
-    model's) is the empty context, as a binary model reads one. Returns (ln p, ln p after
-    the root, n-gram length, the state after the word)."""
+@njit(cache=True, inline="always")
+def step_arrays(desc):
+    """The arrays of ``kenlm_step`` (``STEP_DTYPES``) at the addresses and lengths
+    ``desc`` points to (int64 pairs)."""
     D = array_at(desc, 2 * len(STEP_DTYPES), np.int64)
     w = array_at(D[0], D[1], np.float64)
     node_parent = array_at(D[2], D[3], np.int64)
@@ -485,15 +560,70 @@ def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
     S = array_at(D[18], D[19], np.float64)
     expS = array_at(D[20], D[21], np.float64)
     Z = array_at(D[22], D[23], np.float64)
-    depth = array_at(D[24], D[25], np.int64)
-    ln_d1_cum = array_at(D[26], D[27], np.float64)
-    n_events = array_at(D[28], D[29], np.int64)
-    nonevent = array_at(D[30], D[31], np.bool_)
-    context_position = array_at(D[32], D[33], np.int64)
-    child_offsets = array_at(D[34], D[35], np.int64)
-    children = array_at(D[36], D[37], np.int64)
-    child_first_word = array_at(D[38], D[39], np.int32)
-    tree_tokens = array_at(D[40], D[41], np.int32)
+    Q = array_at(D[24], D[25], np.float64)
+    Nn = array_at(D[26], D[27], np.float64)
+    depth = array_at(D[28], D[29], np.int64)
+    ln_d1_cum = array_at(D[30], D[31], np.float64)
+    n_events = array_at(D[32], D[33], np.int64)
+    nonevent = array_at(D[34], D[35], np.bool_)
+    context_position = array_at(D[36], D[37], np.int64)
+    child_offsets = array_at(D[38], D[39], np.int64)
+    children = array_at(D[40], D[41], np.int64)
+    child_first_word = array_at(D[42], D[43], np.int32)
+    tree_tokens = array_at(D[44], D[45], np.int32)
+    return (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q,
+            Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+            tree_tokens)
+
+
+@njit(cache=True)
+def kenlm_score_line(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_state, bos_log10, unk_log10):
+    """KenLM's ``score`` of one sentence given as UTF-8 bytes without a line end, in one
+    call (``LogLinearLM.score``): its words made ids with the vocabulary's word table
+    (``_text_kernels.word_table_of``; a word outside it is ``<unk>``), walked as
+    ``kenlm_sentence`` walks them, the arrays read at ``desc`` (``kenlm_state_step``),
+    and the log10 probabilities summed in order as ``LogLinearLM.score`` sums them,
+    ``<s>`` and ``unk_state`` (``<unk>`` in a model without it; -1 for none) given
+    ``bos_log10`` / ``unk_log10`` times the back-off of their context, as
+    ``model._special_log10`` does."""
+    (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
+     depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+     tree_tokens) = step_arrays(desc)
+    first = 1 if bos else 0
+    ids = np.empty((len(text) + 1) // 2 + 3, dtype=np.int32)  # <s>, words, </s>, a spare slot
+    ids[0] = 0  # BOS_ID
+    n = text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, first)  # <unk>, </s>
+    ids[n] = 0
+    x = ids[:n + 1]
+    lp = np.empty(n)
+    root = np.empty(n)
+    ngram = np.empty(n, dtype=np.int64)
+    kenlm_sentence(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                   ln_unseen, S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position,
+                   child_offsets, children, child_first_word, tree_tokens, max_depth, x, first, 0, unk_state, lp,
+                   root, ngram)
+    total = 0.0
+    for p in range(first, n):
+        v = lp[p] / LN10
+        if x[p] == 0 or x[p] == unk_state:
+            v = ((bos_log10 if x[p] == 0 else unk_log10) + v) - root[p] / LN10
+        total += v
+    return total
+
+
+@njit(cache=True)
+def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
+    """``kenlm_step`` of ``word`` after a context given as a tree position, the
+    decoder's per-call path: ``state = node * radix + cover`` (the last node of the
+    context's walk and how much of its edge it covers; ``UNK_STATE``: ``<unk>`` alone),
+    the arrays at the addresses and lengths ``desc`` points to (int64 pairs, in
+    ``STEP_DTYPES``' order). The context's words are the training tokens before the
+    node's ``context_position``; a state that is no tree position of this model (another
+    model's) is the empty context, as a binary model reads one. Returns (ln p, ln p after
+    the root, n-gram length, the state after the word)."""
+    (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
+     depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+     tree_tokens) = step_arrays(desc)
     j = state // radix
     k = state - j * radix
     if state == UNK_STATE:
@@ -530,9 +660,14 @@ def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
                 cover[t] = collapsed[a] if t > 0 else 1
                 a = node_parent[a]
             cover[walked - 1] = k
+            if not need_root and k == collapsed[j]:
+                lp, ngram, _, n = _step_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, collapsed, depth,
+                                                context_position, child_offsets, children, child_first_word,
+                                                tree_tokens, max_depth, x, n_ctx, n_ctx, walked, nodes, cover)
+                return lp, 0.0, ngram, nodes[n - 1] * radix + cover[n - 1]
     lp, root, ngram, keep, n = _kenlm_position(
         w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen, S, expS,
-        Z, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
+        Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
         tree_tokens, max_depth, x, n_ctx, n_ctx, walked, need_root, nodes, cover)
     return lp, root, ngram, nodes[n - 1] * radix + cover[n - 1]
 

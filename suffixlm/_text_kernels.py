@@ -169,3 +169,85 @@ def index_words(arena, wstart, wlen, n, whash, slots):
         h = word_hash(arena, wstart[j], wstart[j] + wlen[j])
         whash[j] = h
         _place(slots, h, j)
+
+
+# ---------------------------------------------------------------------------- words
+# A vocabulary as a hash table over the words' UTF-8 bytes, so that a sentence goes into
+# one compiled call as bytes (the binary model's and the log-linear model's ``score``):
+# W = [shift, V, offsets of the words in the blob (V + 1), slots (2 ** (64 - shift)):
+# word id or -1].
+
+#: the multiplier of the word table's Fibonacci hashing (the binary table's, ``backoff._table_numpy.GOLDEN``)
+WORD_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def word_table_of(words) -> tuple[np.ndarray, np.ndarray]:
+    """(W, blob) of ``words`` (a list of str, ids in list order), for ``word_id`` and
+    ``text_ids``."""
+    encoded = [w.encode("utf-8") for w in words]
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    shift = 64 - max(int(2 * len(encoded) - 1).bit_length(), 1)
+    return word_table(blob, offsets, shift), blob
+
+
+@njit(cache=True)
+def word_table(blob, offsets, shift):
+    """W (above) for the words ``blob[offsets[i]:offsets[i + 1]]``."""
+    V = offsets.shape[0] - 1
+    T = 1 << (64 - shift)
+    W = np.full(2 + V + 1 + T, -1, dtype=np.int64)
+    W[0] = shift
+    W[1] = V
+    W[2:3 + V] = offsets
+    for i in range(V):
+        h = (word_hash(blob, offsets[i], offsets[i + 1]) * WORD_GOLDEN) >> np.uint64(shift)
+        j = np.int64(h)
+        while W[3 + V + j] != -1:
+            j = (j + 1) & (T - 1)
+        W[3 + V + j] = i
+    return W
+
+
+@njit(cache=True, inline="always")
+def word_id(W, blob, text, a, b, unk):
+    """Id of the word ``text[a:b]`` (bytes), ``unk`` if it is not in the vocabulary."""
+    shift = W[0]
+    V = W[1]
+    T = np.int64(1) << (64 - shift)
+    j = np.int64((word_hash(text, a, b) * WORD_GOLDEN) >> np.uint64(shift))
+    n = b - a
+    for _ in range(T):
+        i = W[3 + V + j]
+        if i < 0:
+            return unk
+        s = W[2 + i]
+        if W[3 + i] - s == n and same_bytes(blob, s, text, a, n):
+            return i
+        j = (j + 1) & (T - 1)
+    return unk
+
+
+@njit(cache=True)
+def text_ids(W, blob, text, pos, end, eos, unk, eos_id, out, n):
+    """The ids of the words of ``text[pos:end]`` (UTF-8 bytes, split on ASCII white
+    space as ``io.split_words``), then ``eos_id`` when ``eos``, into ``out`` from ``n``
+    on; returns the new count (``out`` has room: a word takes at least two bytes with
+    its separator)."""
+    i = pos
+    while i < end:
+        while i < end and _is_space(text[i]):
+            i += 1
+        if i == end:
+            break
+        j = i
+        while j < end and not _is_space(text[j]):
+            j += 1
+        out[n] = word_id(W, blob, text, i, j, unk)
+        n += 1
+        i = j
+    if eos:
+        out[n] = eos_id
+        n += 1
+    return n

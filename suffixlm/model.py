@@ -594,7 +594,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
     def __getstate__(self):
         """The model's state without its query closures (made again on the next query)."""
         state = dict(self.__dict__)
-        for name in ("BaseScore", "BaseFullScore", "_step_fn"):
+        for name in ("BaseScore", "BaseFullScore", "_step_fn", "_terms"):  # _terms: made again too
             state.pop(name, None)
         return state
 
@@ -663,6 +663,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._expS = np.empty(t.n_params)
         self._Z = np.empty(t.n_nodes)
         self._scored_w = None
+        self._terms = None  # score_terms of the scored weights (_score_terms)
         self._step_fn = None  # kenlm_step's closure (_stepper)
         self.__dict__.pop("BaseScore", None)  # the decoder's closures (_bind_queries) of earlier weights
         self.__dict__.pop("BaseFullScore", None)
@@ -684,6 +685,19 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 K.forward_pass(self.weights_, self._topo, self._level_start, t.parent, self._collapsed,
                                t.succ_offsets, self._param_parent, b.lnB, b.gamma, b.u0, self._S, self._expS, self._Z)
             self._scored_w = self.weights_
+            self._terms = None
+
+    def _score_terms(self):
+        """(Q, Nn) of ``_lm_kernels.score_terms`` for the current weights (after
+        ``_ensure_forward``): what the query kernels read for a context that ends at its
+        node; made on the first query of these weights."""
+        self._ensure_forward()
+        if getattr(self, "_terms", None) is None:
+            t = self.tree_
+            Q, Nn = np.empty(t.n_params), np.empty(t.n_nodes)
+            K.score_terms(self._param_node, self.base_.lnB, self.base_.gcum, self._S, self._Z, Q, Nn)
+            self._terms = (Q, Nn)
+        return self._terms
 
     def _check_fitted(self):
         if not hasattr(self, "weights_"):
@@ -714,7 +728,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         b = self.base_
         K.score_positions(self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
                           self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z,
-                          ctx.offsets, ctx.nodes, ctx.cover, ctx.targets.astype(np.int64), out, *self._edge_args())
+                          *self._score_terms(), ctx.offsets, ctx.nodes, ctx.cover, ctx.targets.astype(np.int64), out,
+                          *self._edge_args())
         out /= LN10
         mask = corpus.target_mask()[ctx.positions]
         out[~mask] = np.nan
@@ -752,7 +767,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         b = self.base_
         m = int(t.max_depth)
         arrays = (self.weights_, t.parent, self._collapsed, t.succ_offsets, t.succ_words, self._param_parent,
-                  self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z, *self._edge_args(),
+                  self._param_node, b.lnB, b.gcum, b.ln_unseen, self._S, self._expS, self._Z, *self._score_terms(),
+                  *self._edge_args(),
                   t.context_position, t.child_offsets, t.children, t.child_first_word, t.tokens, m)
         nodes, cover = np.empty(m + 2, dtype=np.int64), np.empty(m + 2, dtype=np.int64)
         kernel, has_unk = K.kenlm_step, self.vocab_.has_unk
@@ -790,11 +806,11 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         context, as for a binary model."""
         m, has_unk = int(self.tree_.max_depth), self.vocab_.has_unk
         a = step.arguments
-        held = tuple(np.ascontiguousarray(x, dtype=dt) for x, dt in zip(a[:9] + a[10:22], K.STEP_DTYPES))
+        held = tuple(np.ascontiguousarray(x, dtype=dt) for x, dt in zip(a[:9] + a[10:24], K.STEP_DTYPES))
         desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])], dtype=np.int64)
         ln_unseen, radix = float(a[9]), int(self._collapsed.max()) + 1
-        depth, collapsed, position, tokens = held[12], held[2], held[16], held[20]
-        kernel, address, walk = K.kenlm_state_step, int(desc.ctypes.data), held[16:21]
+        depth, collapsed, position, tokens = held[14], held[2], held[18], held[22]
+        kernel, address, walk = K.kenlm_state_step, int(desc.ctypes.data), held[18:23]
 
         def state_step(state: int, word: int):
             special = word == BOS_ID or (word == UNK_ID and not has_unk)
@@ -822,8 +838,17 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             end = int(position[j])
             return tuple(tokens[end - n:end].tolist())
 
+        def score_line(text: bytes, bos: bool, eos: bool) -> float:
+            if step.word_table is None:  # made on the first sentence scored so
+                from ._text_kernels import word_table_of
+
+                step.word_table = word_table_of(self.vocab_.words)
+            return K.kenlm_score_line(address, ln_unseen, m, *step.word_table, text, bos, eos,
+                                      -1 if has_unk else UNK_ID, -99.0, UNKNOWN_MISSING_LOG10)
+
         null = to_state(())
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
+        step.score_line, step.word_table = score_line, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
 
     def _context_of(self, words) -> tuple[int, ...]:
@@ -875,7 +900,13 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         same float64 additions in the same order)."""
         if not isinstance(sentence, (str, bytes)):
             return KenLMInterface.score(self, sentence, bos, eos)
-        _, values, _, first = self._sentence(sentence, True if bos is None else bos, True if eos is None else eos)
+        bos, eos = True if bos is None else bool(bos), True if eos is None else bool(eos)
+        if sentence.__class__ is str:
+            try:  # words split, looked up and walked in one compiled call (kenlm_score_line)
+                return self._stepper().score_line(sentence.encode(), bos, eos)
+            except UnicodeEncodeError:  # a lone surrogate: the words as Python reads them
+                pass
+        _, values, _, first = self._sentence(sentence, bos, eos)
         total = 0.0
         for v in values[first:]:
             total += v

@@ -32,7 +32,7 @@ from numba import njit
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 from .._address import array_at
-from .._text_kernels import same_bytes, word_hash
+from .._text_kernels import text_ids
 
 
 @njit(cache=True)
@@ -455,83 +455,12 @@ def distributions(D, V, S, order, states, missing_lp, out):
             out[i, w] = _step(D, F, V, S, order, states[i], w, missing_lp)[0]
 
 
-# ---------------------------------------------------------------------------- words
-# The vocabulary as a hash table over the words' UTF-8 bytes, so that a sentence goes
-# into one compiled call as bytes: W = [shift, V, offsets of the words in the blob
-# (V + 1), slots (2 ** (64 - shift)): word id or -1].
-
-@njit(cache=True)
-def word_table(blob, offsets, shift):
-    """W (above) for the words ``blob[offsets[i]:offsets[i + 1]]``."""
-    V = offsets.shape[0] - 1
-    T = 1 << (64 - shift)
-    W = np.full(2 + V + 1 + T, -1, dtype=np.int64)
-    W[0] = shift
-    W[1] = V
-    W[2:3 + V] = offsets
-    for i in range(V):
-        h = (word_hash(blob, offsets[i], offsets[i + 1]) * GOLDEN) >> np.uint64(shift)
-        j = np.int64(h)
-        while W[3 + V + j] != -1:
-            j = (j + 1) & (T - 1)
-        W[3 + V + j] = i
-    return W
-
-
-@njit(cache=True, inline="always")
-def word_id(W, blob, text, a, b, unk):
-    """Id of the word ``text[a:b]`` (bytes), ``unk`` if it is not in the vocabulary."""
-    shift = W[0]
-    V = W[1]
-    T = np.int64(1) << (64 - shift)
-    j = np.int64((word_hash(text, a, b) * GOLDEN) >> np.uint64(shift))
-    n = b - a
-    for _ in range(T):
-        i = W[3 + V + j]
-        if i < 0:
-            return unk
-        s = W[2 + i]
-        if W[3 + i] - s == n and same_bytes(blob, s, text, a, n):
-            return i
-        j = (j + 1) & (T - 1)
-    return unk
-
-
-@njit(cache=True, inline="always")
-def _space(c):
-    return c == 32 or c == 9 or c == 10 or c == 13 or c == 11 or c == 12
-
-
-@njit(cache=True)
-def _text_ids(W, blob, text, pos, end, eos, unk, eos_id, out, n):
-    """The ids of the words of ``text[pos:end]`` (UTF-8 bytes, split on ASCII white
-    space as ``io.split_words``), then ``eos_id`` when ``eos``, into ``out`` from ``n``
-    on; returns the new count (``out`` has room: a word takes at least two bytes with
-    its separator)."""
-    i = pos
-    while i < end:
-        while i < end and _space(text[i]):
-            i += 1
-        if i == end:
-            break
-        j = i
-        while j < end and not _space(text[j]):
-            j += 1
-        out[n] = word_id(W, blob, text, i, j, unk)
-        n += 1
-        i = j
-    if eos:
-        out[n] = eos_id
-        n += 1
-    return n
-
-
 @njit(cache=True)
 def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
     """KenLM's ``score`` of one sentence given as UTF-8 bytes without a line end: its
     words made ids, then walked as ``score_sentences`` walks them."""
     ids = np.empty(len(text) // 2 + 2, dtype=np.int64)
-    n = _text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, 0)
+    n = text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, 0)
     offsets = np.empty(2, dtype=np.int64)
     offsets[0] = 0
     offsets[1] = n
@@ -552,7 +481,7 @@ def score_lines(D, V, S, order, W, blob, text, bos, eos, missing_lp, sums):
         end = pos
         while end < n_text and text[end] != 10:
             end += 1
-        n = _text_ids(W, blob, text, pos, end, eos, 2, 1, ids, n)
+        n = text_ids(W, blob, text, pos, end, eos, 2, 1, ids, n)
         offsets[s + 1] = n
         pos = end + 1
     empty_f = np.empty(0, dtype=np.float64)

@@ -175,13 +175,9 @@ class TableQueries(KenLMInterface):
     def _word_table(self) -> None:
         """The vocabulary as a hash table over UTF-8 bytes (``_W``, ``_blob``), for
         sentences scored in one compiled call."""
-        encoded = [w.encode("utf-8") for w in self.vocab.words]
-        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
-        shift = 64 - max(int(2 * len(encoded) - 1).bit_length(), 1)
-        self._W = kernels().word_table(blob, offsets, shift)
-        self._blob = blob
+        from .._text_kernels import word_table_of
+
+        self._W, self._blob = word_table_of(self.vocab.words)
 
     # ------------------------------------------------------------ ids and states
     def _ids(self, sentence: str, eos: bool) -> np.ndarray:

@@ -76,7 +76,9 @@ def test_a_sentence_in_one_call_is_kenlm_step_word_after_word(case, unk):
     lines, m = _fit(case, 2, unk)
     rng = random.Random(5)
     words = list(m.vocab.words) + ["zebra", "w99"]
-    sentences = lines[:30] + ["", "<s>", "w1 <s> w2", "zebra w1 zebra", "</s> w1"] + \
+    sentences = lines[:30] + ["", "<s>", "w1 <s> w2", "zebra w1 zebra", "</s> w1", " w1\tw2  w3 ", "w1\x0bw2\x0c",
+                              "w1\u00a0w2 w1", "w\u00e9 w1", "w1 \ud800 w2", "<unk> w1 <unk>", "w1 w1 w1 w1",
+                              "x y z", "a"] + \
         [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 30))) for _ in range(40)]
     for s in sentences:
         for bos in (True, False):
