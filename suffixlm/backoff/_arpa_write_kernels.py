@@ -31,11 +31,16 @@ def _decimal7(a):
     """a > 0 -> (m, e) with a ~= m * 10^(e-6), 1e6 <= m < 1e7, m rounded to nearest
     (ties to even, as printf on the exact binary value). m = -1 when the scaled value is
     so close to a rounding tie that double arithmetic cannot decide (left to Python)."""
-    e = int(math.floor(math.log10(a)))
+    # the decimal exponent from the binary one (off by at most one: the loop corrects it),
+    # cheaper than log10
+    e = int(math.floor((math.frexp(a)[1] - 1) * 0.30102999566398120))
     mant = 0.0
-    for _ in range(3):
+    for _ in range(4):  # a re-scale for the estimate, one for rounding up to 10^7, then the digits
         k = 6 - e
         y = a * POW10[k] if k >= 0 else a / POW10[-k]
+        if y >= 1e7:  # the exponent was one too low: re-scale before any rounding decision
+            e += 1
+            continue
         mant = np.rint(y)
         if abs(abs(y - mant) - 0.5) < 1e-6:
             # a near-tie, checked before re-scaling: 9999999.4999... rounds up to 1e7
@@ -75,10 +80,11 @@ def format_g7(buf, pos, x, scratch):
     mant, e = _decimal7(a)
     if mant < 0:
         return -1
-    v = np.int64(mant)
+    v = np.uint64(mant)  # unsigned: the divisions by 10 compile to multiplications
     for i in range(6, -1, -1):  # the 7 digits, as ASCII, into scratch
-        scratch[i] = 48 + v % 10
-        v //= 10
+        q = v // np.uint64(10)
+        scratch[i] = np.uint8(48 + (v - q * np.uint64(10)))
+        v = q
     last = 6  # index of the last significant digit (trailing zeros dropped)
     while last > 0 and scratch[last] == 48:
         last -= 1
