@@ -541,6 +541,9 @@ STEP_DTYPES = (np.float64, np.int64, np.int64, np.int64, np.int32, np.int64, np.
                np.int64, np.int64, np.int64, np.int32, np.int32)
 #: The state of the context ``<unk>`` alone, in a model without ``<unk>``.
 UNK_STATE = -1
+#: The work space of ``kenlm_state_step`` after the arrays in its ``desc``: (dtype, size
+#: as a function of ``max_depth``) of each.
+STATE_SCRATCH = ((np.int64, lambda m: 2 * (m + 2)), (np.int32, lambda m: max(m + 2, 3)))
 
 
 @njit(cache=True, inline="always")
@@ -612,37 +615,41 @@ def kenlm_score_line(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_st
 
 
 @njit(cache=True)
-def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
+def _state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
     """``kenlm_step`` of ``word`` after a context given as a tree position, the
     decoder's per-call path: ``state = node * radix + cover`` (the last node of the
     context's walk and how much of its edge it covers; ``UNK_STATE``: ``<unk>`` alone),
     the arrays at the addresses and lengths ``desc`` points to (int64 pairs, in
     ``STEP_DTYPES``' order). The context's words are the training tokens before the
     node's ``context_position``; a state that is no tree position of this model (another
-    model's) is the empty context, as a binary model reads one. Returns (ln p, ln p after
-    the root, n-gram length, the state after the word)."""
+    model's) is the empty context, as a binary model reads one. ``desc`` also points to
+    the call's work space after the arrays (``STATE_SCRATCH``: int64[2 (max_depth + 2)],
+    int32[max_depth + 2]; the caller holds the GIL, so one call at a time uses it).
+    Returns (ln p, ln p after the root, n-gram length, the state after the word)."""
     (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
      depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
      tree_tokens) = step_arrays(desc)
+    D = array_at(desc, 2 * len(STEP_DTYPES) + 4, np.int64)
+    work = array_at(D[2 * len(STEP_DTYPES)], 2 * (max_depth + 2), np.int64)
+    nodes = work[:max_depth + 2]
+    cover = work[max_depth + 2:]
     j = state // radix
     k = state - j * radix
     if state == UNK_STATE:
         n_ctx = 1
-        x = np.empty(3, dtype=np.int32)
+        x = array_at(D[2 * len(STEP_DTYPES) + 2], 3, np.int32)
         x[0] = 2  # UNK_ID
     elif state < 0 or j >= collapsed.shape[0] or k < 1 or k > collapsed[j]:  # another model's: no context
         n_ctx = 0
-        x = np.empty(2, dtype=np.int32)
+        x = array_at(D[2 * len(STEP_DTYPES) + 2], 2, np.int32)
     else:
         n_ctx = min(depth[j] - collapsed[j] + k, max_depth)
-        x = np.empty(n_ctx + 2, dtype=np.int32)
+        x = array_at(D[2 * len(STEP_DTYPES) + 2], n_ctx + 2, np.int32)
         end = context_position[j]
         for t in range(n_ctx):
             x[t] = tree_tokens[end - n_ctx + t]
     x[n_ctx] = word
     x[n_ctx + 1] = 0
-    nodes = np.empty(max_depth + 2, dtype=np.int64)
-    cover = np.empty(max_depth + 2, dtype=np.int64)
     walked = 0
     if state != UNK_STATE and n_ctx > 0 and n_ctx == depth[j] - collapsed[j] + k:
         # the context's walk is the node's path from the root: read it up the parents
@@ -670,6 +677,30 @@ def kenlm_state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
         Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
         tree_tokens, max_depth, x, n_ctx, n_ctx, walked, need_root, nodes, cover)
     return lp, root, ngram, nodes[n - 1] * radix + cover[n - 1]
+
+
+@njit(cache=True)
+def kenlm_state_step(desc, ln_unseen, max_depth, radix, null, unk_state, bos_log10, unk_log10, state, word):
+    """KenLM's ``BaseScore`` on a log-linear model in one call, the decoder's per-call
+    path: (log10 p of ``word`` after the context ``state``, the n-gram length, the state
+    after the word), as ``LogLinearLM.kenlm_step`` gives them. ``state = node * radix +
+    cover`` (the last node of the context's walk and how much of its edge it covers;
+    ``UNK_STATE``: ``<unk>`` alone); the arrays at the addresses and lengths ``desc``
+    points to (int64 pairs, in ``STEP_DTYPES``' order); ``null``: the state of the empty
+    context; ``unk_state``: ``<unk>``'s id in a model without it (-1 for none), after
+    which the state is ``UNK_STATE``; ``<s>`` and that ``<unk>`` get ``bos_log10`` /
+    ``unk_log10`` times the back-off of their context (``model._special_log10``). The
+    context's words are the training tokens before the node's ``context_position``; a
+    state that is no tree position of this model (another model's) is the empty context,
+    as a binary model reads one."""
+    special = word == 0 or word == unk_state  # BOS_ID
+    lp, root, ngram, nxt = _state_step(desc, ln_unseen, max_depth, radix, state, word, special)
+    lp10 = lp / LN10
+    if special:
+        lp10 = ((bos_log10 if word == 0 else unk_log10) + lp10) - root / LN10
+        if word == unk_state:  # KenLM keeps that <unk> in the state
+            return lp10, 1, UNK_STATE if max_depth > 0 else null
+    return lp10, ngram, nxt
 
 
 @njit(cache=True)

@@ -18,6 +18,7 @@ break that equality and run on the suffix trie.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -806,21 +807,12 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         context, as for a binary model."""
         m, has_unk = int(self.tree_.max_depth), self.vocab_.has_unk
         a = step.arguments
-        held = tuple(np.ascontiguousarray(x, dtype=dt) for x, dt in zip(a[:9] + a[10:24], K.STEP_DTYPES))
+        held = tuple(np.ascontiguousarray(x, dtype=dt) for x, dt in zip(a[:9] + a[10:24], K.STEP_DTYPES)) + \
+            tuple(np.zeros(size(m), dtype=dt) for dt, size in K.STATE_SCRATCH)
         desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])], dtype=np.int64)
         ln_unseen, radix = float(a[9]), int(self._collapsed.max()) + 1
         depth, collapsed, position, tokens = held[14], held[2], held[18], held[22]
         kernel, address, walk = K.kenlm_state_step, int(desc.ctypes.data), held[18:23]
-
-        def state_step(state: int, word: int):
-            special = word == BOS_ID or (word == UNK_ID and not has_unk)
-            lp, root, ngram, nxt = kernel(address, ln_unseen, m, radix, state, word, special)
-            lp = float(lp / LN10)
-            if special:
-                lp = _special_log10(word, lp, float(root / LN10))
-                if word == UNK_ID:  # KenLM keeps that <unk> in the state
-                    return lp, 1, K.UNK_STATE if m > 0 else null
-            return lp, ngram, nxt
 
         def to_state(context) -> int:
             context = tuple(context)
@@ -847,6 +839,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                                       -1 if has_unk else UNK_ID, -99.0, UNKNOWN_MISSING_LOG10)
 
         null = to_state(())
+        state_step = functools.partial(kernel, address, ln_unseen, m, radix, null, -1 if has_unk else UNK_ID, -99.0,
+                                       UNKNOWN_MISSING_LOG10)  # _special_log10's constants
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
         step.score_line, step.word_table = score_line, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
