@@ -580,31 +580,24 @@ def step_arrays(desc):
 
 
 @njit(cache=True)
-def kenlm_score_line(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_state, bos_log10, unk_log10):
-    """KenLM's ``score`` of one sentence given as UTF-8 bytes without a line end, in one
-    call (``LogLinearLM.score``): its words made ids with the vocabulary's word table
-    (``_text_kernels.word_table_of``; a word outside it is ``<unk>``), walked as
-    ``kenlm_sentence`` walks them, the arrays read at ``desc`` (``kenlm_state_step``),
-    and the log10 probabilities summed in order as ``LogLinearLM.score`` sums them,
-    ``<s>`` and ``unk_state`` (``<unk>`` in a model without it; -1 for none) given
-    ``bos_log10`` / ``unk_log10`` times the back-off of their context, as
-    ``model._special_log10`` does."""
+def _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10):
+    """The sum of ``kenlm_sentence``'s log10 probabilities of the words ``x[first:n]``
+    (int32 word ids, ``x[0]`` = ``<s>`` when ``first`` is 1, room for a spare slot at
+    ``x[n]``), in order, as ``LogLinearLM.score`` adds them: ``<s>`` and ``unk_state``
+    (``<unk>`` in a model without it; -1 for none) given ``bos_log10`` / ``unk_log10``
+    times the back-off of their context, as ``model._special_log10`` does; the arrays
+    read at ``desc`` (``kenlm_state_step``)."""
     (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
      depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
      tree_tokens) = step_arrays(desc)
-    first = 1 if bos else 0
-    ids = np.empty((len(text) + 1) // 2 + 3, dtype=np.int32)  # <s>, words, </s>, a spare slot
-    ids[0] = 0  # BOS_ID
-    n = text_ids(W, blob, text, 0, len(text), eos, 2, 1, ids, first)  # <unk>, </s>
-    ids[n] = 0
-    x = ids[:n + 1]
+    x[n] = 0
     lp = np.empty(n)
     root = np.empty(n)
     ngram = np.empty(n, dtype=np.int64)
     kenlm_sentence(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
                    ln_unseen, S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position,
-                   child_offsets, children, child_first_word, tree_tokens, max_depth, x, first, 0, unk_state, lp,
-                   root, ngram)
+                   child_offsets, children, child_first_word, tree_tokens, max_depth, x[:n + 1], first, 0, unk_state,
+                   lp, root, ngram)
     total = 0.0
     for p in range(first, n):
         v = lp[p] / LN10
@@ -612,6 +605,45 @@ def kenlm_score_line(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_st
             v = ((bos_log10 if x[p] == 0 else unk_log10) + v) - root[p] / LN10
         total += v
     return total
+
+
+@njit(cache=True)
+def kenlm_score_lines(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_state, bos_log10, unk_log10, sums):
+    """KenLM's ``score`` of each line of ``text`` (UTF-8 bytes, lines ended by a line
+    feed, the last one optionally) into ``sums``, in one call (``LogLinearLM.score``,
+    ``score_batch``): the words made ids with the vocabulary's word table
+    (``_text_kernels.word_table_of``; a word outside it is ``<unk>``), then
+    ``_sentence_sum``."""
+    ids = np.empty((len(text) + 1) // 2 + 3, dtype=np.int32)  # <s>, a line's words, </s>, a spare slot
+    first = 1 if bos else 0
+    ids[0] = 0  # BOS_ID
+    pos = 0
+    for s in range(sums.shape[0]):
+        end = pos
+        while end < len(text) and text[end] != 10:
+            end += 1
+        n = text_ids(W, blob, text, pos, end, eos, 2, 1, ids, first)  # <unk>, </s>
+        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, ids, n, first, unk_state, bos_log10, unk_log10)
+        pos = end + 1
+
+
+@njit(cache=True)
+def kenlm_score_ids(desc, ln_unseen, max_depth, ids, offsets, bos, unk_state, bos_log10, unk_log10, sums):
+    """``_sentence_sum`` of each sentence ``ids[offsets[i]:offsets[i + 1]]`` (word ids,
+    ``</s>`` included where it is to be scored; checked by the caller to be ids of the
+    model's vocabulary) into ``sums`` (``LogLinearLM.score_ids``)."""
+    longest = 0
+    for s in range(sums.shape[0]):
+        longest = max(longest, offsets[s + 1] - offsets[s])
+    x = np.empty(longest + 2, dtype=np.int32)
+    first = 1 if bos else 0
+    x[0] = 0  # BOS_ID
+    for s in range(sums.shape[0]):
+        n = first
+        for t in range(offsets[s], offsets[s + 1]):
+            x[n] = ids[t]
+            n += 1
+        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10)
 
 
 @njit(cache=True)

@@ -39,7 +39,8 @@ from .objective import LMObjective
 from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
 from .io import split_words
-from .query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, decoder_calls
+from .query import (UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids,
+                    decoder_calls)
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -830,19 +831,26 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             end = int(position[j])
             return tuple(tokens[end - n:end].tolist())
 
-        def score_line(text: bytes, bos: bool, eos: bool) -> float:
+        specials = (-1 if has_unk else UNK_ID, -99.0, UNKNOWN_MISSING_LOG10)  # _special_log10's
+
+        def score_lines(text: bytes, n_lines: int, bos: bool, eos: bool) -> np.ndarray:
             if step.word_table is None:  # made on the first sentence scored so
                 from ._text_kernels import word_table_of
 
                 step.word_table = word_table_of(self.vocab_.words)
-            return K.kenlm_score_line(address, ln_unseen, m, *step.word_table, text, bos, eos,
-                                      -1 if has_unk else UNK_ID, -99.0, UNKNOWN_MISSING_LOG10)
+            sums = np.empty(n_lines)
+            K.kenlm_score_lines(address, ln_unseen, m, *step.word_table, text, bos, eos, *specials, sums)
+            return sums
+
+        def score_ids(ids: np.ndarray, offsets: np.ndarray, bos: bool) -> np.ndarray:
+            sums = np.empty(len(offsets) - 1)
+            K.kenlm_score_ids(address, ln_unseen, m, ids, offsets, bos, *specials, sums)
+            return sums
 
         null = to_state(())
-        state_step = functools.partial(kernel, address, ln_unseen, m, radix, null, -1 if has_unk else UNK_ID, -99.0,
-                                       UNKNOWN_MISSING_LOG10)  # _special_log10's constants
+        state_step = functools.partial(kernel, address, ln_unseen, m, radix, null, *specials)
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
-        step.score_line, step.word_table = score_line, None
+        step.score_lines, step.score_ids, step.word_table = score_lines, score_ids, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
 
     def _context_of(self, words) -> tuple[int, ...]:
@@ -895,9 +903,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         if not isinstance(sentence, (str, bytes)):
             return KenLMInterface.score(self, sentence, bos, eos)
         bos, eos = True if bos is None else bool(bos), True if eos is None else bool(eos)
-        if sentence.__class__ is str:
-            try:  # words split, looked up and walked in one compiled call (kenlm_score_line)
-                return self._stepper().score_line(sentence.encode(), bos, eos)
+        if sentence.__class__ is str and "\n" not in sentence:
+            try:  # words split, looked up and walked in one compiled call (kenlm_score_lines)
+                return float(self._stepper().score_lines(sentence.encode(), 1, bos, eos)[0])
             except UnicodeEncodeError:  # a lone surrogate: the words as Python reads them
                 pass
         _, values, _, first = self._sentence(sentence, bos, eos)
@@ -905,6 +913,25 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         for v in values[first:]:
             total += v
         return total
+
+    def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
+        """:meth:`score` of every sentence of ``sentences`` (an iterable of strings) in one
+        compiled call (``_lm_kernels.kenlm_score_lines``): float64[k]."""
+        sentences = [s if s.__class__ is str else as_str(s) for s in sentences]
+        text = "\n".join(sentences)
+        if text.count("\n") == max(len(sentences) - 1, 0):
+            try:
+                return self._stepper().score_lines(text.encode(), len(sentences), bool(bos), bool(eos))
+            except UnicodeEncodeError:
+                pass
+        return KenLMInterface.score_batch(self, sentences, bos, eos)
+
+    def score_ids(self, ids, offsets=None, bos: bool = True) -> np.ndarray:
+        """:meth:`score` of sentences given as word ids (``vocab`` ids, ``</s>`` included
+        where it is to be scored; ``offsets`` as :meth:`KenLMInterface.score_ids`), in
+        one compiled call (``_lm_kernels.kenlm_score_ids``): float64[k]."""
+        ids, offsets = checked_ids(ids, offsets, len(self.vocab_))
+        return self._stepper().score_ids(ids.astype(np.int32), offsets, bool(bos))
 
     def _bind_queries(self):
         """``BaseScore`` and ``BaseFullScore`` as closures over ``_stepper`` and the

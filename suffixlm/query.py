@@ -198,6 +198,27 @@ class KenLMInterface:
         words = len(split_words(as_str(sentence))) + 1
         return 10.0 ** (-self.score(sentence) / words)
 
+    # -- batches -----------------------------------------------------------------
+    def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
+        """:meth:`score` of every sentence of ``sentences`` (an iterable of strings):
+        float64[k]. (Binary, ARPA and log-linear models do it in one compiled call.)"""
+        return np.array([self.score(s, bos, eos) for s in sentences], dtype=np.float64)
+
+    def score_ids(self, ids, offsets=None, bos: bool = True) -> np.ndarray:
+        """:meth:`score` of many sentences given as word ids (``vocab`` ids, ``</s>``
+        included where it is to be scored): ``ids`` int[n] with ``offsets`` int[k + 1]
+        (sentence i is ``ids[offsets[i]:offsets[i + 1]]``), or one sentence: float64[k].
+        (Here ``kenlm_step`` word after word, from ``<s>`` when ``bos``.)"""
+        ids, offsets = checked_ids(ids, offsets, len(self.vocab))
+        sums = np.empty(len(offsets) - 1)
+        for i in range(len(sums)):
+            context, total = ((BOS_ID,) if bos else ()), self._sum_dtype(0)
+            for w in ids[offsets[i]:offsets[i + 1]].tolist():
+                lp, _, context = self.kenlm_step(context, w)
+                total += self._sum_dtype(lp)
+            sums[i] = total
+        return sums
+
     # -- the next-word distribution ----------------------------------------------
     def distributions(self, states) -> np.ndarray:
         """log10 p(w | state) of every word id w of ``vocab`` (what ``BaseScore`` gives
@@ -242,6 +263,21 @@ class KenLMInterface:
     def corpus_perplexity(self, data) -> float:
         """SRILM's ``ppl`` of a text file, a :class:`Corpus` or a list of sentence strings."""
         return self.score_file(data).ppl
+
+
+def checked_ids(ids, offsets, vocab_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64[n], offsets int64[k + 1]) of ``score_ids``' arguments, checked: 1-D,
+    offsets from 0 to n, non-decreasing, and with ``vocab_size`` every id a word of the
+    vocabulary (a binary model's table scores any other id as a missing word); ``offsets``
+    None: one sentence. ValueError otherwise."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    offsets = np.array([0, len(ids)]) if offsets is None else np.ascontiguousarray(offsets, dtype=np.int64)
+    if ids.ndim != 1 or offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(ids) \
+            or (np.diff(offsets) < 0).any():
+        raise ValueError("score_ids: ids must be 1-D and offsets run from 0 to len(ids), non-decreasing")
+    if vocab_size is not None and len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"score_ids: a word id is outside the vocabulary of {vocab_size} words")
+    return ids, offsets
 
 
 def decoder_calls(step, state_type: type, to_state, get, word_id, hold=None):

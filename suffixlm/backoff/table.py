@@ -16,7 +16,7 @@ from . import _table_numpy as tnp
 from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from ..io import split_words
 from .index import Int64Map
-from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, decoder_calls
+from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids, decoder_calls
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
@@ -306,11 +306,7 @@ class TableQueries(KenLMInterface):
         included where it is to be scored): ``ids`` int[n] with ``offsets`` int[k + 1]
         (sentence i is ``ids[offsets[i]:offsets[i + 1]]``), or one sentence. Returns
         float64[k] (float32 sums, as ``score``)."""
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
-        offsets = np.array([0, len(ids)]) if offsets is None else np.ascontiguousarray(offsets, dtype=np.int64)
-        if ids.ndim != 1 or offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(ids) \
-                or (np.diff(offsets) < 0).any():
-            raise ValueError("score_ids: ids must be 1-D and offsets run from 0 to len(ids), non-decreasing")
+        ids, offsets = checked_ids(ids, offsets)  # any id: one outside the vocabulary is a missing word
         return self._sentences(ids, offsets, bos, False)[0].astype(np.float64)
 
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:

@@ -274,3 +274,23 @@ def test_model_loader_reads_arpa_and_model_files(models, tmp_path):
     p = tmp_path / "m.lm"
     ll.save(p)
     assert suffixlm.Model(p).score("the cat sat") == ll.score("the cat sat")
+
+
+@pytest.mark.parametrize("name", ["kn", "arpa", "loglinear-tree", "loglinear-kn-base"])
+def test_batches_are_score_of_each_sentence(models, name):
+    """``score_batch`` and ``score_ids`` on every kind of model (the KN estimator through
+    the generic ``kenlm_step`` loop of ``KenLMInterface``, the others in compiled code)
+    give ``score`` of each sentence."""
+    m = models[name]
+    vocab_words = [w for w in m.vocab.words if w not in ("<s>", "</s>", "<unk>")]
+    sentences = TRAIN + _sentences(vocab_words, seed=5) + ["", "zebra the", "the <unk> cat"]
+    for bos, eos in itertools.product((True, False), repeat=2):
+        want = np.array([m.score(s, bos=bos, eos=eos) for s in sentences])
+        np.testing.assert_allclose(m.score_batch(sentences, bos=bos, eos=eos), want, rtol=1e-12, atol=0)
+        ids, offsets = [], [0]
+        for s in sentences:
+            ids += [m.vocab.id(w) for w in s.split()] + ([m.vocab.id("</s>")] if eos else [])
+            offsets.append(len(ids))
+        np.testing.assert_allclose(m.score_ids(ids, offsets, bos=bos), want, rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="offsets"):
+        m.score_ids([3, 4], [0, 1])

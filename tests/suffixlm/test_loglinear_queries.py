@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from suffixlm.corpus import Corpus
+from suffixlm.io import split_words
 from suffixlm.model import LogLinearLM
 from suffixlm.query import KenLMInterface, State
 
@@ -90,6 +91,27 @@ def test_a_sentence_in_one_call_is_kenlm_step_word_after_word(case, unk):
                 for lp, _, _ in want:  # KenLMInterface.score's float64 sum, in order
                     total += lp
                 assert m.score(s, bos=bos, eos=eos) == total
+    # batches in one call: score_batch (lines as bytes) and score_ids (word ids) are score
+    for bos in (True, False):
+        for eos in (True, False):
+            want = [m.score(s, bos=bos, eos=eos) for s in sentences]
+            got = m.score_batch(sentences, bos=bos, eos=eos)
+            assert got.dtype == np.float64 and got.tolist() == want
+            assert KenLMInterface.score_batch(m, sentences, bos=bos, eos=eos).tolist() == want
+            ids, offsets = [], [0]
+            for s in sentences:
+                ids += [m.vocab.id(w) for w in split_words(s)] + ([m.vocab.id("</s>")] if eos else [])
+                offsets.append(len(ids))
+            assert m.score_ids(np.array(ids), np.array(offsets), bos=bos).tolist() == want
+            assert KenLMInterface.score_ids(m, ids, offsets, bos=bos).tolist() == want
+    assert m.score_batch([]).shape == (0,)
+    assert m.score_batch(["w1\nw2", "w1"]).tolist() == [m.score("w1\nw2"), m.score("w1")]  # a line end inside
+    assert m.score_ids([m.vocab.id("w1"), 1]).tolist() == [m.score("w1")]
+    for bad in ([len(m.vocab)], [-1]):
+        with pytest.raises(ValueError, match="outside the vocabulary"):
+            m.score_ids(bad)
+    with pytest.raises(ValueError, match="offsets"):
+        m.score_ids([3, 4], [0, 3])
 
 
 @pytest.mark.parametrize("unk", [True, False])
