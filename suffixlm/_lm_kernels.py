@@ -544,6 +544,10 @@ UNK_STATE = -1
 #: The work space of ``kenlm_state_step`` after the arrays in its ``desc``: (dtype, size
 #: as a function of ``max_depth``) of each.
 STATE_SCRATCH = ((np.int64, lambda m: 2 * (m + 2)), (np.int32, lambda m: max(m + 2, 3)))
+#: ``kenlm_state_step``'s parameters after the work space in its ``desc`` (int64 words;
+#: the last three hold float64 bits)
+STATE_PARAMS = ("max_depth", "radix", "null", "unk_state", "ln_unseen", "bos_log10", "unk_log10")
+STATE_PARAMS_AT = 2 * len(STEP_DTYPES) + 2 * len(STATE_SCRATCH)
 
 
 @njit(cache=True, inline="always")
@@ -712,19 +716,26 @@ def _state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
 
 
 @njit(cache=True)
-def kenlm_state_step(desc, ln_unseen, max_depth, radix, null, unk_state, bos_log10, unk_log10, state, word):
+def kenlm_state_step(desc, state, word):
     """KenLM's ``BaseScore`` on a log-linear model in one call, the decoder's per-call
     path: (log10 p of ``word`` after the context ``state``, the n-gram length, the state
     after the word), as ``LogLinearLM.kenlm_step`` gives them. ``state = node * radix +
     cover`` (the last node of the context's walk and how much of its edge it covers;
-    ``UNK_STATE``: ``<unk>`` alone); the arrays at the addresses and lengths ``desc``
-    points to (int64 pairs, in ``STEP_DTYPES``' order); ``null``: the state of the empty
-    context; ``unk_state``: ``<unk>``'s id in a model without it (-1 for none), after
+    ``UNK_STATE``: ``<unk>`` alone). ``desc`` points to the arrays' addresses and lengths
+    (int64 pairs, in ``STEP_DTYPES``' order), the work space (``STATE_SCRATCH``) and the
+    parameters (``STATE_PARAMS``, at ``STATE_PARAMS_AT``): ``null``, the state of the empty
+    context; ``unk_state``, ``<unk>``'s id in a model without it (-1 for none), after
     which the state is ``UNK_STATE``; ``<s>`` and that ``<unk>`` get ``bos_log10`` /
     ``unk_log10`` times the back-off of their context (``model._special_log10``). The
     context's words are the training tokens before the node's ``context_position``; a
     state that is no tree position of this model (another model's) is the empty context,
-    as a binary model reads one."""
+    as a binary model reads one. Three integers a call: numba's dispatch costs some
+    0.01 µs per number, 0.1 µs per array."""
+    P = array_at(desc, STATE_PARAMS_AT + len(STATE_PARAMS), np.int64)
+    F = array_at(desc, STATE_PARAMS_AT + len(STATE_PARAMS), np.float64)  # the same words, as doubles
+    max_depth, radix, null, unk_state = P[STATE_PARAMS_AT], P[STATE_PARAMS_AT + 1], P[STATE_PARAMS_AT + 2], \
+        P[STATE_PARAMS_AT + 3]
+    ln_unseen, bos_log10, unk_log10 = F[STATE_PARAMS_AT + 4], F[STATE_PARAMS_AT + 5], F[STATE_PARAMS_AT + 6]
     special = word == 0 or word == unk_state  # BOS_ID
     lp, root, ngram, nxt = _state_step(desc, ln_unseen, max_depth, radix, state, word, special)
     lp10 = lp / LN10

@@ -810,10 +810,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         a = step.arguments
         held = tuple(np.ascontiguousarray(x, dtype=dt) for x, dt in zip(a[:9] + a[10:24], K.STEP_DTYPES)) + \
             tuple(np.zeros(size(m), dtype=dt) for dt, size in K.STATE_SCRATCH)
-        desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])], dtype=np.int64)
         ln_unseen, radix = float(a[9]), int(self._collapsed.max()) + 1
         depth, collapsed, position, tokens = held[14], held[2], held[18], held[22]
-        kernel, address, walk = K.kenlm_state_step, int(desc.ctypes.data), held[18:23]
+        walk = held[18:23]
 
         def to_state(context) -> int:
             context = tuple(context)
@@ -832,6 +831,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             return tuple(tokens[end - n:end].tolist())
 
         specials = (-1 if has_unk else UNK_ID, -99.0, UNKNOWN_MISSING_LOG10)  # _special_log10's
+        null = to_state(())
+        params = [m, radix, null, specials[0]] + np.array([ln_unseen, *specials[1:]]).view(np.int64).tolist()
+        desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])] + params, dtype=np.int64)
+        address = int(desc.ctypes.data)  # K.STATE_PARAMS_AT: the parameters (K.STATE_PARAMS)
 
         def score_lines(text: bytes, n_lines: int, bos: bool, eos: bool) -> np.ndarray:
             if step.word_table is None:  # made on the first sentence scored so
@@ -847,8 +850,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             K.kenlm_score_ids(address, ln_unseen, m, ids, offsets, bos, *specials, sums)
             return sums
 
-        null = to_state(())
-        state_step = functools.partial(kernel, address, ln_unseen, m, radix, null, *specials)
+        state_step = functools.partial(K.kenlm_state_step, address)
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
         step.score_lines, step.score_ids, step.word_table = score_lines, score_ids, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)

@@ -278,15 +278,23 @@ def step(D, V, S, order, state, w, missing_lp):
     return np.float64(lp), n, nxt
 
 
+#: The slots of ``step_at``'s parameter block (int64[6]): the table's address and length,
+#: V, S, the order, and the bits of log10 p of a missing word (a float64).
+STEP_PARAMS = 6
+
+
 @njit(cache=True)
-def step_at(address, size, V, S, order, missing_lp, state, w):
-    """``step`` on the table ``D`` given by its address and length (``D.ctypes.data``,
-    ``D.shape[0]``; C-contiguous int64): the decoder's per-call path, which passes no
-    array, as numba's dispatch of an array argument costs about 0.1 µs a call. The model's
-    arguments come first, so a ``functools.partial`` binds them. The caller keeps ``D``
-    alive (``table.TableQueries._bind_queries`` holds it beside the address)."""
-    D = array_at(address, size, np.int64)
-    lp, n, nxt = _step(D, D.view(np.float32), V, S, order, state, w, missing_lp)
+def step_at(params, state, w):
+    """``step`` on the table ``D`` described by the parameter block at the address
+    ``params`` (``STEP_PARAMS``: ``D.ctypes.data``, ``D.shape[0]`` (C-contiguous int64),
+    V, S, order, missing log10 p): the decoder's per-call path, which passes three
+    integers (numba's dispatch costs about 0.1 µs per array argument, and some 0.01 µs per
+    number). The caller keeps ``D`` and the block alive (``table.TableQueries._bind_queries``
+    holds them beside the address)."""
+    P = array_at(params, STEP_PARAMS, np.int64)
+    D = array_at(P[0], P[1], np.int64)
+    missing_lp = array_at(params + 8 * (STEP_PARAMS - 1), 1, np.float64)[0]
+    lp, n, nxt = _step(D, D.view(np.float32), P[2], P[3], P[4], state, w, missing_lp)
     return np.float64(lp), n, nxt
 
 

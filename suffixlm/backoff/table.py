@@ -224,9 +224,11 @@ class TableQueries(KenLMInterface):
         K = kernels()
         address, size = self._table_address()
         D, V, S, order, missing = self._D, self._V, self._S, self.order, self._missing
+        params = np.array([address, size, V, S, order, 0], dtype=np.int64)
+        params[-1:] = np.array([missing], dtype=np.float64).view(np.int64)  # step_at's STEP_PARAMS
         self.BaseScore, self.BaseFullScore = decoder_calls(
-            functools.partial(K.step_at, address, size, V, S, order, missing), int, self._record, self._windex.get,
-            self._word_id, hold=D)  # the table stays alive while its address is in use
+            functools.partial(K.step_at, int(params.ctypes.data)), int, self._record, self._windex.get,
+            self._word_id, hold=(D, params))  # the table and the block stay alive while their addresses are in use
         if TIER == "numpy":
             return
         score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score

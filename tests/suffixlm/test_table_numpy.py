@@ -211,12 +211,14 @@ def test_step_from_any_record(tmp_path, seed, order):
     states = np.concatenate([[-1, -5, V + S, 2 ** 40], np.arange(V + S), rng.integers(-3, V + S + 3, 50)])
     words = np.concatenate([[-1, V, V + 7], rng.integers(0, V, 12)]).astype(np.int64)
     ctxw, crec = np.empty(order, np.int64), np.empty(order, np.int64)
+    params = np.array([D.ctypes.data, D.shape[0], V, S, order, 0], dtype=np.int64)  # step_at's STEP_PARAMS
+    params[-1:] = np.array([missing], dtype=np.float64).view(np.int64)
     for st in states.tolist():
         k = K.decode_state(D, V, S, order, st, ctxw, crec)
         history = ctxw[:k][::-1].astype(np.int64)  # the context's words, oldest first
         for w in words.tolist():
             lp, n, nxt = K.step(D, V, S, order, st, w, missing)
-            assert K.step_at(D.ctypes.data, D.shape[0], V, S, order, missing, st, w) == (lp, n, nxt)
+            assert K.step_at(params.ctypes.data, st, w) == (lp, n, nxt)
             ids = np.append(history, w)
             want_lp, want_n, _ = T.score_sentences(D, V, S, order, ids, np.array([0, len(ids)]), False, missing)
             if k and K.state_of(D, V, S, order, history) != st:
