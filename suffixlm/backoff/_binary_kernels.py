@@ -476,6 +476,25 @@ def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
                                       ids[:0])[0])
 
 
+#: The slots of ``score_line_at``'s parameter block: ``step_at``'s, then the word table's
+#: and its blob's addresses and lengths (``W``, ``blob``: int64, uint8).
+LINE_PARAMS = STEP_PARAMS + 4
+
+
+@njit(cache=True)
+def score_line_at(params, text):
+    """``score_line(..., text, True, True, ...)`` on the table and word table the
+    parameter block at the address ``params`` describes (``LINE_PARAMS``): the sentence
+    walk of ``score(line)``, which then passes no array but the text (numba's dispatch
+    costs about 0.1 µs per array)."""
+    P = array_at(params, LINE_PARAMS, np.int64)
+    D = array_at(P[0], P[1], np.int64)
+    missing_lp = array_at(params + 8 * (STEP_PARAMS - 1), 1, np.float64)[0]
+    W = array_at(P[STEP_PARAMS], P[STEP_PARAMS + 1], np.int64)
+    blob = array_at(P[STEP_PARAMS + 2], P[STEP_PARAMS + 3], np.uint8)
+    return score_line(D, P[2], P[3], P[4], W, blob, text, True, True, missing_lp)
+
+
 @njit(cache=True)
 def score_lines(D, V, S, order, W, blob, text, bos, eos, missing_lp, sums):
     """``score_line`` of every line of ``text`` (UTF-8 bytes, lines ended by a line feed,

@@ -231,15 +231,21 @@ class TableQueries(KenLMInterface):
             self._word_id, hold=(D, params))  # the table and the block stay alive while their addresses are in use
         if TIER == "numpy":
             return
-        score_line, W, blob, generic = K.score_line, self._W, self._blob, self._score
+        W, blob, generic = self._W, self._blob, self._score
+        if W.dtype != np.int64 or not W.flags.c_contiguous or blob.dtype != np.uint8 or not blob.flags.c_contiguous:
+            raise RuntimeError("internal error: the word table is not a C-contiguous int64 / uint8 pair")
+        line_params = np.concatenate([params, [W.ctypes.data, W.shape[0], blob.ctypes.data, blob.shape[0]]])
+        score_line = functools.partial(K.score_line_at, int(line_params.ctypes.data))  # K.LINE_PARAMS
 
         def score(sentence, bos=None, eos=None) -> float:
             if sentence.__class__ is str and bos is not False and eos is not False:
                 try:  # words split and looked up in the same compiled call
-                    return score_line(D, V, S, order, W, blob, sentence.encode(), True, True, missing)
+                    return score_line(sentence.encode())
                 except UnicodeEncodeError:
                     pass
             return generic(sentence, bos, eos)
+
+        score.hold = (D, W, blob, line_params)  # alive while their addresses are in use
 
         score.__doc__ = self._score.__doc__
         self.score = score
