@@ -445,12 +445,8 @@ def _kenlm_position(
     if n == 0:
         n = walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word,
                          tree_tokens, nodes, cover, 0, True)
-    if cover[n - 1] == collapsed[nodes[n - 1]]:
-        lp, e = _score_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, nodes, 0, n - 1, word)
-    else:
-        lp, e = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                           ln_unseen, S, expS, Z, Q, Nn, nodes, cover, 0, n - 1, word, depth, ln_d1_cum, n_events,
-                           nonevent)
+    lp, e = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                       ln_unseen, S, expS, Z, Q, Nn, nodes, cover, 0, n - 1, word, depth, ln_d1_cum, n_events, nonevent)
     root = 0.0
     if need_root:
         root, _ = _score_one(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB,
@@ -583,6 +579,18 @@ def step_arrays(desc):
             tree_tokens)
 
 
+@njit(cache=True, inline="always")
+def _log10_of(word, lp, root, unk_state, bos_log10, unk_log10):
+    """log10 of the natural-log probability ``lp`` of ``word``; ``<s>`` and ``unk_state``
+    (``<unk>`` in a model without it; -1 for none) get ``bos_log10`` / ``unk_log10``
+    times the back-off of their context (``root``: ln p of the word after the empty
+    context), as ``model._special_log10`` gives them."""
+    v = lp / LN10
+    if word == 0 or word == unk_state:  # BOS_ID
+        v = ((bos_log10 if word == 0 else unk_log10) + v) - root / LN10
+    return v
+
+
 @njit(cache=True)
 def _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10):
     """The sum of ``kenlm_sentence``'s log10 probabilities of the words ``x[first:n]``
@@ -604,10 +612,7 @@ def _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10,
                    lp, root, ngram)
     total = 0.0
     for p in range(first, n):
-        v = lp[p] / LN10
-        if x[p] == 0 or x[p] == unk_state:
-            v = ((bos_log10 if x[p] == 0 else unk_log10) + v) - root[p] / LN10
-        total += v
+        total += _log10_of(x[p], lp[p], root[p], unk_state, bos_log10, unk_log10)
     return total
 
 
@@ -738,11 +743,9 @@ def kenlm_state_step(desc, state, word):
     ln_unseen, bos_log10, unk_log10 = F[STATE_PARAMS_AT + 4], F[STATE_PARAMS_AT + 5], F[STATE_PARAMS_AT + 6]
     special = word == 0 or word == unk_state  # BOS_ID
     lp, root, ngram, nxt = _state_step(desc, ln_unseen, max_depth, radix, state, word, special)
-    lp10 = lp / LN10
-    if special:
-        lp10 = ((bos_log10 if word == 0 else unk_log10) + lp10) - root / LN10
-        if word == unk_state:  # KenLM keeps that <unk> in the state
-            return lp10, 1, UNK_STATE if max_depth > 0 else null
+    lp10 = _log10_of(word, lp, root, unk_state, bos_log10, unk_log10)
+    if word == unk_state:  # KenLM keeps that <unk> in the state
+        return lp10, 1, UNK_STATE if max_depth > 0 else null
     return lp10, ngram, nxt
 
 

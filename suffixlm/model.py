@@ -40,7 +40,7 @@ from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
 from .io import split_words
 from .query import (UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids,
-                    decoder_calls)
+                    decoder_calls, joined_lines)
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -919,9 +919,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """:meth:`score` of every sentence of ``sentences`` (an iterable of strings) in one
         compiled call (``_lm_kernels.kenlm_score_lines``): float64[k]."""
-        sentences = [s if s.__class__ is str else as_str(s) for s in sentences]
-        text = "\n".join(sentences)
-        if text.count("\n") == max(len(sentences) - 1, 0):
+        sentences, text = joined_lines(sentences)
+        if text is not None:
             try:
                 return self._stepper().score_lines(text.encode(), len(sentences), bool(bos), bool(eos))
             except UnicodeEncodeError:

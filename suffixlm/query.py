@@ -265,6 +265,14 @@ class KenLMInterface:
         return self.score_file(data).ppl
 
 
+def joined_lines(sentences) -> tuple[list[str], str | None]:
+    """(``sentences`` as strings, their text joined by line feeds for a kernel that reads
+    one sentence a line, or None where a sentence holds a line end itself)."""
+    sentences = [s if s.__class__ is str else as_str(s) for s in sentences]
+    text = "\n".join(sentences)
+    return sentences, (text if text.count("\n") == max(len(sentences) - 1, 0) else None)
+
+
 def checked_ids(ids, offsets, vocab_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(ids int64[n], offsets int64[k + 1]) of ``score_ids``' arguments, checked: 1-D,
     offsets from 0 to n, non-decreasing, and with ``vocab_size`` every id a word of the

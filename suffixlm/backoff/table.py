@@ -16,7 +16,8 @@ from . import _table_numpy as tnp
 from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from ..io import split_words
 from .index import Int64Map
-from ..query import UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids, decoder_calls
+from ..query import (UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids,
+                     decoder_calls, joined_lines)
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
@@ -320,9 +321,8 @@ class TableQueries(KenLMInterface):
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
-        sentences = [s if s.__class__ is str else as_str(s) for s in sentences]
-        text = "\n".join(sentences)
-        if text.count("\n") == max(len(sentences) - 1, 0) and not numpy_tier(len(text) // 2):
+        sentences, text = joined_lines(sentences)
+        if text is not None and not numpy_tier(len(text) // 2):
             try:  # no line end inside a sentence: split and looked up in one compiled call
                 sums = np.empty(len(sentences))
                 kernels().score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(),
