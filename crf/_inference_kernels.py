@@ -188,6 +188,16 @@ def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_i
 
 
 @njit(cache=True, fastmath=FAST)
+def _row_sum(a, t, L):
+    """sum_y a[t, y], y < L, in a loop that only reads (its rounding does not depend on
+    where a lies)."""
+    c = 0.0
+    for y in range(L):
+        c += a[t, y]
+    return c
+
+
+@njit(cache=True, fastmath=FAST)
 def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart, nz_ptr, nz_idx,
                      U, eU, alpha, beta, scale, tmp, psi, psi_of, S, mark, m_ptr, m_idx, m_val):
     """Scaled forward-backward on sequence [s, e); returns log Z.
@@ -207,10 +217,13 @@ def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart
     else:
         dense_psi(theta, bbase, s, T, L, psi, psi_of)
     # forward
-    c = 0.0
+    # Each sum is a loop that only reads (here and below): a loop that also stores is
+    # vectorised only when LLVM's run-time check finds the arrays far enough apart, and
+    # the vector and scalar sums round differently -- the marginals would then depend on
+    # where the allocator put the work arrays.
     for y in range(L):
         alpha[0, y] = eU[0, y]
-        c += alpha[0, y]
+    c = _row_sum(alpha, 0, L)
     scale[0] = c
     for y in range(L):
         alpha[0, y] /= c
@@ -234,10 +247,9 @@ def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart
                 r = yp * L
                 for y in range(L):
                     tmp[y] += a * P[r + y]
-        c = 0.0
         for y in range(L):
             alpha[t, y] = eU[t, y] * tmp[y]
-            c += alpha[t, y]
+        c = _row_sum(alpha, t, L)
         scale[t] = c
         for y in range(L):
             alpha[t, y] /= c
