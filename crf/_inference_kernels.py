@@ -188,7 +188,7 @@ def _sparse_m(theta, bbase, s, T, L, bstart, nz_ptr, nz_idx, S, mark, m_ptr, m_i
 
 
 @njit(cache=True, fastmath=FAST)
-def _row_sum(a, t, L):
+def row_sum(a, t, L):
     """sum_y a[t, y], y < L, in a loop that only reads (its rounding does not depend on
     where a lies)."""
     c = 0.0
@@ -223,7 +223,7 @@ def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart
     # where the allocator put the work arrays.
     for y in range(L):
         alpha[0, y] = eU[0, y]
-    c = _row_sum(alpha, 0, L)
+    c = row_sum(alpha, 0, L)
     scale[0] = c
     for y in range(L):
         alpha[0, y] /= c
@@ -249,7 +249,7 @@ def forward_backward(theta, ubase, uval, ustates, bbase, s, e, L, sparse, bstart
                     tmp[y] += a * P[r + y]
         for y in range(L):
             alpha[t, y] = eU[t, y] * tmp[y]
-        c = _row_sum(alpha, t, L)
+        c = row_sum(alpha, t, L)
         scale[t] = c
         for y in range(L):
             alpha[t, y] /= c

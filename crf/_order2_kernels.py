@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._gradient_kernels import group_bounds, scatter, unigram_rank, zero_blocks
-from ._inference_kernels import (FAST, NEG_INF, _row_sum, dense_psi, exp_unary, restrict_to_forced, row_slot,
+from ._inference_kernels import (FAST, NEG_INF, row_sum, dense_psi, exp_unary, restrict_to_forced, row_slot,
                                  same_bigram_row, transition_scores, unary_scores)
 
 
@@ -121,7 +121,7 @@ def forward_backward2(theta, ubase, uval, ustates, bbase, tbase, s, e, L, pairs,
         _trigram_psi(theta, tbase, s, T, pred_r, phi, phi_of)
     for y in range(L):
         a0[y] = eU[0, y]
-    c = _row_sum(eU, 0, L)  # a loop that stores and sums rounds by address: see forward_backward
+    c = row_sum(eU, 0, L)  # a loop that stores and sums rounds by address: see forward_backward
     scale[0] = c
     for y in range(L):
         a0[y] /= c
