@@ -32,3 +32,28 @@ def typed_pointer(typingctx, address, dtype):
 def array_at(address, size, dtype):
     """The 1-d array of ``size`` items of ``dtype`` at ``address`` (C-contiguous)."""
     return carray(typed_pointer(address, dtype), (size,))
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """A hint that ``array[index]`` (1-d) will be read soon: LLVM's ``llvm.prefetch``
+    (a read, kept in every cache level). A prefetch never faults, whatever the address
+    (one outside the array is dropped by the processor), so the index needs no check."""
+    if not (isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = args[1]
+        if signature.args[1].bitwidth < 64:
+            index = builder.sext(index, ir.IntType(64))
+        ptr = builder.bitcast(builder.gep(ary.data, [index]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [ptr.type],
+                                              ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]))
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(array, index), codegen

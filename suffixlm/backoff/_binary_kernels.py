@@ -28,10 +28,10 @@ a crash or a hang.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
-from .._address import array_at
+from .._address import array_at, prefetch
 from .._text_kernels import text_ids
 
 
@@ -65,8 +65,13 @@ def _probe(D, base, n, key):
         t = D[2 * (base + h)]
         if t == EMPTY:
             return -1
-        if (t & KEY_MASK) == key:
+        tk = t & KEY_MASK
+        if tk == key:
             return base + h
+        if d >= 2:  # Robin Hood: no key lies beyond a resident nearer its own home
+            ht = home(tk, n)
+            if (h - ht if h >= ht else h + n - ht) < d:
+                return -1
         h += 1
         if h == n:
             h = 0
@@ -76,10 +81,10 @@ def _probe(D, base, n, key):
 @njit(cache=True)
 def find(D, V, S, L, key):
     """Record of the part of L words with ``key`` (flags off), or -1: a linear scan from
-    its home slot to the key or an empty slot (Robin Hood placement keeps the scans of
-    present keys short; stopping a missing key's scan early by Robin Hood's rule costs
-    more, in hashing the keys passed, than the few slots of one or two cache lines it
-    saves: measured 2.5x slower over PTB test)."""
+    its home slot to the key, an empty slot, or (from the third slot on) a resident
+    nearer its own home than the key would be, beyond which Robin Hood placement
+    (``fill_region``) puts no key: at load 0.8 a missing key's scan is otherwise about
+    13 slots with a long tail (``_table_numpy.find_many`` stops by the same rule)."""
     B, n = region(D, V, S, L)
     if n == 0:
         return -1
@@ -333,6 +338,10 @@ def regions(D, V, S, order):
     return out
 
 
+#: How many words ahead ``_walk_span`` prefetches a bigram's slot.
+AHEAD = 2
+
+
 @njit(cache=True)
 def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_len, ctx, nxt):
     """The float32 sum of the sentence ``tokens[a:b]`` (``score_sentences``), filling
@@ -340,20 +349,29 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
     (record 0) when ``bos``, else from the empty context.
 
     ``_step`` word after word, with the records of the context's suffixes kept in
-    ``ctx`` (``ctx[d - 1]``: the record of its last d words; ``nxt`` the same for the
-    next context, both int64[order]) instead of read off the state's record chain
-    (the records found for the word's parts are those of the next context's suffixes,
-    as in KenLM's state), and the regions read once (``regions``). The same records,
-    sums and numbers as ``_step``."""
+    ``ctx[0]`` (``ctx[0, d - 1]``: the record of its last d words; ``nxt[0]`` the same
+    for the next context, both int64[2, order]) instead of read off the state's record
+    chain (the records found for the word's parts are those of the next context's
+    suffixes, as in KenLM's state), the context's words in ``ctx[1]`` (``ctx[1, d - 1]``:
+    the d-th most recent word, which ``_step`` decodes from the record's key with a
+    division), and the regions read once (``regions``). The same records, sums and
+    numbers as ``_step``."""
     fill = out_lp.shape[0] > 0
     k = 0
     if bos and order > 1:
-        ctx[0] = 0
+        ctx[0, 0] = 0
+        ctx[1, 0] = 0
         k = 1
     total = np.float32(0.0)
+    size2 = regs[2, 1]
     for i in range(a, b):
         w = tokens[i]
         n = 1
+        if i + AHEAD < b and size2 > 0:  # the bigram slot of a word AHEAD on, whose key the words give
+            u = tokens[i + AHEAD]
+            v = tokens[i + AHEAD - 1]
+            if u >= 0 and u < V and v >= 0 and v < V:
+                prefetch(D, 2 * (regs[2, 0] + home(u * V + v, size2)))
         if w < 0 or w >= V:
             lp = np.float32(missing_lp)
             k = 0
@@ -363,16 +381,17 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
             if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
                 lp = np.float32(missing_lp)
                 for d in range(1, k + 1):
-                    lp = lp + F[4 * ctx[d - 1] + 3]
-                ctx[0] = w
+                    lp = lp + F[4 * ctx[0, d - 1] + 3]
+                ctx[0, 0] = w
+                ctx[1, 0] = w
                 k = 1 if order > 1 else 0
             else:
                 nk = 1 if ((f & EXTENDS) != 0 and order > 1) else 0
-                nxt[0] = w
+                nxt[0, 0] = w
+                nxt[1, 0] = w
                 g = w
                 for j in range(1, k + 1):
-                    c = ctx[j - 1]
-                    x = (D[2 * c] & KEY_MASK) % V if c >= V else c  # the j-th most recent word
+                    x = ctx[1, j - 1]  # the j-th most recent word
                     size = regs[j + 1, 1]
                     if size == 0:
                         break
@@ -382,11 +401,12 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
                     g = g2
                     n = j + 1
                     lp = F[4 * g + 2]
-                    nxt[j] = g
+                    nxt[0, j] = g
+                    nxt[1, j] = x
                     if n <= order - 1 and (D[2 * g] & EXTENDS) != 0:
                         nk = n
                 for d in range(n, k + 1):
-                    lp = lp + F[4 * ctx[d - 1] + 3]
+                    lp = lp + F[4 * ctx[0, d - 1] + 3]
                 ctx, nxt = nxt, ctx
                 k = nk
         if fill:
@@ -397,21 +417,39 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
 
 
 @njit(cache=True)
+def _span_sums(D, V, S, order, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums):
+    """``_walk_span`` of sentences ``first .. last - 1`` into ``sums``."""
+    F = D.view(np.float32)
+    regs = regions(D, V, S, order)
+    ctx = np.empty((2, max(order, 1)), dtype=np.int64)
+    nxt = np.empty((2, max(order, 1)), dtype=np.int64)
+    for s in range(first, last):
+        sums[s] = _walk_span(D, F, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
+                             out_len, ctx, nxt)
+
+
+@njit(cache=True)
 def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len):
     """KenLM's ``full_scores`` of many sentences at once: ``tokens`` are word ids of the
     sentences one after the other (``</s>`` included when scored), sentence i at
     ``offsets[i] .. offsets[i + 1]``; each starts from ``<s>`` when ``bos``. Fills log10
     p and n-gram length per token (when the output arrays are not empty); returns the
     float32 sum of every sentence (KenLM's ``score``)."""
-    F = D.view(np.float32)
-    regs = regions(D, V, S, order)
     n_sent = offsets.shape[0] - 1
     sums = np.zeros(n_sent, dtype=np.float32)
-    ctx = np.empty(max(order, 1), dtype=np.int64)
-    nxt = np.empty(max(order, 1), dtype=np.int64)
-    for s in range(n_sent):
-        sums[s] = _walk_span(D, F, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
-                             out_len, ctx, nxt)
+    _span_sums(D, V, S, order, tokens, offsets, 0, n_sent, bos, missing_lp, out_lp, out_len, sums)
+    return sums
+
+
+@njit(cache=True, parallel=True)
+def score_sentences_parallel(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len, bounds):
+    """``score_sentences`` with the sentences ``bounds[c] .. bounds[c + 1] - 1`` of each
+    chunk c on a thread of their own: each sentence is walked and summed as there, so
+    the numbers do not depend on the chunks."""
+    n_sent = offsets.shape[0] - 1
+    sums = np.zeros(n_sent, dtype=np.float32)
+    for c in prange(bounds.shape[0] - 1):
+        _span_sums(D, V, S, order, tokens, offsets, bounds[c], bounds[c + 1], bos, missing_lp, out_lp, out_len, sums)
     return sums
 
 
@@ -496,21 +534,54 @@ def score_line_at(params, text):
 
 
 @njit(cache=True)
-def score_lines(D, V, S, order, W, blob, text, bos, eos, missing_lp, sums):
-    """``score_line`` of every line of ``text`` (UTF-8 bytes, lines ended by a line feed,
-    the last one optionally), into ``sums`` (one per line)."""
-    n_text = len(text)
-    ids = np.empty(n_text // 2 + 2 * sums.shape[0] + 2, dtype=np.int64)
-    offsets = np.zeros(sums.shape[0] + 1, dtype=np.int64)
+def line_starts(text, n_lines):
+    """int64[n_lines + 1]: where each of the first ``n_lines`` lines of ``text`` (UTF-8
+    bytes, lines ended by a line feed, the last one optionally) starts, then one past
+    the last one's end (its line feed, or the text's end): line s is
+    ``text[starts[s]:starts[s + 1] - 1]``."""
+    starts = np.empty(n_lines + 1, dtype=np.int64)
+    starts[0] = 0
     pos = 0
-    n = 0
-    for s in range(sums.shape[0]):
-        end = pos
-        while end < n_text and text[end] != 10:
-            end += 1
-        n = text_ids(W, blob, text, pos, end, eos, 2, 1, ids, n)
-        offsets[s + 1] = n
-        pos = end + 1
-    empty_f = np.empty(0, dtype=np.float64)
-    empty_i = ids[:0]
-    sums[:] = score_sentences(D, V, S, order, ids, offsets, bos, missing_lp, empty_f, empty_i)
+    n_text = len(text)
+    for s in range(n_lines):
+        while pos < n_text and text[pos] != 10:
+            pos += 1
+        pos += 1
+        starts[s + 1] = pos
+    return starts
+
+
+@njit(cache=True)
+def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, missing_lp, sums):
+    """``score_line`` of lines ``first .. last - 1`` (``line_starts``) into ``sums``."""
+    F = D.view(np.float32)
+    regs = regions(D, V, S, order)
+    ctx = np.empty((2, max(order, 1)), dtype=np.int64)
+    nxt = np.empty((2, max(order, 1)), dtype=np.int64)
+    longest = 0
+    for s in range(first, last):
+        longest = max(longest, starts[s + 1] - starts[s])
+    ids = np.empty(longest // 2 + 2, dtype=np.int64)
+    no_lp = np.empty(0, dtype=np.float64)
+    no_len = ids[:0]
+    for s in range(first, last):
+        n = text_ids(W, blob, text, starts[s], min(starts[s + 1] - 1, len(text)), eos, 2, 1, ids, 0)
+        sums[s] = _walk_span(D, F, V, order, regs, ids, 0, n, bos, missing_lp, no_lp, no_len, ctx, nxt)
+
+
+@njit(cache=True)
+def score_lines(D, V, S, order, W, blob, text, starts, bos, eos, missing_lp):
+    """``score_line`` of every line of ``text`` (``line_starts``): float32 sums."""
+    sums = np.zeros(starts.shape[0] - 1, dtype=np.float32)
+    _line_sums(D, V, S, order, W, blob, text, starts, 0, sums.shape[0], bos, eos, missing_lp, sums)
+    return sums
+
+
+@njit(cache=True, parallel=True)
+def score_lines_parallel(D, V, S, order, W, blob, text, starts, bos, eos, missing_lp, bounds):
+    """``score_lines`` with the lines ``bounds[c] .. bounds[c + 1] - 1`` of each chunk c
+    split, looked up and walked on a thread of their own: the same sums."""
+    sums = np.zeros(starts.shape[0] - 1, dtype=np.float32)
+    for c in prange(bounds.shape[0] - 1):
+        _line_sums(D, V, S, order, W, blob, text, starts, bounds[c], bounds[c + 1], bos, eos, missing_lp, sums)
+    return sums

@@ -39,6 +39,39 @@ NUMPY_MAX_TOKENS = 1_000_000
 TIER = "auto"
 _KERNELS = __package__ + "._binary_kernels"
 _numpy_seconds = 0.0
+#: A compiled batch of at least this many words is walked on numba's threads, a chunk of
+#: whole sentences each (``score_sentences_parallel``: the same sums); a smaller one on
+#: one thread (a parallel region's wake-up and barrier cost tens of microseconds).
+PARALLEL_MIN_TOKENS = 20_000
+#: A text's words are counted as its bytes over this (about PTB's, separators included)
+#: for PARALLEL_MIN_TOKENS and the chunks.
+BYTES_PER_WORD = 6
+
+
+def sentence_chunks(offsets: np.ndarray, n_tokens: int) -> np.ndarray | None:
+    """The sentence bounds (int64[c + 1]) of one chunk of about equal words (or bytes:
+    any measure ``offsets`` counts in) per numba thread for a batch of ``n_tokens`` words
+    in sentences at ``offsets``; None for one thread (a small batch, or one thread in
+    force)."""
+    import numba
+
+    threads = numba.get_num_threads()
+    if n_tokens < PARALLEL_MIN_TOKENS or threads < 2 or offsets.shape[0] < 3:
+        return None
+    marks = np.linspace(offsets[0], offsets[-1], threads + 1)
+    bounds = np.unique(np.searchsorted(offsets, marks[1:-1]))
+    n = offsets.shape[0] - 1
+    return np.concatenate(([0], bounds[(bounds > 0) & (bounds < n)], [n])).astype(np.int64)
+
+
+def walk_sentences(D, V, S, order, ids, offsets, bos, missing, lp, n) -> np.ndarray:
+    """``_binary_kernels.score_sentences`` of the batch, on numba's threads when it is
+    large (``sentence_chunks``)."""
+    K = kernels()
+    bounds = sentence_chunks(offsets, ids.shape[0])
+    if bounds is None:
+        return K.score_sentences(D, V, S, order, ids, offsets, bos, missing, lp, n)
+    return K.score_sentences_parallel(D, V, S, order, ids, offsets, bos, missing, lp, n, bounds)
 
 
 def kernels():
@@ -297,8 +330,7 @@ class TableQueries(KenLMInterface):
                 return sums, lp.astype(np.float64), n
         lp, n = (np.empty(ids.shape[0]), np.empty(ids.shape[0], dtype=np.int64)) if per_word else \
             (self._EMPTY_F, self._EMPTY_I)
-        sums = kernels().score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos),
-                                          self._missing, lp, n)
+        sums = walk_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing, lp, n)
         return sums, lp, n
 
     def full_scores(self, sentence, bos=True, eos=True):
@@ -324,10 +356,14 @@ class TableQueries(KenLMInterface):
         sentences, text = joined_lines(sentences)
         if text is not None and not numpy_tier(len(text) // 2):
             try:  # no line end inside a sentence: split and looked up in one compiled call
-                sums = np.empty(len(sentences))
-                kernels().score_lines(self._D, self._V, self._S, self.order, self._W, self._blob, text.encode(),
-                                       bool(bos), bool(eos), self._missing, sums)
-                return sums
+                data = np.frombuffer(text.encode(), dtype=np.uint8)  # a parallel kernel takes no bytes
+                K = kernels()
+                starts = K.line_starts(data, len(sentences))
+                args = (self._D, self._V, self._S, self.order, self._W, self._blob, data, starts, bool(bos),
+                        bool(eos), self._missing)
+                bounds = sentence_chunks(starts, len(data) // BYTES_PER_WORD)
+                sums = K.score_lines(*args) if bounds is None else K.score_lines_parallel(*args, bounds)
+                return sums.astype(np.float64)
             except UnicodeEncodeError:
                 pass
         to_id = self._to_id
