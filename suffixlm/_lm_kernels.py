@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._address import array_at
-from ._text_kernels import text_ids
+from ._text_kernels import line_starts, text_ids
 from .backoff._kn_tree_kernels import edge_base
 from ._contexts_kernels import walk_context
 from ._tree_kernels import find_sorted
@@ -617,23 +617,59 @@ def _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10,
 
 
 @njit(cache=True)
+def _line_sums(desc, ln_unseen, max_depth, W, blob, text, starts, first, last, bos, eos, unk_state, bos_log10,
+               unk_log10, sums):
+    """``kenlm_score_lines`` of lines ``first .. last - 1`` (``starts``:
+    ``_text_kernels.line_starts``) into ``sums``."""
+    longest = 0
+    for s in range(first, last):
+        longest = max(longest, starts[s + 1] - starts[s])
+    ids = np.empty(longest // 2 + 4, dtype=np.int32)  # <s>, a line's words, </s>, a spare slot
+    begin = 1 if bos else 0
+    ids[0] = 0  # BOS_ID
+    for s in range(first, last):
+        n = text_ids(W, blob, text, starts[s], min(starts[s + 1] - 1, len(text)), eos, 2, 1, ids, begin)  # <unk>, </s>
+        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, ids, n, begin, unk_state, bos_log10, unk_log10)
+
+
+@njit(cache=True)
 def kenlm_score_lines(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_state, bos_log10, unk_log10, sums):
     """KenLM's ``score`` of each line of ``text`` (UTF-8 bytes, lines ended by a line
     feed, the last one optionally) into ``sums``, in one call (``LogLinearLM.score``,
     ``score_batch``): the words made ids with the vocabulary's word table
     (``_text_kernels.word_table_of``; a word outside it is ``<unk>``), then
     ``_sentence_sum``."""
-    ids = np.empty((len(text) + 1) // 2 + 3, dtype=np.int32)  # <s>, a line's words, </s>, a spare slot
-    first = 1 if bos else 0
-    ids[0] = 0  # BOS_ID
-    pos = 0
-    for s in range(sums.shape[0]):
-        end = pos
-        while end < len(text) and text[end] != 10:
-            end += 1
-        n = text_ids(W, blob, text, pos, end, eos, 2, 1, ids, first)  # <unk>, </s>
-        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, ids, n, first, unk_state, bos_log10, unk_log10)
-        pos = end + 1
+    starts = line_starts(text, sums.shape[0])
+    _line_sums(desc, ln_unseen, max_depth, W, blob, text, starts, 0, sums.shape[0], bos, eos, unk_state, bos_log10,
+               unk_log10, sums)
+
+
+@njit(cache=True, parallel=True)
+def kenlm_score_lines_parallel(desc, ln_unseen, max_depth, W, blob, text, starts, bos, eos, unk_state, bos_log10,
+                               unk_log10, sums, bounds):
+    """``kenlm_score_lines`` of the lines at ``starts`` (``_text_kernels.line_starts``),
+    the lines ``bounds[c] .. bounds[c + 1] - 1`` of each chunk c on a thread of their own
+    (``_sentence_sum`` uses no shared work space): the same sums."""
+    for c in prange(bounds.shape[0] - 1):
+        _line_sums(desc, ln_unseen, max_depth, W, blob, text, starts, bounds[c], bounds[c + 1], bos, eos, unk_state,
+                   bos_log10, unk_log10, sums)
+
+
+@njit(cache=True)
+def _id_sums(desc, ln_unseen, max_depth, ids, offsets, first, last, bos, unk_state, bos_log10, unk_log10, sums):
+    """``kenlm_score_ids`` of sentences ``first .. last - 1``."""
+    longest = 0
+    for s in range(first, last):
+        longest = max(longest, offsets[s + 1] - offsets[s])
+    x = np.empty(longest + 2, dtype=np.int32)
+    begin = 1 if bos else 0
+    x[0] = 0  # BOS_ID
+    for s in range(first, last):
+        n = begin
+        for t in range(offsets[s], offsets[s + 1]):
+            x[n] = ids[t]
+            n += 1
+        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, x, n, begin, unk_state, bos_log10, unk_log10)
 
 
 @njit(cache=True)
@@ -641,18 +677,17 @@ def kenlm_score_ids(desc, ln_unseen, max_depth, ids, offsets, bos, unk_state, bo
     """``_sentence_sum`` of each sentence ``ids[offsets[i]:offsets[i + 1]]`` (word ids,
     ``</s>`` included where it is to be scored; checked by the caller to be ids of the
     model's vocabulary) into ``sums`` (``LogLinearLM.score_ids``)."""
-    longest = 0
-    for s in range(sums.shape[0]):
-        longest = max(longest, offsets[s + 1] - offsets[s])
-    x = np.empty(longest + 2, dtype=np.int32)
-    first = 1 if bos else 0
-    x[0] = 0  # BOS_ID
-    for s in range(sums.shape[0]):
-        n = first
-        for t in range(offsets[s], offsets[s + 1]):
-            x[n] = ids[t]
-            n += 1
-        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10)
+    _id_sums(desc, ln_unseen, max_depth, ids, offsets, 0, sums.shape[0], bos, unk_state, bos_log10, unk_log10, sums)
+
+
+@njit(cache=True, parallel=True)
+def kenlm_score_ids_parallel(desc, ln_unseen, max_depth, ids, offsets, bos, unk_state, bos_log10, unk_log10, sums,
+                             bounds):
+    """``kenlm_score_ids`` with the sentences ``bounds[c] .. bounds[c + 1] - 1`` of each
+    chunk c on a thread of their own: the same sums."""
+    for c in prange(bounds.shape[0] - 1):
+        _id_sums(desc, ln_unseen, max_depth, ids, offsets, bounds[c], bounds[c + 1], bos, unk_state, bos_log10,
+                 unk_log10, sums)
 
 
 @njit(cache=True)

@@ -251,3 +251,21 @@ def text_ids(W, blob, text, pos, end, eos, unk, eos_id, out, n):
         out[n] = eos_id
         n += 1
     return n
+
+
+@njit(cache=True)
+def line_starts(text, n_lines):
+    """int64[n_lines + 1]: where each of the first ``n_lines`` lines of ``text`` (UTF-8
+    bytes, lines ended by a line feed, the last one optionally) starts, then one past
+    the last one's end (its line feed, or the text's end): line s is
+    ``text[starts[s]:starts[s + 1] - 1]``."""
+    starts = np.empty(n_lines + 1, dtype=np.int64)
+    starts[0] = 0
+    pos = 0
+    n_text = len(text)
+    for s in range(n_lines):
+        while pos < n_text and text[pos] != 10:
+            pos += 1
+        pos += 1
+        starts[s + 1] = pos
+    return starts

@@ -40,7 +40,7 @@ from .options import LM_BASES
 from .options import LM_PENALTIES as PENALTIES
 from .io import split_words
 from .query import (UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids,
-                    decoder_calls, joined_lines)
+                    decoder_calls, joined_lines, line_chunks, sentence_chunks)
 from .solvers.result import ConvergenceWarning, StopReason
 from .suffixtree import SuffixTree
 
@@ -842,12 +842,21 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
                 step.word_table = word_table_of(self.vocab_.words)
             sums = np.empty(n_lines)
-            K.kenlm_score_lines(address, ln_unseen, m, *step.word_table, text, bos, eos, *specials, sums)
+            text, starts, bounds = line_chunks(text, n_lines)
+            if bounds is None:
+                K.kenlm_score_lines(address, ln_unseen, m, *step.word_table, text, bos, eos, *specials, sums)
+            else:
+                K.kenlm_score_lines_parallel(address, ln_unseen, m, *step.word_table, text, starts, bos, eos,
+                                             *specials, sums, bounds)
             return sums
 
         def score_ids(ids: np.ndarray, offsets: np.ndarray, bos: bool) -> np.ndarray:
             sums = np.empty(len(offsets) - 1)
-            K.kenlm_score_ids(address, ln_unseen, m, ids, offsets, bos, *specials, sums)
+            bounds = sentence_chunks(offsets, len(ids))
+            if bounds is None:
+                K.kenlm_score_ids(address, ln_unseen, m, ids, offsets, bos, *specials, sums)
+            else:
+                K.kenlm_score_ids_parallel(address, ln_unseen, m, ids, offsets, bos, *specials, sums, bounds)
             return sums
 
         state_step = functools.partial(K.kenlm_state_step, address)

@@ -265,6 +265,50 @@ class KenLMInterface:
         return self.score_file(data).ppl
 
 
+#: A compiled batch of at least this many words is walked on numba's threads, a chunk of
+#: whole sentences each (the binary table's ``score_sentences_parallel``, the log-linear
+#: model's ``kenlm_score_ids_parallel``: the same sums); a smaller one on one thread (a
+#: parallel region's wake-up and barrier cost tens of microseconds).
+PARALLEL_MIN_TOKENS = 20_000
+#: A text's words are counted as its bytes over this (about PTB's, separators included)
+#: for PARALLEL_MIN_TOKENS and the chunks.
+BYTES_PER_WORD = 6
+
+
+def sentence_chunks(offsets: np.ndarray, n_tokens: int) -> np.ndarray | None:
+    """The sentence bounds (int64[c + 1]) of one chunk of about equal words (or bytes:
+    any measure ``offsets`` counts in) per numba thread for a batch of ``n_tokens`` words
+    in sentences at ``offsets``; None for one thread (a small batch, or one thread in
+    force)."""
+    import numba
+
+    threads = numba.get_num_threads()
+    if n_tokens < PARALLEL_MIN_TOKENS or threads < 2 or offsets.shape[0] < 3:
+        return None
+    marks = np.linspace(offsets[0], offsets[-1], threads + 1)
+    bounds = np.unique(np.searchsorted(offsets, marks[1:-1]))
+    n = offsets.shape[0] - 1
+    return np.concatenate(([0], bounds[(bounds > 0) & (bounds < n)], [n])).astype(np.int64)
+
+
+def line_chunks(text: bytes, n_lines: int):
+    """(the text for a kernel, where its lines start, the chunks of lines for numba's
+    threads) for the first ``n_lines`` lines of ``text`` (UTF-8 bytes): ``(text, None,
+    None)`` for a text too short for threads (:data:`PARALLEL_MIN_TOKENS`, words counted
+    as :data:`BYTES_PER_WORD` bytes) or one thread in force, else (its bytes as a uint8
+    array, as a parallel kernel takes them; ``_text_kernels.line_starts``;
+    :func:`sentence_chunks`)."""
+    n_words = len(text) // BYTES_PER_WORD
+    if n_words < PARALLEL_MIN_TOKENS:
+        return text, None, None
+    from ._text_kernels import line_starts
+
+    data = np.frombuffer(text, dtype=np.uint8)
+    starts = line_starts(data, n_lines)
+    bounds = sentence_chunks(starts, n_words)
+    return (text, None, None) if bounds is None else (data, starts, bounds)
+
+
 def joined_lines(sentences) -> tuple[list[str], str | None]:
     """(``sentences`` as strings, their text joined by line feeds for a kernel that reads
     one sentence a line, or None where a sentence holds a line end itself)."""

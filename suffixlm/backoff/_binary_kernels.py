@@ -32,7 +32,7 @@ from numba import njit, prange
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 from .._address import array_at, prefetch
-from .._text_kernels import text_ids
+from .._text_kernels import line_starts, text_ids
 
 
 @njit(cache=True)
@@ -363,7 +363,8 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
         ctx[1, 0] = 0
         k = 1
     total = np.float32(0.0)
-    size2 = regs[2, 1]
+    size2 = regs[2, 1] if order >= 2 else 0
+    base2 = regs[2, 0] if order >= 2 else 0
     for i in range(a, b):
         w = tokens[i]
         n = 1
@@ -371,7 +372,7 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
             u = tokens[i + AHEAD]
             v = tokens[i + AHEAD - 1]
             if u >= 0 and u < V and v >= 0 and v < V:
-                prefetch(D, 2 * (regs[2, 0] + home(u * V + v, size2)))
+                prefetch(D, 2 * (base2 + home(u * V + v, size2)))
         if w < 0 or w >= V:
             lp = np.float32(missing_lp)
             k = 0
@@ -534,24 +535,6 @@ def score_line_at(params, text):
 
 
 @njit(cache=True)
-def line_starts(text, n_lines):
-    """int64[n_lines + 1]: where each of the first ``n_lines`` lines of ``text`` (UTF-8
-    bytes, lines ended by a line feed, the last one optionally) starts, then one past
-    the last one's end (its line feed, or the text's end): line s is
-    ``text[starts[s]:starts[s + 1] - 1]``."""
-    starts = np.empty(n_lines + 1, dtype=np.int64)
-    starts[0] = 0
-    pos = 0
-    n_text = len(text)
-    for s in range(n_lines):
-        while pos < n_text and text[pos] != 10:
-            pos += 1
-        pos += 1
-        starts[s + 1] = pos
-    return starts
-
-
-@njit(cache=True)
 def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, missing_lp, sums):
     """``score_line`` of lines ``first .. last - 1`` (``line_starts``) into ``sums``."""
     F = D.view(np.float32)
@@ -570,17 +553,20 @@ def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, mis
 
 
 @njit(cache=True)
-def score_lines(D, V, S, order, W, blob, text, starts, bos, eos, missing_lp):
-    """``score_line`` of every line of ``text`` (``line_starts``): float32 sums."""
-    sums = np.zeros(starts.shape[0] - 1, dtype=np.float32)
-    _line_sums(D, V, S, order, W, blob, text, starts, 0, sums.shape[0], bos, eos, missing_lp, sums)
+def score_lines(D, V, S, order, W, blob, text, n_lines, bos, eos, missing_lp):
+    """``score_line`` of each of the first ``n_lines`` lines of ``text`` (UTF-8 bytes,
+    lines ended by a line feed, the last one optionally): float32 sums."""
+    starts = line_starts(text, n_lines)
+    sums = np.zeros(n_lines, dtype=np.float32)
+    _line_sums(D, V, S, order, W, blob, text, starts, 0, n_lines, bos, eos, missing_lp, sums)
     return sums
 
 
 @njit(cache=True, parallel=True)
 def score_lines_parallel(D, V, S, order, W, blob, text, starts, bos, eos, missing_lp, bounds):
-    """``score_lines`` with the lines ``bounds[c] .. bounds[c + 1] - 1`` of each chunk c
-    split, looked up and walked on a thread of their own: the same sums."""
+    """``score_lines`` of the lines at ``starts`` (``_text_kernels.line_starts``), the
+    lines ``bounds[c] .. bounds[c + 1] - 1`` of each chunk c split, looked up and walked
+    on a thread of their own: the same sums."""
     sums = np.zeros(starts.shape[0] - 1, dtype=np.float32)
     for c in prange(bounds.shape[0] - 1):
         _line_sums(D, V, S, order, W, blob, text, starts, bounds[c], bounds[c + 1], bos, eos, missing_lp, sums)

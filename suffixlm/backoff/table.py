@@ -17,7 +17,7 @@ from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from ..io import split_words
 from .index import Int64Map
 from ..query import (UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids,
-                     decoder_calls, joined_lines)
+                     decoder_calls, joined_lines, line_chunks, sentence_chunks)
 
 #: the hash table's largest load (records / slots): 16-byte records give about 20 bytes an n-gram
 LOAD = 0.8
@@ -39,31 +39,6 @@ NUMPY_MAX_TOKENS = 1_000_000
 TIER = "auto"
 _KERNELS = __package__ + "._binary_kernels"
 _numpy_seconds = 0.0
-#: A compiled batch of at least this many words is walked on numba's threads, a chunk of
-#: whole sentences each (``score_sentences_parallel``: the same sums); a smaller one on
-#: one thread (a parallel region's wake-up and barrier cost tens of microseconds).
-PARALLEL_MIN_TOKENS = 20_000
-#: A text's words are counted as its bytes over this (about PTB's, separators included)
-#: for PARALLEL_MIN_TOKENS and the chunks.
-BYTES_PER_WORD = 6
-
-
-def sentence_chunks(offsets: np.ndarray, n_tokens: int) -> np.ndarray | None:
-    """The sentence bounds (int64[c + 1]) of one chunk of about equal words (or bytes:
-    any measure ``offsets`` counts in) per numba thread for a batch of ``n_tokens`` words
-    in sentences at ``offsets``; None for one thread (a small batch, or one thread in
-    force)."""
-    import numba
-
-    threads = numba.get_num_threads()
-    if n_tokens < PARALLEL_MIN_TOKENS or threads < 2 or offsets.shape[0] < 3:
-        return None
-    marks = np.linspace(offsets[0], offsets[-1], threads + 1)
-    bounds = np.unique(np.searchsorted(offsets, marks[1:-1]))
-    n = offsets.shape[0] - 1
-    return np.concatenate(([0], bounds[(bounds > 0) & (bounds < n)], [n])).astype(np.int64)
-
-
 def walk_sentences(D, V, S, order, ids, offsets, bos, missing, lp, n) -> np.ndarray:
     """``_binary_kernels.score_sentences`` of the batch, on numba's threads when it is
     large (``sentence_chunks``)."""
@@ -356,13 +331,13 @@ class TableQueries(KenLMInterface):
         sentences, text = joined_lines(sentences)
         if text is not None and not numpy_tier(len(text) // 2):
             try:  # no line end inside a sentence: split and looked up in one compiled call
-                data = np.frombuffer(text.encode(), dtype=np.uint8)  # a parallel kernel takes no bytes
+                data, starts, bounds = line_chunks(text.encode(), len(sentences))
                 K = kernels()
-                starts = K.line_starts(data, len(sentences))
-                args = (self._D, self._V, self._S, self.order, self._W, self._blob, data, starts, bool(bos),
-                        bool(eos), self._missing)
-                bounds = sentence_chunks(starts, len(data) // BYTES_PER_WORD)
-                sums = K.score_lines(*args) if bounds is None else K.score_lines_parallel(*args, bounds)
+                model = (self._D, self._V, self._S, self.order, self._W, self._blob, data)
+                if bounds is None:
+                    sums = K.score_lines(*model, len(sentences), bool(bos), bool(eos), self._missing)
+                else:
+                    sums = K.score_lines_parallel(*model, starts, bool(bos), bool(eos), self._missing, bounds)
                 return sums.astype(np.float64)
             except UnicodeEncodeError:
                 pass

@@ -26,7 +26,7 @@ from suffixlm.model import LogLinearLM
 from suffixlm.backoff.prune import prune_entropy
 from suffixlm.query import State
 
-from .test_kenlm_api import ODD, TINY_ARPA, TRAIN, _walks
+from .test_kenlm_api import ODD, TINY_ARPA, TRAIN, _walks, thread_counts
 
 
 def run(*args):
@@ -368,11 +368,10 @@ def test_sentences_are_split_as_every_reader_splits(tmp_path):
 
 def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch):
     """A batch of PARALLEL_MIN_TOKENS words or more is walked in chunks of sentences on
-    numba's threads (table.walk_sentences): every sum and every word's numbers are those
+    numba's threads (table.walk_sentences, score_lines_parallel): every sum and every word's numbers are those
     of one thread, bit for bit, whatever the chunks (empty sentences and missing words at
     their edges included)."""
-    import numba
-
+    from suffixlm import query
     from suffixlm.backoff import table
 
     corpus = Corpus.from_strings(_random_corpus(5, n=300, vocab=30))
@@ -384,31 +383,26 @@ def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch):
     flat = np.array([i for s in ids for i in s], dtype=np.int64)
     offsets = np.cumsum([0] + [len(s) for s in ids]).astype(np.int64)
     monkeypatch.setattr(table, "TIER", "compiled")
-    monkeypatch.setattr(table, "PARALLEL_MIN_TOKENS", 10 ** 12)
+    monkeypatch.setattr(query, "PARALLEL_MIN_TOKENS", 10 ** 12)
     serial = [b.score_batch(sentences, bos=bos) for bos in (True, False)]
     serial_ids = b.score_ids(flat, offsets)
     serial_words = [list(b.full_scores(s)) for s in sentences[:40]]
-    assert table.sentence_chunks(offsets, len(flat)) is None
-    monkeypatch.setattr(table, "PARALLEL_MIN_TOKENS", 1)
-    before = numba.get_num_threads()
-    try:
-        for threads in range(2, max(2, numba.config.NUMBA_NUM_THREADS) + 1):
-            numba.set_num_threads(threads)
-            bounds = table.sentence_chunks(offsets, len(flat))
-            assert bounds[0] == 0 and bounds[-1] == len(sentences) and np.all(np.diff(bounds) > 0)
-            assert 2 <= len(bounds) <= threads + 1
-            for bos, want in zip((True, False), serial):
-                assert b.score_batch(sentences, bos=bos).tolist() == want.tolist()
-            assert b.score_ids(flat, offsets).tolist() == serial_ids.tolist()
-            assert [list(b.full_scores(s)) for s in sentences[:40]] == serial_words
-            lp, n = np.empty(len(flat)), np.empty(len(flat), dtype=np.int64)
-            lp1, n1 = np.empty(len(flat)), np.empty(len(flat), dtype=np.int64)
-            K = table.kernels()
-            for cut in ([0, len(sentences)], [0, 1, 2, len(sentences) - 1, len(sentences)],
-                        [0, len(sentences) - 2, len(sentences)]):
-                got = K.score_sentences_parallel(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp, n,
-                                                 np.array(cut, dtype=np.int64))
-                ref = K.score_sentences(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp1, n1)
-                assert got.tobytes() == ref.tobytes() and lp.tobytes() == lp1.tobytes() and np.array_equal(n, n1)
-    finally:
-        numba.set_num_threads(before)
+    assert query.sentence_chunks(offsets, len(flat)) is None
+    monkeypatch.setattr(query, "PARALLEL_MIN_TOKENS", 1)
+    for threads in thread_counts():
+        bounds = query.sentence_chunks(offsets, len(flat))
+        assert bounds[0] == 0 and bounds[-1] == len(sentences) and np.all(np.diff(bounds) > 0)
+        assert 2 <= len(bounds) <= threads + 1
+        for bos, want in zip((True, False), serial):
+            assert b.score_batch(sentences, bos=bos).tolist() == want.tolist()
+        assert b.score_ids(flat, offsets).tolist() == serial_ids.tolist()
+        assert [list(b.full_scores(s)) for s in sentences[:40]] == serial_words
+        lp, n = np.empty(len(flat)), np.empty(len(flat), dtype=np.int64)
+        lp1, n1 = np.empty(len(flat)), np.empty(len(flat), dtype=np.int64)
+        K = table.kernels()
+        for cut in ([0, len(sentences)], [0, 1, 2, len(sentences) - 1, len(sentences)],
+                    [0, len(sentences) - 2, len(sentences)]):
+            got = K.score_sentences_parallel(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp, n,
+                                             np.array(cut, dtype=np.int64))
+            ref = K.score_sentences(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp1, n1)
+            assert got.tobytes() == ref.tobytes() and lp.tobytes() == lp1.tobytes() and np.array_equal(n, n1)

@@ -59,6 +59,22 @@ def _sentences(vocab_words, n=60, seed=0):
     return [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 9))) for _ in range(n)]
 
 
+def thread_counts():
+    """Set numba's thread count to 2, 3, ... NUMBA_NUM_THREADS in turn, yielding each (the
+    count before is restored at the end); the test is skipped where numba has one."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread")
+    before = numba.get_num_threads()
+    try:
+        for threads in range(2, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(threads)
+            yield threads
+    finally:
+        numba.set_num_threads(before)
+
+
 def _walks(model, words, n=400, seed=1):
     """Random state walks: the states reached and every BaseFullScore return."""
     rng = random.Random(seed)

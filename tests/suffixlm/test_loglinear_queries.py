@@ -16,7 +16,7 @@ from suffixlm.io import split_words
 from suffixlm.model import LogLinearLM
 from suffixlm.query import KenLMInterface, State
 
-from .test_kenlm_api import TRAIN, _walks
+from .test_kenlm_api import TRAIN, _walks, thread_counts
 
 
 def _random_text(seed, n=60, vocab=9):
@@ -159,3 +159,33 @@ def test_states_are_tree_positions(case, unk):
     o = State()
     assert m.BaseScore(s, words[3], o) == m.kenlm_step(s.words, 3)[0]
     assert isinstance(o.words, int)
+
+
+@pytest.mark.parametrize("case", ["trie, kn base, signed", "max, no base"])
+def test_large_batches_on_threads_are_the_serial_numbers(case, monkeypatch):
+    """``score_batch`` / ``score_ids`` of PARALLEL_MIN_TOKENS words or more run a chunk of
+    whole sentences per numba thread (``kenlm_score_lines_parallel``,
+    ``kenlm_score_ids_parallel``): the sums of one thread, bit for bit."""
+    from suffixlm import query
+
+    lines, m = _fit(case, 3, True)
+    rng = random.Random(11)
+    words = list(m.vocab.words) + ["zebra"]
+    sentences = lines + ["", "w1 \u00e9", ""] + [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 25)))
+                                                 for _ in range(150)]
+    ids, offsets = [], [0]
+    for s in sentences:
+        ids += [m.vocab.id(w) for w in split_words(s)] + [m.vocab.id("</s>")]
+        offsets.append(len(ids))
+    ids, offsets = np.array(ids), np.array(offsets)
+    monkeypatch.setattr(query, "PARALLEL_MIN_TOKENS", 10 ** 12)
+    want = {bos: m.score_batch(sentences, bos=bos).tolist() for bos in (True, False)}
+    want_ids = m.score_ids(ids, offsets).tolist()
+    assert want_ids == want[True]
+    monkeypatch.setattr(query, "PARALLEL_MIN_TOKENS", 1)
+    for _ in thread_counts():
+        assert query.sentence_chunks(offsets, len(ids)) is not None
+        for bos in (True, False):
+            assert m.score_batch(sentences, bos=bos).tolist() == want[bos]
+        assert m.score_ids(ids, offsets).tolist() == want_ids
+        assert m.score(sentences[5]) == want[True][5]  # one line: one thread
