@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._gradient_kernels import group_bounds, scatter, unigram_rank, zero_blocks
-from ._inference_kernels import (FAST, NEG_INF, row_sum, dense_psi, exp_unary, restrict_to_forced, row_slot,
+from ._inference_kernels import (FAST, NEG_INF, dense_psi, exp_unary, restrict_to_forced, row_slot, row_sum,
                                  same_bigram_row, transition_scores, unary_scores)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._address import array_at
-from ._text_kernels import line_starts, text_ids
+from ._text_kernels import line_starts, longest_span, text_ids
 from .backoff._kn_tree_kernels import edge_base
 from ._contexts_kernels import walk_context
 from ._tree_kernels import find_sorted
@@ -621,14 +621,11 @@ def _line_sums(desc, ln_unseen, max_depth, W, blob, text, starts, first, last, b
                unk_log10, sums):
     """``kenlm_score_lines`` of lines ``first .. last - 1`` (``starts``:
     ``_text_kernels.line_starts``) into ``sums``."""
-    longest = 0
-    for s in range(first, last):
-        longest = max(longest, starts[s + 1] - starts[s])
-    ids = np.empty(longest // 2 + 4, dtype=np.int32)  # <s>, a line's words, </s>, a spare slot
+    ids = np.empty(longest_span(starts, first, last) // 2 + 4, dtype=np.int32)  # <s>, words, </s>, a spare slot
     begin = 1 if bos else 0
     ids[0] = 0  # BOS_ID
     for s in range(first, last):
-        n = text_ids(W, blob, text, starts[s], min(starts[s + 1] - 1, len(text)), eos, 2, 1, ids, begin)  # <unk>, </s>
+        n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, begin)  # <unk>, </s>
         sums[s] = _sentence_sum(desc, ln_unseen, max_depth, ids, n, begin, unk_state, bos_log10, unk_log10)
 
 
@@ -658,10 +655,7 @@ def kenlm_score_lines_parallel(desc, ln_unseen, max_depth, W, blob, text, starts
 @njit(cache=True)
 def _id_sums(desc, ln_unseen, max_depth, ids, offsets, first, last, bos, unk_state, bos_log10, unk_log10, sums):
     """``kenlm_score_ids`` of sentences ``first .. last - 1``."""
-    longest = 0
-    for s in range(first, last):
-        longest = max(longest, offsets[s + 1] - offsets[s])
-    x = np.empty(longest + 2, dtype=np.int32)
+    x = np.empty(longest_span(offsets, first, last) + 2, dtype=np.int32)
     begin = 1 if bos else 0
     x[0] = 0  # BOS_ID
     for s in range(first, last):

@@ -258,7 +258,7 @@ def line_starts(text, n_lines):
     """int64[n_lines + 1]: where each of the first ``n_lines`` lines of ``text`` (UTF-8
     bytes, lines ended by a line feed, the last one optionally) starts, then one past
     the last one's end (its line feed, or the text's end): line s is
-    ``text[starts[s]:starts[s + 1] - 1]``."""
+    ``text[starts[s]:starts[s + 1] - 1]`` (empty for a line past the text's end)."""
     starts = np.empty(n_lines + 1, dtype=np.int64)
     starts[0] = 0
     pos = 0
@@ -266,6 +266,16 @@ def line_starts(text, n_lines):
     for s in range(n_lines):
         while pos < n_text and text[pos] != 10:
             pos += 1
-        pos += 1
+        pos = min(pos + 1, n_text + 1)
         starts[s + 1] = pos
     return starts
+
+
+@njit(cache=True)
+def longest_span(offsets, first, last):
+    """max of ``offsets[s + 1] - offsets[s]`` for s in ``first .. last - 1`` (0 for none):
+    the room a chunk's longest sentence (or line, in bytes) needs."""
+    longest = 0
+    for s in range(first, last):
+        longest = max(longest, offsets[s + 1] - offsets[s])
+    return longest

@@ -32,7 +32,7 @@ from numba import njit, prange
 
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 from .._address import array_at, prefetch
-from .._text_kernels import line_starts, text_ids
+from .._text_kernels import line_starts, longest_span, text_ids
 
 
 @njit(cache=True)
@@ -418,12 +418,17 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
 
 
 @njit(cache=True)
+def _walk_space(D, V, S, order):
+    """What ``_walk_span`` reads besides the words: (the table as float32, ``regions``,
+    the context's and the next context's records and words, int64[2, order] each)."""
+    return (D.view(np.float32), regions(D, V, S, order), np.empty((2, max(order, 1)), dtype=np.int64),
+            np.empty((2, max(order, 1)), dtype=np.int64))
+
+
+@njit(cache=True)
 def _span_sums(D, V, S, order, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums):
     """``_walk_span`` of sentences ``first .. last - 1`` into ``sums``."""
-    F = D.view(np.float32)
-    regs = regions(D, V, S, order)
-    ctx = np.empty((2, max(order, 1)), dtype=np.int64)
-    nxt = np.empty((2, max(order, 1)), dtype=np.int64)
+    F, regs, ctx, nxt = _walk_space(D, V, S, order)
     for s in range(first, last):
         sums[s] = _walk_span(D, F, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
                              out_len, ctx, nxt)
@@ -537,18 +542,12 @@ def score_line_at(params, text):
 @njit(cache=True)
 def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, missing_lp, sums):
     """``score_line`` of lines ``first .. last - 1`` (``line_starts``) into ``sums``."""
-    F = D.view(np.float32)
-    regs = regions(D, V, S, order)
-    ctx = np.empty((2, max(order, 1)), dtype=np.int64)
-    nxt = np.empty((2, max(order, 1)), dtype=np.int64)
-    longest = 0
-    for s in range(first, last):
-        longest = max(longest, starts[s + 1] - starts[s])
-    ids = np.empty(longest // 2 + 2, dtype=np.int64)
+    F, regs, ctx, nxt = _walk_space(D, V, S, order)
+    ids = np.empty(longest_span(starts, first, last) // 2 + 2, dtype=np.int64)
     no_lp = np.empty(0, dtype=np.float64)
     no_len = ids[:0]
     for s in range(first, last):
-        n = text_ids(W, blob, text, starts[s], min(starts[s + 1] - 1, len(text)), eos, 2, 1, ids, 0)
+        n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, 0)
         sums[s] = _walk_span(D, F, V, order, regs, ids, 0, n, bos, missing_lp, no_lp, no_len, ctx, nxt)
 
 

@@ -39,6 +39,8 @@ NUMPY_MAX_TOKENS = 1_000_000
 TIER = "auto"
 _KERNELS = __package__ + "._binary_kernels"
 _numpy_seconds = 0.0
+
+
 def walk_sentences(D, V, S, order, ids, offsets, bos, missing, lp, n) -> np.ndarray:
     """``_binary_kernels.score_sentences`` of the batch, on numba's threads when it is
     large (``sentence_chunks``)."""
