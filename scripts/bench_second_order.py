@@ -119,6 +119,13 @@ def patterns_of(task, order):
     return [ln for ln in lines if ln.strip() != "T"] if order == 1 else lines
 
 
+def pattern_digest(task) -> str:
+    """SHA-256 of the task's pattern file: development scores are reused only for the same file."""
+    import hashlib
+
+    return hashlib.sha256((PATTERNS / TASK_PATTERNS[task]).read_bytes()).hexdigest()
+
+
 def crfsuite_penalty(params):
     """CRFsuite's (c1, c2) of our parameters: it minimises -log L + c1 |w|_1 + c2 |w|^2,
     we -log L + rho1 |w|_1 + rho2 / 2 |w|^2 (CRF's defaults rho1 0.5, rho2 1e-4)."""
@@ -286,7 +293,8 @@ def main() -> None:
     if chosen and earlier.exists():  # the development scores of the tasks chosen before
         before = json.loads(earlier.read_text())
         selection = {t: v for t, v in before.get("selection", {}).items()
-                     if t in chosen and before["chosen"].get(t) == GRID[chosen[t]][0]}
+                     if t in chosen and before["chosen"].get(t) == GRID[chosen[t]][0]
+                     and before.get("patterns", {}).get(t) == pattern_digest(t)}  # same file, same scores
     for task in tasks:
         if task in chosen:
             continue
@@ -325,11 +333,36 @@ def main() -> None:
     payload = {"machine": machine_info(), "busy_loops": len(busy), "load_average_end": load, "runs": args.runs,
                "grid": [name for name, _ in GRID], "selection": selection,
                "chosen": {t: GRID[i][0] for t, i in chosen.items()},
-               "results": results, "medians": med}
+               "results": results, "medians": med, "patterns": {t: pattern_digest(t) for t in tasks}}
+    keep_earlier_tasks(payload, earlier, tasks)
     out = Path(args.out + ("_busy" if args.busy else ""))
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     write_markdown(out.with_suffix(".md"), payload)
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+
+
+def keep_earlier_tasks(payload, earlier: Path, tasks) -> None:
+    """Carry the tasks of ``earlier`` (the file this run replaces) that this run did not
+    measure into ``payload``, each with the run it came from (``payload["earlier"]``):
+    rerunning one task keeps the others' tables, marked with their own commit and date."""
+    if not earlier.exists():
+        return
+    before = json.loads(earlier.read_text())
+    for task, med in before.get("medians", {}).items():
+        if task in tasks or task not in TASK_PATTERNS:
+            continue
+        src = before.get("earlier", {}).get(task) or {
+            "machine": before["machine"], "runs": before["runs"], "load_average_end": before["load_average_end"],
+            "busy_loops": before["busy_loops"]}
+        payload.setdefault("earlier", {})[task] = src
+        payload["medians"][task] = med
+        payload["results"][task] = before["results"][task]
+        if task in before.get("chosen", {}):
+            payload["chosen"][task] = before["chosen"][task]
+        if task in before.get("selection", {}):
+            payload["selection"][task] = before["selection"][task]
+        if task in before.get("patterns", {}):
+            payload["patterns"][task] = before["patterns"][task]
 
 
 def write_markdown(path, p) -> None:
@@ -358,7 +391,13 @@ def write_markdown(path, p) -> None:
         lines.append(f"- chosen for {names[task]} ({how}): {c}")
     lines += [""]
     for task, res in p["medians"].items():
-        lines += [f"## {names[task]}", "", "| | F1 | train (s) | peak RSS (MB) | label test set (s) | iterations | "
+        lines += [f"## {names[task]}", ""]
+        if task in p.get("earlier", {}):
+            e = p["earlier"][task]
+            lines += [f"Kept from an earlier run of this script (not rerun with the command above): commit "
+                      f"{e['machine']['commit']}, {e['machine']['date']}, medians of {e['runs']} runs, load average "
+                      f"at its end {e['load_average_end']:.1f}; its command: `{e['machine']['command']}`.", ""]
+        lines += ["| | F1 | train (s) | peak RSS (MB) | label test set (s) | iterations | "
                   "features (active) |", "|---|---|---|---|---|---|---|"]
         for k, v in res.items():
             feats = f"{v['features']:,.0f} ({v['active_features']:,.0f})" if "features" in v else \
