@@ -385,12 +385,12 @@ def write_markdown(path, p) -> None:
         for order, rows in by_order.items():
             cells = ", ".join(f"{r['params']}: {r['dev_f1']:.2f}" for r in rows)
             lines.append(f"- {names[task]}, order {order}: {cells}")
-    for task, c in p["chosen"].items():
+    for task, c in sorted(p["chosen"].items(), key=lambda kv: list(TASK_PATTERNS).index(kv[0])):
         how = ("the largest sum of the two orders' F1" if task in p["selection"] else
                "not selected on this task: given with --select")
         lines.append(f"- chosen for {names[task]} ({how}): {c}")
     lines += [""]
-    for task, res in p["medians"].items():
+    for task, res in sorted(p["medians"].items(), key=lambda kv: list(TASK_PATTERNS).index(kv[0])):
         lines += [f"## {names[task]}", ""]
         if task in p.get("earlier", {}):
             e = p["earlier"][task]
