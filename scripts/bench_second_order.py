@@ -289,9 +289,10 @@ def main() -> None:
                     % str(ROOT)], check=True)
     chosen = json.loads(args.select) if args.select else {}
     selection = {}
-    earlier = Path(args.out + ("_busy" if args.busy else "")).with_suffix(".json")
-    if chosen and earlier.exists():  # the development scores of the tasks chosen before
-        before = json.loads(earlier.read_text())
+    out = Path(args.out + ("_busy" if args.busy else ""))
+    earlier = out.with_suffix(".json")
+    before = json.loads(earlier.read_text()) if earlier.exists() else None  # the file this run replaces
+    if chosen and before is not None:  # the development scores of the tasks chosen before
         selection = {t: v for t, v in before.get("selection", {}).items()
                      if t in chosen and before["chosen"].get(t) == GRID[chosen[t]][0]
                      and before.get("patterns", {}).get(t) == pattern_digest(t)}  # same file, same scores
@@ -334,20 +335,19 @@ def main() -> None:
                "grid": [name for name, _ in GRID], "selection": selection,
                "chosen": {t: GRID[i][0] for t, i in chosen.items()},
                "results": results, "medians": med, "patterns": {t: pattern_digest(t) for t in tasks}}
-    keep_earlier_tasks(payload, earlier, tasks)
-    out = Path(args.out + ("_busy" if args.busy else ""))
+    keep_earlier_tasks(payload, before, tasks)
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     write_markdown(out.with_suffix(".md"), payload)
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
 
 
-def keep_earlier_tasks(payload, earlier: Path, tasks) -> None:
-    """Carry the tasks of ``earlier`` (the file this run replaces) that this run did not
-    measure into ``payload``, each with the run it came from (``payload["earlier"]``):
-    rerunning one task keeps the others' tables, marked with their own commit and date."""
-    if not earlier.exists():
+def keep_earlier_tasks(payload, before: dict | None, tasks) -> None:
+    """Carry the tasks of ``before`` (the payload of the file this run replaces, or None)
+    that this run did not measure into ``payload``, each with the run it came from
+    (``payload["earlier"]``): rerunning one task keeps the others' tables, marked with
+    their own commit and date."""
+    if before is None:
         return
-    before = json.loads(earlier.read_text())
     for task, med in before.get("medians", {}).items():
         if task in tasks or task not in TASK_PATTERNS:
             continue
@@ -357,12 +357,14 @@ def keep_earlier_tasks(payload, earlier: Path, tasks) -> None:
         payload.setdefault("earlier", {})[task] = src
         payload["medians"][task] = med
         payload["results"][task] = before["results"][task]
-        if task in before.get("chosen", {}):
-            payload["chosen"][task] = before["chosen"][task]
-        if task in before.get("selection", {}):
-            payload["selection"][task] = before["selection"][task]
-        if task in before.get("patterns", {}):
-            payload["patterns"][task] = before["patterns"][task]
+        for key in ("chosen", "selection", "patterns"):
+            if task in before.get(key, {}):
+                payload[key][task] = before[key][task]
+
+
+def in_task_order(items):
+    """(task, value) pairs in the order of TASK_PATTERNS."""
+    return sorted(items, key=lambda kv: list(TASK_PATTERNS).index(kv[0]))
 
 
 def write_markdown(path, p) -> None:
@@ -381,22 +383,23 @@ def write_markdown(path, p) -> None:
              "Training parameters of each task (the same for both orders), chosen by F1 on a development split "
              "(train on the first nine tenths of the training sentences, score the last tenth; the test set is "
              "not read):", ""]
-    for task, by_order in p["selection"].items():
+    for task, by_order in in_task_order(p["selection"].items()):
         for order, rows in by_order.items():
             cells = ", ".join(f"{r['params']}: {r['dev_f1']:.2f}" for r in rows)
             lines.append(f"- {names[task]}, order {order}: {cells}")
-    for task, c in sorted(p["chosen"].items(), key=lambda kv: list(TASK_PATTERNS).index(kv[0])):
+    for task, c in in_task_order(p["chosen"].items()):
         how = ("the largest sum of the two orders' F1" if task in p["selection"] else
                "not selected on this task: given with --select")
         lines.append(f"- chosen for {names[task]} ({how}): {c}")
     lines += [""]
-    for task, res in sorted(p["medians"].items(), key=lambda kv: list(TASK_PATTERNS).index(kv[0])):
+    for task, res in in_task_order(p["medians"].items()):
         lines += [f"## {names[task]}", ""]
         if task in p.get("earlier", {}):
             e = p["earlier"][task]
             lines += [f"Kept from an earlier run of this script (not rerun with the command above): commit "
-                      f"{e['machine']['commit']}, {e['machine']['date']}, medians of {e['runs']} runs, load average "
-                      f"at its end {e['load_average_end']:.1f}; its command: `{e['machine']['command']}`.", ""]
+                      f"{e['machine']['commit']}, {e['machine']['date']}, medians of {e['runs']} runs, "
+                      f"{'two busy loops beside every run, ' if e['busy_loops'] else ''}load average at its end "
+                      f"{e['load_average_end']:.1f}; its command: `{e['machine']['command']}`.", ""]
         lines += ["| | F1 | train (s) | peak RSS (MB) | label test set (s) | iterations | "
                   "features (active) |", "|---|---|---|---|---|---|---|"]
         for k, v in res.items():
