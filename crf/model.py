@@ -27,6 +27,7 @@ from .modelfile import FORMAT_NAME, FORMAT_VERSION, INPUT_KINDS, MAX_COLUMNS, MA
 from .patterns import TRIGRAM, Pattern, parse_patterns, read_patterns
 from .solvers import ALGORITHMS, PENALTIES, SOLVERS, TrainRun, names
 from .solvers import train as run_solver
+from .tagschemes import check_tags, output_index, to_iobes
 from .transitions import FORBID_CHOICES, allowed_pairs
 
 __all__ = ["CRF", "ModelError", "Tagger", "FORMAT_NAME", "FORMAT_VERSION", "INPUT_KINDS", "MAX_COLUMNS",
@@ -216,6 +217,12 @@ class CRF(ParamsMixin):
         never have), a file of ``PREV LABEL`` lines or a list of (prev, label) pairs. None
         (default): ``"unseen"`` at order 2 (the states are the pairs seen), ``"none"`` at
         order 1.
+    tags : None (default: the labels as given) or ``"iobes"``: the training labels must be
+        IOB2 chunk tags; the model is trained on their IOBES rewriting (``S-X`` for a chunk of
+        one token, ``E-X`` for the last token of a longer one, :mod:`crf.tagschemes`) and
+        gives back IOB2 labels, marginals and pair marginals (sums over the tags of a
+        label). ``classes_`` are the IOB2 labels; ``state_features_``, ``transition_features_``
+        and ``crf dump`` show the tags the model holds. Forced labels force whole sequences.
     max_features : the most features (weights) a model may have; a training set and
         patterns giving more are refused (:class:`crf.budget.TooManyFeatures`, with the
         estimate) during the observation pass, before any weight vector is made. None
@@ -238,7 +245,7 @@ class CRF(ParamsMixin):
                  rho2: float | None = None, max_iter: int | None = None, stopeps: float | None = None,
                  stopwin: int | None = None, history: int | None = None, threads: int | None = None,
                  recursion: str = "auto", penalty: str = "l1", seed: int = 0, n_jobs: int | None = None,
-                 max_features: int | None = None, order: int | None = None, forbid=None):
+                 max_features: int | None = None, order: int | None = None, forbid=None, tags: str | None = None):
         # sklearn-crfsuite's parameters, in its order (crf.compat)
         self.algorithm = algorithm
         self.min_freq = min_freq
@@ -272,6 +279,7 @@ class CRF(ParamsMixin):
         self.patterns = patterns
         self.order = order
         self.forbid = forbid
+        self.tags = tags
         self.penalty = penalty
         self.seed = seed
         self.rho1 = rho1
@@ -317,6 +325,7 @@ class CRF(ParamsMixin):
         _threads.check(self.threads, self.n_jobs)
         if self.recursion not in ("auto", "dense", "sparse"):
             raise ValueError(f"recursion must be 'auto', 'dense' or 'sparse', not {self.recursion!r}")
+        check_tags(getattr(self, "tags", None))
         order = getattr(self, "order", None)
         if order is not None and (isinstance(order, bool) or order not in (1, 2)):
             raise ValueError(f"order must be 1, 2 or None, not {order!r}")
@@ -488,6 +497,8 @@ class CRF(ParamsMixin):
                 raise ValueError("checkpoints are not supported when training on Dask workers")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         kind = self._check_fit_input(X, y, X_dev, y_dev)
+        tags = getattr(self, "tags", None)
+        y, y_dev = self._tagged(y, "y", tags, consume), self._tagged(y_dev, "y_dev", tags, consume)
         n_threads = self._set_threads()
         t_start = time.perf_counter()
 
@@ -531,8 +542,30 @@ class CRF(ParamsMixin):
                   f"{time.perf_counter() - t_start:.2f}s")
         self._set_fitted(settings, space, result, log, text)
         self.input_kind_ = kind
+        self.tags_ = tags
         self._save_model_filename()
         return self
+
+    @staticmethod
+    def _tagged(y, name: str, tags, consume: bool):
+        """The label sequences ``y`` in the scheme ``tags`` trains in (:mod:`crf.tagschemes`;
+        None: ``y`` itself). With ``consume`` the caller's list is emptied."""
+        if tags is None or y is None:
+            return y
+        out = [to_iobes(seq, f"{name}[{i}]") for i, seq in enumerate(y)]
+        if consume and isinstance(y, list):
+            y.clear()
+        return out
+
+    def _output(self):
+        """(the labels the model gives back, for each of its labels the index of its label
+        there), or None when they are the model's own labels."""
+        if getattr(self, "tags_", None) is None:
+            return None
+        key = id(self.space_)
+        if getattr(self, "_output_cache", (None, None))[0] != key:
+            self._output_cache = (key, output_index(self.space_.labels))
+        return self._output_cache[1]
 
     @_threads.scoped
     def grow(self, X, y, rounds=None, X_dev=None, y_dev=None) -> "CRF":
@@ -559,6 +592,11 @@ class CRF(ParamsMixin):
                              "all_possible_transitions=False, min_freq > 0) is not supported yet")
         X, y, X_dev, y_dev = _listed(X, "X"), _listed(y, "y"), _listed(X_dev, "X_dev"), _listed(y_dev, "y_dev")
         self._check_fit_input(X, y, X_dev, y_dev, "columns")
+        tags = getattr(self, "tags", None)
+        if self._is_fitted() and getattr(self, "tags_", None) != tags:
+            raise ValueError(f"the model was trained with tags={getattr(self, 'tags_', None)!r}; grow it with the "
+                             f"same tags, not {tags!r}")
+        y, y_dev = self._tagged(y, "y", tags, False), self._tagged(y_dev, "y_dev", tags, False)
         if rounds is None:
             round_patterns = rounds_by_depth(self._pattern_text()[1])
         else:
@@ -596,6 +634,7 @@ class CRF(ParamsMixin):
         text = "".join(p.text + "\n" for p in space.patterns)
         self._set_fitted(settings, space, last["result"], log, text)
         self.input_kind_ = "columns"
+        self.tags_ = tags
         self.growth_log_ = growth
         self._save_model_filename()
         return self
@@ -731,7 +770,8 @@ class CRF(ParamsMixin):
         """The labels, in model order."""
         if not self._is_fitted():
             return None
-        return list(self.space_.labels)
+        out = self._output()
+        return list(self.space_.labels) if out is None else list(out[0])
 
     # sklearn-crfsuite's views of the weights (eli5 and its tutorials read these)
     @property
@@ -854,6 +894,11 @@ class CRF(ParamsMixin):
         for posterior decoding, token_probs the chosen labels' marginals; else both None.
         ``forced``: per sequence, a list of labels or None (free) the paths must agree with
         (Wapiti's ``--force``; Viterbi and n-best only).
+
+        A model of ``tags="iobes"`` gives IOB2 labellings: each path's tags mapped one by one
+        (:func:`crf.tagschemes.to_iob2`), its log-probability the path's; n-best drops a
+        labelling met again under another path, so fewer than ``n`` may come back. Posterior
+        decoding takes the label of highest marginal (the sum over its tags).
         """
         from .inference import forced_label_ids, forward_backward_marginals, nbest, viterbi
 
@@ -863,6 +908,9 @@ class CRF(ParamsMixin):
             raise ValueError("posterior decoding gives one labelling (n = 1)")
         if posterior and forced is not None:
             raise ValueError("forced labels work with Viterbi and n-best decoding, not posterior decoding")
+        output = self._output()
+        if output is not None and forced is not None:
+            forced = [self._forced_tags(labs, i) for i, labs in enumerate(forced)]
         self._set_threads()
         data = self.encode(X)
         sp, theta = self.space_, self.theta_
@@ -870,6 +918,11 @@ class CRF(ParamsMixin):
         marg = logz = path_scores = None
         if posterior or scores:
             marg, logz = forward_backward_marginals(theta, sp, data, self.recursion)
+        labels = sp.labels
+        if output is not None:
+            labels = [output[0][k] for k in output[1].tolist()]
+            if posterior:
+                marg = self._summed(marg, output)
         if posterior:
             paths = marg.argmax(axis=1)[:, None]
         elif n > 1:
@@ -877,7 +930,8 @@ class CRF(ParamsMixin):
         else:
             best, sc = viterbi(theta, sp, data, forced)
             paths, path_scores = best[:, None], sc[:, None]
-        labels = sp.labels
+        if posterior and output is not None:
+            labels = output[0]
         off = data.seq_offsets
         out = []
         for i in range(data.n_sequences):
@@ -895,7 +949,32 @@ class CRF(ParamsMixin):
                     else:
                         lp = float(path_scores[i, r] - logz[i])
                 ranked.append(([labels[k] for k in paths[s:e, r]], lp, probs))
+            if output is not None and len(ranked) > 1:  # the best path of each labelling
+                seen: set = set()
+                ranked = [d for d in ranked if not (tuple(d[0]) in seen or seen.add(tuple(d[0])))]
             out.append(ranked)
+        return out
+
+    def _forced_tags(self, labs, i: int):
+        """The tags of a model of ``tags_`` that force the IOB2 labels ``labs`` of sequence
+        ``i`` (None: free). A label stands for two tags (``B-X``: ``B-X`` or ``S-X``) that the
+        next label tells apart, so a sequence is forced whole or not at all."""
+        if labs is None:
+            return None
+        labs = list(labs)
+        if any(lab is None for lab in labs):
+            raise ValueError(f"forced: sequence {i + 1}: a model of tags={self.tags_!r} forces a sequence whole "
+                             "(every label given) or not at all")
+        return to_iobes(labs, f"forced[{i}]")
+
+    @staticmethod
+    def _summed(marg: np.ndarray, output) -> np.ndarray:
+        """Per-token marginals of the model's labels summed into those of the labels it
+        gives back (``_output``)."""
+        names, index = output
+        out = np.zeros((marg.shape[0], len(names)), dtype=marg.dtype)
+        for k, j in enumerate(index.tolist()):
+            out[:, j] += marg[:, k]
         return out
 
     _requires_y = True  # scikit-learn's tags: fit needs the label sequences
@@ -924,7 +1003,9 @@ class CRF(ParamsMixin):
         self._set_threads()
         data = self.encode(X)
         marg, _ = forward_backward_marginals(self.theta_, self.space_, data, self.recursion)
-        labels = self.space_.labels
+        labels, output = self.space_.labels, self._output()
+        if output is not None:
+            labels, marg = output[0], self._summed(marg, output)
         return [[dict(zip(labels, row.tolist())) for row in seq] for seq in self._split(marg, data)]
 
     @_threads.scoped
@@ -941,6 +1022,15 @@ class CRF(ParamsMixin):
         keys = np.flatnonzero(sp.allowed) if sp.allowed is not None else np.arange(L * L)
         names = [(sp.labels[k // L], sp.labels[k % L]) for k in keys.tolist()]
         pm = pair_marginals(self.theta_, sp, data)[:, keys]
+        output = self._output()
+        if output is not None:
+            names_out, index = output
+            merged = {(names_out[index[k // L]], names_out[index[k % L]]): None for k in keys.tolist()}
+            where = {pair: i for i, pair in enumerate(merged)}
+            total = np.zeros((pm.shape[0], len(where)), dtype=pm.dtype)
+            for c, k in enumerate(keys.tolist()):
+                total[:, where[(names_out[index[k // L]], names_out[index[k % L]])]] += pm[:, c]
+            names, pm = list(where), total
         out = []
         for i, rows in enumerate(self._split(pm, data)):
             out.append([{} if t == 0 else dict(zip(names, row.tolist())) for t, row in enumerate(rows)])

@@ -16,6 +16,10 @@ has the header entry ``"allowed_pairs"``: the list of allowed ``[previous, label
 bigram blocks (``crf.features``). A model of seen states (``"states": "seen"``) holds
 ``state_counts`` and ``state_labels`` too (``STATES_SPEC``).
 
+A model trained with ``tags="iobes"`` (:mod:`crf.tagschemes`) has the header entry
+``"tags": "iobes"``, and its labels are IOBES tags (``O``, or ``B-``, ``I-``, ``E-``, ``S-``
+and a type).
+
 A model trained on feature dicts or attribute lists (:mod:`crf.dicts`) has the header
 entry ``"input": "dicts"`` (or ``"lists"``), the patterns ``B`` and no columns; column
 models have no ``input`` entry (their files are as before).
@@ -44,6 +48,7 @@ from suffixlm.io import load_container, save_container, word_problem
 from .features import FeatureSpace
 from .patterns import TRIGRAM, max_column, parse_patterns
 from .strings import StringTable
+from .tagschemes import TAG_SCHEMES, iobes_label_problem
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "ModelError", "INPUT_KINDS", "MAX_COLUMNS", "MAX_TRANSITION_SCORE",
            "CONTAINER_SPEC", "STATES_SPEC", "PARAMS", "container_spec", "digest", "digest_v1", "read", "write"]
@@ -137,6 +142,8 @@ def write(path: str | os.PathLike, m, st, inputs=()) -> None:
                    "history": st.history, "seed": m.seed},
         "n_features": int(m.n_features_),
     }
+    if getattr(m, "tags_", None) is not None:
+        meta["tags"] = m.tags_
     kind = getattr(m, "input_kind_", "columns")
     if kind != "columns":  # column models' files stay as they were
         meta["input"] = kind
@@ -186,7 +193,7 @@ def read(path: str | os.PathLike, cls):
                     rho1=params["rho1"], rho2=params["rho2"],
                     max_iter=params.get("max_iter", params.get("max_iterations")), stopeps=params["stopeps"],
                     stopwin=params["stopwin"], history=params["history"], seed=params.get("seed", 0),
-                    all_possible_states=False if state_ptr is not None else None)
+                    all_possible_states=False if state_ptr is not None else None, tags=h["tags"])
         model.check_params()
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError(f"{path}: header entry 'params': {exc}") from None
@@ -213,6 +220,7 @@ def read(path: str | os.PathLike, cls):
     space = FeatureSpace(h["patterns"], observations, kinds, h["labels"], h["n_columns"], h["allowed"],
                          state_ptr=state_ptr, state_labels=state_labels)
     model.input_kind_ = h["input"]
+    model.tags_ = h["tags"]
     model.space_ = space
     model.theta_ = np.ascontiguousarray(theta, dtype=np.float64)
     model.pattern_text_ = meta["patterns"]
@@ -257,6 +265,13 @@ def _checked_header(path, meta: dict) -> dict:
 
         check_fields(params, PARAMS, fail)
 
+    def tags_problem(tags):  # the labels are read first
+        for lab in meta["labels"]:
+            why = iobes_label_problem(lab)
+            if why is not None:
+                raise bad("labels", f"{why}, in a model of tags {tags!r}")
+        return None
+
     def input_problem(kind):  # reported on the patterns
         patterns = made["patterns"]
         if not (meta["n_columns"] == 0 and [(p.kind, p.text) for p in patterns] in _DICT_PATTERNS
@@ -289,9 +304,11 @@ def _checked_header(path, meta: dict) -> dict:
         "input": Field(choices=inputs, default="columns", what=f"one of {', '.join(inputs)} (absent: columns)",
                        check=input_problem),
         "allowed_pairs": Field("list", default=None, problem="not a list of label pairs", check=pairs_problem),
+        "tags": Field(choices=TAG_SCHEMES, default=None, what=f"one of {', '.join(TAG_SCHEMES)} (absent: the labels "
+                      "as given)", check=tags_problem),
     }, ModelError, known=("sha256",))
     return {"labels": h["labels"], "patterns": made["patterns"], "n_columns": h["n_columns"], "params": h["params"],
-            "n_features": h["n_features"], "input": h["input"], "allowed": made.get("allowed")}
+            "n_features": h["n_features"], "input": h["input"], "allowed": made.get("allowed"), "tags": h["tags"]}
 
 
 def _checked_observations(path, data: dict) -> tuple[StringTable, np.ndarray]:

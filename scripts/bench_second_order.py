@@ -13,7 +13,9 @@ Tasks:
   order 2 (which adds the pure label-triple pattern ``T``);
 - ``rich``: the full task with ``corpora/patterns/chunk-rich.pat`` (chunk.pat and more
   predicates: word and tag conjunctions, suffixes, capitals, a wider tag window), both
-  orders; no CRFsuite run (its attributes here are made from %x commands only).
+  orders; no CRFsuite run (its attributes here are made from %x commands only);
+- ``iobes``: ``rich`` trained with ``tags="iobes"`` (``--tags iobes``: the IOB2 labels
+  rewritten as IOBES for training, the labellings given back in IOB2; ``crf.tagschemes``).
 
 The training parameters of each task are chosen first, among ``GRID``, by the sum of the
 two orders' F1 on a development split (the last tenth of the training sentences, trained
@@ -108,7 +110,9 @@ def chunk_f1(gold, pred):
 
 
 #: the pattern file of each task
-TASK_PATTERNS = {"np": "sha-pereira.pat", "full": "chunk.pat", "rich": "chunk-rich.pat"}
+TASK_PATTERNS = {"np": "sha-pereira.pat", "full": "chunk.pat", "rich": "chunk-rich.pat", "iobes": "chunk-rich.pat"}
+#: the CRF parameters of a task besides the selected ones
+TASK_PARAMS = {"iobes": {"tags": "iobes"}}
 #: the tasks whose patterns CRFsuite's attributes are made from (%x commands only)
 CRFSUITE_TASKS = ("np", "full")
 
@@ -120,10 +124,14 @@ def patterns_of(task, order):
 
 
 def pattern_digest(task) -> str:
-    """SHA-256 of the task's pattern file: development scores are reused only for the same file."""
+    """SHA-256 of the task's pattern file (and of its own parameters, if any): development
+    scores are reused only for the same file and parameters."""
     import hashlib
 
-    return hashlib.sha256((PATTERNS / TASK_PATTERNS[task]).read_bytes()).hexdigest()
+    digest = hashlib.sha256((PATTERNS / TASK_PATTERNS[task]).read_bytes())
+    if task in TASK_PARAMS:
+        digest.update(json.dumps(TASK_PARAMS[task], sort_keys=True).encode())
+    return digest.hexdigest()
 
 
 def crfsuite_penalty(params):
@@ -144,7 +152,7 @@ def worker_ours(args) -> dict:
     from crf import CRF
 
     X, y, Xe, ye = task_data(args.task, args.corpus, args.split)
-    params = json.loads(args.params)
+    params = {**json.loads(args.params), **TASK_PARAMS.get(args.task, {})}
     lines = patterns_of(args.task, args.order)
     t0 = time.perf_counter()
     m = CRF(patterns=lines, order=args.order, **params).fit(X, y)
@@ -244,7 +252,7 @@ def busy_loops(n):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--tasks", default="np,full,rich")
+    ap.add_argument("--tasks", default=",".join(TASK_PATTERNS))
     ap.add_argument("--busy", action="store_true", help="two busy loops beside every timed run")
     ap.add_argument("--crfsuite-python", default=None,
                     help="a Python with python-crfsuite (default: skip CRFsuite if this one lacks it)")
@@ -369,7 +377,8 @@ def in_task_order(items):
 
 def write_markdown(path, p) -> None:
     m = p["machine"]
-    names = {t: f"{'NP' if t == 'np' else 'full'} chunking ({f})" for t, f in TASK_PATTERNS.items()}
+    names = {t: f"{'NP' if t == 'np' else 'full'} chunking ({f}{', tags iobes' if t == 'iobes' else ''})"
+             for t, f in TASK_PATTERNS.items()}
     lines = ["# Second-order CRFs: CoNLL-2000 NP chunking and full chunking", "",
              f"Command: `{m['command']}`  ",
              f"Date: {m['date']}, commit {m['commit']}, {m['platform']}, {m['cpu_count']} CPUs, "
