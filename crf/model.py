@@ -562,9 +562,8 @@ class CRF(ParamsMixin):
         there), or None when they are the model's own labels."""
         if getattr(self, "tags_", None) is None:
             return None
-        key = id(self.space_)
-        if getattr(self, "_output_cache", (None, None))[0] != key:
-            self._output_cache = (key, output_index(self.space_.labels))
+        if getattr(self, "_output_cache", (None, None))[0] is not self.space_:
+            self._output_cache = (self.space_, output_index(self.space_.labels))
         return self._output_cache[1]
 
     @_threads.scoped
