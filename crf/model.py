@@ -917,11 +917,8 @@ class CRF(ParamsMixin):
         marg = logz = path_scores = None
         if posterior or scores:
             marg, logz = forward_backward_marginals(theta, sp, data, self.recursion)
-        labels = sp.labels
-        if output is not None:
-            labels = [output[0][k] for k in output[1].tolist()]
-            if posterior:
-                marg = self._summed(marg, output)
+        if posterior and output is not None:
+            marg = self._summed(marg, output)
         if posterior:
             paths = marg.argmax(axis=1)[:, None]
         elif n > 1:
@@ -929,8 +926,8 @@ class CRF(ParamsMixin):
         else:
             best, sc = viterbi(theta, sp, data, forced)
             paths, path_scores = best[:, None], sc[:, None]
-        if posterior and output is not None:
-            labels = output[0]
+        labels = (sp.labels if output is None else output[0] if posterior
+                  else [output[0][k] for k in output[1].tolist()])
         off = data.seq_offsets
         out = []
         for i in range(data.n_sequences):
@@ -1023,13 +1020,11 @@ class CRF(ParamsMixin):
         pm = pair_marginals(self.theta_, sp, data)[:, keys]
         output = self._output()
         if output is not None:
-            names_out, index = output
-            merged = {(names_out[index[k // L]], names_out[index[k % L]]): None for k in keys.tolist()}
-            where = {pair: i for i, pair in enumerate(merged)}
-            total = np.zeros((pm.shape[0], len(where)), dtype=pm.dtype)
-            for c, k in enumerate(keys.tolist()):
-                total[:, where[(names_out[index[k // L]], names_out[index[k % L]])]] += pm[:, c]
-            names, pm = list(where), total
+            out_names, index = output
+            pairs = [(out_names[index[k // L]], out_names[index[k % L]]) for k in keys.tolist()]
+            names = list(dict.fromkeys(pairs))
+            where = {pair: j for j, pair in enumerate(names)}
+            pm = self._summed(pm, (names, np.array([where[pair] for pair in pairs], dtype=np.int64)))
         out = []
         for i, rows in enumerate(self._split(pm, data)):
             out.append([{} if t == 0 else dict(zip(names, row.tolist())) for t, row in enumerate(rows)])
