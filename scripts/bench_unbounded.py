@@ -102,48 +102,93 @@ def one(train: str, test: str, valid: str, order: str, model: str) -> dict:
     return out
 
 
+#: The variants at order max: LogLinearLM parameters, and ``own_orders`` (the orders whose
+#: own SRILM discounts the tree's KN keeps: ``kn_tree.UNBOUNDED_OWN_ORDERS``, None = all).
 VARIANTS = {
     "default": {},
+    "loo=0": {"loo": 0.0},
+    "loo=2": {"loo": 2.0},
+    "SRILM's discounts at every order": {"own_orders": None},
+    "SRILM's discounts at every order, loo=0 (the model before)": {"own_orders": None, "loo": 0.0},
+    "own discounts to order 3": {"own_orders": 3},
+    "own discounts to order 5": {"own_orders": 5},
     "alpha=0.97": {"alpha": 0.97},
-    "alpha=0.98": {"alpha": 0.98},
-    "loo=0.2": {"loo": 0.2},
-    "discount=0.1": {"discount": 0.1},
-    "KN discounts min_coc=100": {"min_coc": 100},
-    "KN discounts min_coc=1000": {"min_coc": 1000},
 }
+#: Text of the CoNLL-2002 corpora for the variants: (train, test, valid) files of the
+#: shared directory; their first column, lower-cased, a sentence a line.
+CONLL_TEXT = {"esp": ("esp.train", "esp.testb", "esp.testa"), "ned": ("ned.train", "ned.testb", "ned.testa")}
+
+
+def corpus_files(name: str, work: Path) -> tuple[str, str, str]:
+    """(train, test, valid) text files of a corpus: PTB's, or CoNLL-2002's words written
+    under ``work``."""
+    if name in CORPORA:
+        train, test = (str(shared("corpora", "ptb", f)) for f in CORPORA[name])
+        return train, test, str(shared("corpora", "ptb", "ptb.valid.txt"))
+    out = []
+    for src in CONLL_TEXT[name]:
+        dst = work / f"{src}.txt"
+        sents, cur = [], []
+        for line in shared("corpora", "conll2002", src).read_text(encoding="latin-1").splitlines():
+            cols = line.split()
+            if not cols:
+                if cur:
+                    sents.append(" ".join(cur))
+                cur = []
+            elif cols[0] != "-DOCSTART-":
+                cur.append(cols[0].lower())
+        if cur:
+            sents.append(" ".join(cur))
+        dst.write_text("\n".join(sents) + "\n")
+        out.append(str(dst))
+    return out[0], out[1], out[2]
 
 
 def one_variant(train: str, test: str, valid: str, name: str) -> dict:
-    """The default log-linear model at order max with one variant, and its KN base alone."""
+    """The default log-linear model at order max with one variant, at lambda = 1 / tokens
+    and at ``--lam auto`` on the validation text, and its KN base alone."""
     import warnings
 
     sys.path.insert(0, str(ROOT))
-    import suffixlm.base_measure as B
+    import suffixlm.backoff.kn_tree as KT
+    from suffixlm.commands.train import fit_lm
     from suffixlm.corpus import Corpus, load_training_corpus
     from suffixlm.model import LogLinearLM
+    from suffixlm.progress import Progress
 
     warnings.simplefilter("ignore")
     kw = dict(VARIANTS[name])
-    min_coc = kw.pop("min_coc", 0)
-    if min_coc:
-        plain = B.kneser_ney_tree_base
-        B.kneser_ney_tree_base = lambda tree, vocab, n_unseen, **k: plain(tree, vocab, n_unseen, min_coc=min_coc)
+    if "own_orders" in kw:
+        own = kw.pop("own_orders")
+        KT.UNBOUNDED_OWN_ORDERS = own if own is not None else 1 << 30
     corpus = load_training_corpus(train, unk=True)
     t, v = Corpus.from_text(test, corpus.vocab), Corpus.from_text(valid, corpus.vocab)
     t0 = time.perf_counter()
     lm = LogLinearLM(order=None, base="kn", positive=False, **kw).fit(corpus)
     out = {"variant": name, "fit_seconds": time.perf_counter() - t0, "ppl": lm.corpus_perplexity(t),
            "valid_ppl": lm.corpus_perplexity(v), "n_iter": int(lm.n_iter_)}
+    t0 = time.perf_counter()
+    lm, _ = fit_lm(LogLinearLM(order=None, base="kn", positive=False, **kw), corpus, v, "auto",
+                   Progress(quiet=True))
+    out.update(auto_fit_seconds=time.perf_counter() - t0, auto_lam=float(lm.lam_), auto_ppl=lm.corpus_perplexity(t),
+               auto_valid_ppl=lm.corpus_perplexity(v))
     kn = LogLinearLM(order=None, base="kn", lam=1e6, max_iter=2, **kw).fit(corpus)
     out["kn_ppl"], out["kn_valid_ppl"] = kn.corpus_perplexity(t), kn.corpus_perplexity(v)
+    if name == "default":
+        from suffixlm.backoff.kn import KneserNeyLM
+
+        kn5 = KneserNeyLM(5, min_counts=[1]).fit(corpus)
+        out["kn5_ppl"], out["kn5_valid_ppl"] = kn5.corpus_perplexity(t), kn5.corpus_perplexity(v)
     return out
 
 
 def run_variants(corpora: list[str]) -> list[dict]:
+    import tempfile
+
     rows = []
-    valid = str(shared("corpora", "ptb", "ptb.valid.txt"))
+    work = Path(tempfile.mkdtemp(prefix="bench_unbounded_"))
     for name in corpora:
-        train, test = (str(shared("corpora", "ptb", f)) for f in CORPORA[name])
+        train, test, valid = corpus_files(name, work)
         for variant in VARIANTS:
             r = subprocess.run([sys.executable, __file__, "--one-variant", train, test, valid, variant],
                                capture_output=True, text=True)
@@ -154,16 +199,21 @@ def run_variants(corpora: list[str]) -> list[dict]:
             row["corpus"] = name
             rows.append(row)
             print(f"{name:5s} {variant:28s} ppl {row['ppl']:8.3f} valid {row['valid_ppl']:8.3f}  "
-                  f"KN {row['kn_ppl']:8.3f}", file=sys.stderr, flush=True)
+                  f"auto {row['auto_ppl']:8.3f} valid {row['auto_valid_ppl']:8.3f}  KN {row['kn_ppl']:8.3f}",
+                  file=sys.stderr, flush=True)
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
     return rows
 
 
-def run_all(corpora: list[str], auto_orders: list[str]) -> dict:
+def run_all(corpora: list[str], orders: list[str], auto_orders: list[str]) -> dict:
     rows = []
     valid = str(shared("corpora", "ptb", "ptb.valid.txt"))
+    commit = machine_info().get("commit", "")
     for name in corpora:
         train, test = (str(shared("corpora", "ptb", f)) for f in CORPORA[name])
-        jobs = [(o, m) for o in ORDERS for m in ("kn", "loglinear")] + [(o, "loglinear-auto") for o in auto_orders]
+        jobs = [(o, m) for o in orders for m in ("kn", "loglinear")] + [(o, "loglinear-auto") for o in auto_orders]
         for order, model in jobs:
             cmd = [sys.executable, __file__, "--one", train, test, valid, order, model]
             t0 = time.perf_counter()
@@ -174,6 +224,7 @@ def run_all(corpora: list[str], auto_orders: list[str]) -> dict:
             row = json.loads(r.stdout.strip().splitlines()[-1])
             row["corpus"] = name
             row["wall_seconds"] = time.perf_counter() - t0
+            row["commit"] = commit[:10]
             rows.append(row)
             print(f"{name:5s} {model:15s} order {order:>3s}  ppl {row['ppl']:8.3f}  fit {row['fit_seconds']:6.1f} s  "
                   f"peak {row['peak_rss_mb']:6.0f} MB", file=sys.stderr, flush=True)
@@ -201,7 +252,8 @@ def table(payload: dict) -> str:
             continue
         train, test = CORPORA[name]
         lines += [f"## {train} -> {test}", "",
-                  "| order | KN ppl | log-linear ppl | log-linear `--lam auto` ppl (lambda) | tree nodes | "
+                  "| order | KN ppl | log-linear ppl | log-linear `--lam auto` ppl (lambda; fit s, peak MB) | "
+                  "tree nodes | "
                   "trie contexts | params | non-zero | fit s (KN / log-linear) | build s | peak MB (KN / log-linear) |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for order in ORDERS:
@@ -210,7 +262,8 @@ def table(payload: dict) -> str:
             au = next((r for r in sub if r["order"] == order and r["model"] == "loglinear-auto"), None)
             if ll is None:
                 continue
-            auto = f"{au['ppl']:.3f} ({au['lam']:.3g})" if au else ""
+            auto = (f"{au['ppl']:.3f} ({au['lam']:.3g}; {au['fit_seconds']:.0f} s, {au['peak_rss_mb']:.0f} MB)"
+                    if au else "")
             lines.append(f"| {order} | {kn['ppl']:.3f} | {ll['ppl']:.3f} | {auto} | {ll['tree_nodes']:,} "
                          f"{'(trie)' if ll['on_trie'] else ''} | {ll['trie_contexts']:,} | {ll['tree_params']:,} | "
                          f"{ll['n_parameters']:,} | {kn['fit_seconds']:.1f} / {ll['fit_seconds']:.1f} | "
@@ -218,16 +271,36 @@ def table(payload: dict) -> str:
         mx = next(r for r in sub if r["order"] == "max" and r["model"] == "loglinear")
         lines += ["", f"At order max the deepest context has {mx['deepest_context']} words; the model lives on "
                   f"the collapsed tree ({mx['tree_nodes']:,} nodes for {mx['trie_contexts']:,} trie contexts).", ""]
+        runs: dict = {}
+        for r in sub:
+            runs.setdefault(r.get("commit") or "an earlier run (commit not recorded)", []).append(
+                f"{r['order']} {r['model']}")
+        if len(runs) > 1:
+            lines += ["Rows by the commit they were measured at: " + "; ".join(
+                f"{c}: {', '.join(v)}" for c, v in runs.items()) + ".", ""]
     lines += ["![test perplexity against order](unbounded.png)", ""]
     variants = payload.get("variants")
     if variants:
         lines += ["## Variants at order max (`--variants`)", "",
-                  "Each at lambda = 1 / training tokens; the validation text is `ptb.valid.txt`.", "",
-                  "| corpus | variant | log-linear test ppl | valid ppl | its KN base alone: test / valid ppl |",
-                  "|---|---|---|---|---|"]
+                  "The default model at order max with one thing changed (`VARIANTS` in the script), at lambda = "
+                  "1 / training tokens and at `--lam auto` (lambda chosen on the validation text), and its KN "
+                  "base alone. Corpora: PTB (validation text `ptb.valid.txt`), and the words of CoNLL-2002 "
+                  "Spanish (`esp`) and Dutch (`ned`), lower-cased, a sentence a line: train on `*.train`, test "
+                  "on `*.testb`, validate on `*.testa`. `own discounts to order k`: the tree's KN keeps SRILM's "
+                  "discounts for orders 1..k and order k's beyond (the default: 4, "
+                  "`kn_tree.UNBOUNDED_OWN_ORDERS`); `loo`: the weight of the leave-one-out novel-context "
+                  "events (default 1 at order max, `model.UNBOUNDED_LOO`).", "",
+                  "| corpus | variant | test ppl (lambda 1/tokens) | valid | test ppl (`--lam auto`) | valid | "
+                  "its KN base alone: test / valid ppl |",
+                  "|---|---|---|---|---|---|---|"]
         for r in variants:
-            lines.append(f"| {r['corpus']} | {r['variant']} | {r['ppl']:.3f} | {r['valid_ppl']:.3f} | "
+            auto = (f"{r['auto_ppl']:.3f} | {r['auto_valid_ppl']:.3f}" if "auto_ppl" in r else " | ")
+            lines.append(f"| {r['corpus']} | {r['variant']} | {r['ppl']:.3f} | {r['valid_ppl']:.3f} | {auto} | "
                          f"{r['kn_ppl']:.3f} / {r['kn_valid_ppl']:.3f} |")
+        kn5 = [r for r in variants if "kn5_ppl" in r]
+        if kn5:
+            lines += ["", "KN at order 5 (SRILM's, no cut-offs) on the same texts, test / valid: " +
+                      "; ".join(f"{r['corpus']} {r['kn5_ppl']:.3f} / {r['kn5_valid_ppl']:.3f}" for r in kn5) + "."]
         lines.append("")
     return "\n".join(lines)
 
@@ -266,7 +339,10 @@ def main():
     ap.add_argument("--one", nargs=5, metavar=("TRAIN", "TEST", "VALID", "ORDER", "MODEL"), help=argparse.SUPPRESS)
     ap.add_argument("--one-variant", nargs=4, metavar=("TRAIN", "TEST", "VALID", "VARIANT"), help=argparse.SUPPRESS)
     ap.add_argument("--variants", action="store_true", help="the variants at order max (added to unbounded.json)")
-    ap.add_argument("--corpus", choices=["100k", "full", "both"], default="both")
+    ap.add_argument("--corpus", choices=["100k", "full", "both", "esp", "ned", "all"], default="both",
+                    help="both: the PTB splits; esp, ned, all: CoNLL-2002 words too (--variants only)")
+    ap.add_argument("--orders", default=",".join(ORDERS),
+                    help="orders to run (the page keeps the other orders' rows of the same corpus from the last run)")
     ap.add_argument("--auto-orders", default="4,5,6,7,max")
     ap.add_argument("--table", action="store_true", help="rewrite the page from benchmarks/unbounded.json")
     args = ap.parse_args()
@@ -278,7 +354,7 @@ def main():
         return
     if args.variants:
         payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
-        corpora = ["100k", "full"] if args.corpus == "both" else [args.corpus]
+        corpora = {"both": ["100k", "full"], "all": ["100k", "full", "esp", "ned"]}.get(args.corpus, [args.corpus])
         payload["variants"] = run_variants(corpora)
         payload["variants_command"] = "python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])
         write_json("unbounded.json", payload)
@@ -286,11 +362,16 @@ def main():
         payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
     else:
         corpora = ["100k", "full"] if args.corpus == "both" else [args.corpus]
-        payload = run_all(corpora, [o for o in args.auto_orders.split(",") if o])
+        if any(c not in CORPORA for c in corpora):
+            raise SystemExit("the order tables are on PTB only (--corpus 100k, full or both)")
+        orders = [o for o in args.orders.split(",") if o]
+        payload = run_all(corpora, orders, [o for o in args.auto_orders.split(",") if o])
         old = BENCH_DIR / "unbounded.json"
-        if old.exists():  # the other corpus's rows (and the variants) stay
+        if old.exists():  # the rows not rerun (and the variants) stay
             prev = json.loads(old.read_text())
-            payload["rows"] = [r for r in prev.get("rows", []) if r["corpus"] not in corpora] + payload["rows"]
+            auto = [o for o in args.auto_orders.split(",") if o]
+            payload["rows"] = [r for r in prev.get("rows", []) if r["corpus"] not in corpora or
+                               r["order"] not in (auto if r["model"] == "loglinear-auto" else orders)] + payload["rows"]
             payload["commands"] = [c for c in prev.get("commands", [prev.get("command", "")]) if c] + \
                 [payload["command"]]
             for key in ("variants", "variants_command"):

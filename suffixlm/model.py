@@ -71,6 +71,19 @@ def _uses_trie(penalty: str, alpha: float | None, base: str = "none", order: int
 _as_corpus = as_corpus  # the module's old name for it
 #: the message of a parameter that is none of its choices
 _UNKNOWN = "unknown {key} {v}; expected {what}"
+#: The weight of the leave-one-out novel-context events (``loo``) of the default model at
+#: unbounded order. Its Kneser-Ney base keeps order 4's discounts at every deeper order
+#: (``kn_tree.UNBOUNDED_OWN_ORDERS``), so on the training text itself a long context seen
+#: once (the position itself) gives its word more than SRILM's deep D1 of 0.99+ would:
+#: without these events the weights learn against that overconfident base and KN's gain
+#: is lost (PTB 100k/20k test ppl 186.32 -> 186.55; full PTB 139.08 -> 139.54, lambda =
+#: 1 / tokens). The events train the distributions used after a novel context as such.
+#: Chosen on validation text at ``--lam auto`` (``benchmarks/unbounded.md``, variants):
+#: 0.5, 1, 1.5, 2, 3 give PTB 100k valid 197.50, 197.45, 197.42, 197.42, 197.51; 1 and 2
+#: give full PTB 144.90 / 144.89, CoNLL-2002 Spanish 159.75 / 159.71, Dutch 467.45 /
+#: 467.64. At fixed orders the events raise validation perplexity (PTB 100k, order 5:
+#: 198.50 -> 199.01; order 7: 198.01 -> 198.69), so there the default stays 0.
+UNBOUNDED_LOO = 1.0
 
 
 def _special_log10(word: int, lp: float, root: float) -> float:
@@ -190,12 +203,14 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                           operators in a diagonal metric, ``Penalty.in_metric``). The
                           l2-tree operator needs a scale constant on each word's tree:
                           there, each word's unigram frequency.
-    loo : float           weight of the leave-one-out novel-context events (0: none):
+    loo : float | None    weight of the leave-one-out novel-context events (0: none):
                           every training prediction whose context was seen once is also
                           predicted from the parent node, the deepest context that stays
                           seen without it (``_lm_kernels.novel_context_events``), so the
                           distributions used after a novel context are trained as such
-                          (full-batch FISTA only)
+                          (full-batch FISTA only). None (default): ``UNBOUNDED_LOO`` at
+                          unbounded order with the KN base and FISTA, else 0; the value
+                          used is ``loo_`` (why: ``UNBOUNDED_LOO``)
     discount : float      multiplier of count-class l1 weights added under the tree
                           penalty (0: none): a trie coordinate of count c at depth d gets
                           weight discount * D_d(c) / n, D_d(c) modified Kneser-Ney's three
@@ -237,7 +252,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         warm_start: bool = False,
         penalize_root: bool = True,
         precondition: bool = True,
-        loo: float = 0.0,
+        loo: float | None = None,
         discount: float = 0.0,
         base: str = "none",
         positive: bool = True,
@@ -276,7 +291,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         "alpha": Field("finite", above=0, none=True, what="> 0"),
         "init": Field(choices=("smoothed", "zeros"), what="'smoothed' or 'zeros'", problem=_UNKNOWN),
         "solver": Field(choices=("sage", "fista"), what="'sage' or 'fista'", problem=_UNKNOWN),
-        "loo": Field("finite", low=0),
+        "loo": Field("finite", low=0, none=True),
         "discount": Field("finite", low=0),
         "base": Field(choices=LM_BASES, problem=_UNKNOWN),
     }
@@ -293,7 +308,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             raise ValueError(f"penalty {self.penalty!r} needs the suffix trie, which at unbounded order grows with "
                              "the square of the sentence length: use linf-tree (the default), l1 or l2sq, or a "
                              "finite order")
-        if self.loo > 0 and self.solver != "fista":
+        if self.loo is not None and self.loo > 0 and self.solver != "fista":
             raise ValueError("loo events need the full-batch solver (solver='fista')")
 
     def _build(self, corpus: Corpus):
@@ -345,6 +360,14 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         if self.order is not None:
             return int(self.order) - 1
         return max(int(np.diff(np.asarray(offsets)).max(initial=1)) - 1, 0)
+
+    @property
+    def loo_(self) -> float:
+        """The weight of the leave-one-out events this model trains with: ``loo``, or where
+        that is None ``UNBOUNDED_LOO`` at unbounded order with the KN base and FISTA, else 0."""
+        if self.loo is not None:
+            return float(self.loo)
+        return UNBOUNDED_LOO if (self.order is None and self.base == "kn" and self.solver == "fista") else 0.0
 
     def _on_trie(self) -> bool:
         return _uses_trie(self.penalty, self.alpha, self.base, self.order)
@@ -561,7 +584,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         """The objective on ``corpus`` (tree, statistics, base measure): built, or with
         ``warm_start`` reused when this same Corpus object was fitted last with the same
         structure (a lambda path rebuilds only the penalty)."""
-        key = (self.order, self._on_trie(), float(self.loo), self.base,
+        key = (self.order, self._on_trie(), self.loo_, self.base,
                bool(self.precondition))
         cache = getattr(self, "_fit_cache", None)
         if self.warm_start and cache is not None and cache[0] is corpus and cache[1] == key:
@@ -576,7 +599,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self.tree_ = tree
         self.n_unseen_ = self._n_unseen(tree, corpus.vocab)
         scale = self._param_scale(tree, corpus.vocab) if self.precondition else None
-        extra = self._novel_context_events(tree, end_node, target_param) if self.loo > 0 else None
+        extra = self._novel_context_events(tree, end_node, target_param) if self.loo_ > 0 else None
         self.base_ = self._base_measure(tree, corpus)
         problem = LMObjective(tree, end_node, target_param, self.base_, scale, extra, event_count=count)
         if self.warm_start:
@@ -605,8 +628,10 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
 
         if self.base == "kn" and not self._on_trie():
             from .base_measure import kneser_ney_tree_base
+            from .backoff.kn_tree import UNBOUNDED_OWN_ORDERS
 
-            return kneser_ney_tree_base(tree, corpus.vocab, self.n_unseen_)
+            return kneser_ney_tree_base(tree, corpus.vocab, self.n_unseen_,
+                                        own_orders=UNBOUNDED_OWN_ORDERS if self.order is None else None)
         if self.base == "kn":
             return kneser_ney_base(tree, corpus, self.order, self.n_unseen_)
         return no_base(tree, self.n_unseen_)
@@ -618,7 +643,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         out_param = np.empty(len(end_node), dtype=np.int64)
         k = K.novel_context_events(end_node, target_param, tree.parent, node_count, tree.param_node(),
                                    tree.param_parent(), out_end, out_param)
-        return out_end[:k], out_param[:k], float(self.loo)
+        return out_end[:k], out_param[:k], self.loo_
 
     def _param_scale(self, tree, vocab: Vocabulary) -> np.ndarray:
         """Per-param diagonal preconditioner (float64[n_params]). The loss's curvature
@@ -1028,14 +1053,14 @@ def tree_kneser_ney_model(data, modified: bool = True):
     probabilities are its base, the tree's KN (``kn_``: the ``kn_tree.TreeKN``). Its
     ``to_backoff()`` is the ARPA form (one n-gram per trie context and word)."""
     from .base_measure import kneser_ney_tree_base
-    from .backoff.kn_tree import estimate_tree_kn
+    from .backoff.kn_tree import UNBOUNDED_OWN_ORDERS, estimate_tree_kn
 
     lm = LogLinearLM(order=None, base="kn", lam=0.0)
     lm.vocab_ = data.vocab
     tree = lm._build_events(data)[0] if isinstance(data, ContextEvents) else lm._build(data)[0]
     lm.tree_ = tree
     lm.n_unseen_ = lm._n_unseen(tree, data.vocab)
-    lm.kn_ = estimate_tree_kn(tree, data.vocab, modified)
+    lm.kn_ = estimate_tree_kn(tree, data.vocab, modified, own_orders=UNBOUNDED_OWN_ORDERS)
     lm.base_ = kneser_ney_tree_base(tree, data.vocab, lm.n_unseen_, kn=lm.kn_)
     lm.weights_ = np.zeros(tree.n_params)
     lm.lam_ = 0.0

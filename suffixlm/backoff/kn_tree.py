@@ -20,23 +20,35 @@ an edge the deviation from 1/s just shrinks by the product of the D1s: the close
 leaf (raw counts: it starts with ``<s>`` or is cut at the cap) or has children, whose
 number for each word is its continuation count.
 
-Discounts at depth (the rule for unbounded order): an order uses SRILM's modified-KN
-discounts from its own counts-of-counts when they exist (n1..n4 > 0, D1, D2, D3+ >= 0)
-for it and for every lower order; from the first order where they do not, every deeper
-order shares the discounts of the order before it. Deep orders have few n-grams of
-counts 2-4 (on PTB 100k, SRILM fails from order 11: a count-of-counts is zero), so their
-own estimates are noise or undefined, while the shallower orders' discounts come from
-millions of n-grams. So the model equals SRILM's at every finite order where SRILM can
-estimate it (up to the rounding: SRILM computes in single precision and prints 7
-digits; this is double precision), and never fails. If order 1 itself has no SRILM
-discounts (a tiny text), each order falls back as ``kn_steps.estimate_discounts`` does.
+Discounts at depth. An order uses SRILM's modified-KN discounts from its own
+counts-of-counts when they exist (n1..n4 > 0, D1, D2, D3+ >= 0) for it and for every lower
+order; from the first order where they do not, every deeper order shares the discounts of
+the order before it (on PTB 100k, SRILM fails from order 11: a count-of-counts is zero).
+So at every finite order where SRILM can estimate the model, it is SRILM's (up to the
+rounding: SRILM computes in single precision and prints 7 digits; this is double
+precision), and it never fails. If order 1 itself has no SRILM discounts (a tiny text),
+each order falls back as ``kn_steps.estimate_discounts`` does.
 
-A stricter notion of reliable (``min_coc``: every count-of-counts of an order at least
-that large) was measured at unbounded order (``benchmarks/unbounded.md``): it helps KN
-alone (PTB 100k/20k test ppl 188.60 -> 188.42 at 100; full PTB 141.05 -> 140.40 at 1000)
-but hurts the log-linear model on top of it (186.32 -> 186.87; 139.08 -> 139.54), whose
-weights already correct the deep contexts; the best threshold also moves with the
-corpus size. So the default stays SRILM's own condition.
+The model at unbounded order (``own_orders=UNBOUNDED_OWN_ORDERS``, what ``order=None``
+passes) keeps SRILM's discounts for orders 1-4 only and shares order 4's beyond. SRILM's
+estimates at deep orders are not noise but biased for a chain that runs on: D1 climbs to
+0.99+ (n2 / n1 falls towards 0 with depth) and D2, D3+ drift upwards, so a context of 5
+words and one of 40 keep almost nothing of their own counts, and the deep matches of
+repeated text are thrown away. Test perplexity of KN at unbounded order against the
+orders through which SRILM's own discounts are kept (``benchmarks/unbounded.md``):
+
+| corpus | all (SRILM's) | 3 | 4 | 5 | KN order 5 |
+|---|---|---|---|---|---|
+| PTB 100k -> test 20k | 188.600 | 188.902 | 188.417 | 188.483 | 188.720 |
+| full PTB | 141.050 | 141.472 | 140.396 | 140.672 | 141.187 |
+| CoNLL-2002 Spanish words | 143.168 | 130.722 | 133.454 | 137.247 | 142.998 |
+| CoNLL-2002 Dutch words | 407.056 | 407.560 | 406.957 | 406.985 | 407.014 |
+
+4 is the best or the second best of these on every corpus, on the test text and on the
+validation text alike (PTB's valid, CoNLL-2002's testa); 3 is worse than KN at order 5
+on full PTB, and 5 gives up much of the gain on Spanish. A count-of-counts threshold
+(``min_coc``) instead moves with the corpus size: 100 stops after order 4 on PTB 100k,
+1000 on full PTB.
 
 Not SRILM's: a context whose interpolated probabilities already sum to one (SRILM
 retries it without interpolation, a case we have not met on real text), and a
@@ -57,6 +69,8 @@ from .kn_steps import DiscountWarning, estimate_discounts
 
 #: floor of a discount D1 (its log is summed along edges)
 D1_MIN = 1e-12
+#: orders whose own SRILM discounts the model at unbounded order keeps (module docstring)
+UNBOUNDED_OWN_ORDERS = 4
 
 
 def srilm_discounts(n: np.ndarray, modified: bool) -> tuple[float, float, float] | None:
@@ -76,21 +90,23 @@ def srilm_discounts(n: np.ndarray, modified: bool) -> tuple[float, float, float]
     return None
 
 
-def depth_discounts(coc: np.ndarray, modified: bool = True, min_coc: int = 0) -> tuple[np.ndarray, int | None]:
+def depth_discounts(coc: np.ndarray, modified: bool = True, min_coc: int = 0,
+                    own_orders: int | None = None) -> tuple[np.ndarray, int | None]:
     """(float64[n_orders, 3] discounts of orders 1..n_orders, the first order sharing a
     lower order's discounts or None): the rule of the module docstring; an order above 1
     whose counts-of-counts n1..n4 (n1, n2 for original KN) are not all at least
-    ``min_coc`` counts as unreliable too."""
+    ``min_coc``, or above ``own_orders``, counts as unreliable too."""
     n_orders = coc.shape[0]
     out = np.zeros((n_orders, 3))
     shared_from = None
     for i in range(n_orders):
-        d = srilm_discounts(coc[i], modified) if shared_from is None else None
+        beyond = i > 0 and own_orders is not None and i >= own_orders
+        d = srilm_discounts(coc[i], modified) if shared_from is None and not beyond else None
         if d is not None and i > 0 and int(coc[i, 1:5 if modified else 3].min()) < min_coc:
             d = None
         if d is not None:
             out[i] = d
-        elif i > 0 and (shared_from is not None or srilm_discounts(coc[0], modified) is not None):
+        elif beyond or (i > 0 and (shared_from is not None or srilm_discounts(coc[0], modified) is not None)):
             if shared_from is None:
                 shared_from = i + 1
             out[i] = out[i - 1]
@@ -136,11 +152,12 @@ def nonevents(vocab: Vocabulary) -> np.ndarray:
     return ne
 
 
-def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True, min_coc: int = 0) -> TreeKN:
+def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True, min_coc: int = 0,
+                     own_orders: int | None = None) -> TreeKN:
     """Interpolated (modified) Kneser-Ney on ``tree`` (collapsed or a trie, any depth cap):
     see the module docstring. ``min_coc``: the least count-of-counts that makes an order's
-    own discounts reliable (0, the default: SRILM's rule alone; see the module docstring
-    for what larger values measured)."""
+    own discounts reliable; ``own_orders``: the orders that keep their own (None: all,
+    SRILM's rule at a finite order; ``UNBOUNDED_OWN_ORDERS`` at unbounded order)."""
     if np.any(np.asarray(tree.parent)[1:] < 0) or (tree.n_nodes and tree.parent[0] != -1):
         raise ValueError("the suffix tree's root must be node 0")
     ne = nonevents(vocab)
@@ -149,7 +166,7 @@ def estimate_tree_kn(tree, vocab: Vocabulary, modified: bool = True, min_coc: in
     kc = K.kn_counts(tree.parent, tree.child_offsets, tree.succ_offsets, tree.succ_counts, pp)
     max_d = int(tree.depth.max(initial=0))
     coc = K.counts_of_counts(tree.depth, tree.collapsed, tree.succ_offsets, tree.succ_words, kc, ne, max_d)
-    disc, shared_from = depth_discounts(coc, modified, min_coc)
+    disc, shared_from = depth_discounts(coc, modified, min_coc, own_orders)
     d1 = np.maximum(disc[:, 0], D1_MIN)
     ln_d1_cum = np.zeros(max_d + 1)
     ln_d1_cum[1:] = np.cumsum(np.log(d1[1:]))

@@ -237,6 +237,8 @@ def _fit_path(lm, corpus, valid, lam, progress, ck, train_one):
 def describe_model(order, base, signed, penalty, alpha, discount, lam, n_tokens, valid_file) -> str:
     """The one line that names the model a command trains: base, sign, penalty, lambda."""
     what = "modified-KN base measure" if base == "kn" else "no base measure (the paper's model)"
+    if base == "kn" and order is None:
+        what += " (order 4's discounts deeper) + leave-one-out events"
     sign = "signed weights" if signed else "weights >= 0"
     pen = penalty + (f" (alpha={alpha:g})" if alpha is not None else "") + \
         (f" + count-class discounts x{discount:g}" if discount else "")

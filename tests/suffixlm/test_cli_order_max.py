@@ -52,8 +52,12 @@ def test_compare_orders_take_max_last():
 
 def test_kn_max_is_the_longest_sentence_order():
     """KneserNeyLM(order=None) (KN on the suffix tree) lists the same n-grams as the n-gram
-    estimator at the longest sentence's order without cut-offs, with the same
-    probabilities to single precision (SRILM's)."""
+    estimator at the longest sentence's order without cut-offs, with SRILM's discounts for
+    orders 1 .. UNBOUNDED_OWN_ORDERS and the last of them beyond (``kn_tree``); its ARPA
+    form scores as it does, to single precision; where every order of the text keeps
+    SRILM's discounts (order 4), both are SRILM's model."""
+    from suffixlm.backoff.kn_tree import UNBOUNDED_OWN_ORDERS as U
+
     corpus = load_training_corpus(TINY, unk=True)
     test = Corpus.from_text(TINY_TEST, corpus.vocab)
     N = _longest()
@@ -61,9 +65,16 @@ def test_kn_max_is_the_longest_sentence_order():
     b = KneserNeyLM(N, min_counts=[1]).fit(corpus)
     assert a.order is None and a.order_ == b.order_ == N
     assert a.model_.counts == b.model_.counts
-    assert a.discounts_ == b.discounts_
-    np.testing.assert_allclose(a.log10_probs(test), b.log10_probs(test), rtol=0, atol=2e-6)
-    np.testing.assert_allclose(a.model_.log10_probs(test), b.log10_probs(test), rtol=0, atol=2e-6)
+    assert a.discounts_[:U] == b.discounts_[:U] and a.discounts_[U:] == [b.discounts_[U - 1]] * (N - U)
+    np.testing.assert_allclose(a.model_.log10_probs(test), a.log10_probs(test), rtol=0, atol=2e-6)
+    short = Corpus.from_strings([" ".join(corpus.vocab.words[int(t)] for t in corpus.tokens[lo + 1:min(lo + 3, hi - 1)])
+                                 for lo, hi in zip(corpus.offsets[:-1], corpus.offsets[1:])],
+                                corpus.vocab)  # the first (at most) 2 words of each sentence
+    a4 = KneserNeyLM(None).fit(short)
+    b4 = KneserNeyLM(a4.order_, min_counts=[1]).fit(short)
+    assert a4.order_ <= U and a4.discounts_ == b4.discounts_
+    t4 = Corpus.from_strings(["a b", "the of"], short.vocab)
+    np.testing.assert_allclose(a4.log10_probs(t4), b4.log10_probs(t4), rtol=0, atol=2e-6)
 
 
 def test_kn_max_refuses_cut_offs_and_backoff():

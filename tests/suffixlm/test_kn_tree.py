@@ -16,7 +16,7 @@ import pytest
 from suffixlm.corpora import sample_path
 from suffixlm.corpus import BOS_ID, EOS_ID, UNK_ID, Corpus, load_training_corpus
 from suffixlm.backoff.kn import KneserNeyLM
-from suffixlm.backoff.kn_tree import depth_discounts, estimate_tree_kn
+from suffixlm.backoff.kn_tree import UNBOUNDED_OWN_ORDERS, depth_discounts, estimate_tree_kn
 from suffixlm.model import LogLinearLM
 from suffixlm.suffixtree import SuffixTree
 
@@ -47,7 +47,8 @@ class BruteKN:
     every n-gram of every order of ``<s> w1 .. wn </s>``; raw counts for the n-grams of
     the highest order N (None: unbounded, so none) and those starting with ``<s>``,
     continuation counts for the rest; discounts per order by ``depth_discounts`` from
-    the counts-of-counts counted here."""
+    the counts-of-counts counted here (at unbounded order, orders beyond
+    ``UNBOUNDED_OWN_ORDERS`` sharing the last of them)."""
 
     def __init__(self, corpus: Corpus, order: int | None):
         self.V = len(corpus.vocab) - 1  # every word but <s> can be predicted (open vocabulary)
@@ -72,7 +73,7 @@ class BruteKN:
             if 1 <= c <= 4:
                 coc[len(g) - 1, c] += 1
         self.coc = coc
-        self.disc, _ = depth_discounts(coc)
+        self.disc, _ = depth_discounts(coc, own_orders=UNBOUNDED_OWN_ORDERS if order is None else None)
         self.succ = defaultdict(dict)
         for g, c in self.count.items():
             self.succ[g[:-1]][g[-1]] = c
@@ -145,11 +146,17 @@ def test_tree_kn_at_finite_order_is_srilms(N):
 
 
 def test_unbounded_equals_longest_sentence_order():
-    """order=None is order = the longest sentence's tokens: the same tree and base."""
+    """order=None is order = the longest sentence's tokens: the same tree and base, with
+    SRILM's discounts for orders 1 .. UNBOUNDED_OWN_ORDERS and the last of them beyond;
+    with SRILM's at every order the same tree is SRILM's model of that order."""
+    from suffixlm.base_measure import kneser_ney_tree_base
+
     corpus = load_training_corpus(TINY, unk=True)
     N = int(np.diff(corpus.offsets).max())
-    a = estimate_tree_kn(SuffixTree.build(corpus, N - 1, method="ukkonen"), corpus.vocab)
-    b = estimate_tree_kn(SuffixTree.build(corpus, N + 5, method="sort"), corpus.vocab)
+    U = UNBOUNDED_OWN_ORDERS
+    tree = SuffixTree.build(corpus, N - 1, method="ukkonen")
+    a = estimate_tree_kn(tree, corpus.vocab, own_orders=U)
+    b = estimate_tree_kn(SuffixTree.build(corpus, N + 5, method="sort"), corpus.vocab, own_orders=U)
     np.testing.assert_array_equal(a.p, b.p)
     np.testing.assert_array_equal(a.chain, b.chain)
     test = Corpus.from_text(TINY_TEST, corpus.vocab)
@@ -157,7 +164,26 @@ def test_unbounded_equals_longest_sentence_order():
         warnings.simplefilter("ignore")
         ref = KneserNeyLM(N, min_counts=[1]).fit(corpus)
         lm = LogLinearLM(order=None, base="kn", lam=1e6, max_iter=2).fit(corpus)
-    np.testing.assert_allclose(lm.log10_probs(test), ref.log10_probs(test), rtol=0, atol=2e-6)
+    srilm = np.array(ref.info_["discounts"])
+    assert srilm.shape[0] > U and np.any(srilm[U:] != srilm[U - 1])  # the rule changes something here
+    np.testing.assert_array_equal(a.discounts[:U], srilm[:U])
+    np.testing.assert_array_equal(a.discounts[U:], np.broadcast_to(srilm[U - 1], a.discounts[U:].shape))
+    np.testing.assert_array_equal(lm.base_.lnB, kneser_ney_tree_base(tree, corpus.vocab, lm.n_unseen_, kn=a).lnB)
+    full = estimate_tree_kn(tree, corpus.vocab)
+    np.testing.assert_array_equal(full.discounts[:N], srilm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(_tree_model(N).fit(corpus).log10_probs(test), ref.log10_probs(test), rtol=0,
+                                   atol=2e-6)
+
+
+def test_own_orders_apply_on_the_fallback_of_a_tiny_text():
+    """A text whose order 1 has no SRILM discounts (each order its own fallback): the
+    orders beyond ``own_orders`` still take the last own order's discounts."""
+    tiny = np.array([[0, 0, 0, 0, 0], [0, 40, 15, 8, 4], [0, 30, 20, 10, 5], [0, 20, 5, 2, 1]])
+    d3, shared3 = depth_discounts(tiny, own_orders=2)
+    assert shared3 == 3 and np.all(d3[2:] == d3[1])
+    assert not np.all(depth_discounts(tiny)[0][2] == d3[1])
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -286,11 +312,14 @@ def test_unbounded_model_exports_an_equivalent_arpa_file(tmp_path, positive):
     np.testing.assert_allclose(bo.log10_probs(test), lm.log10_probs(test), rtol=0, atol=2e-6)
 
 
-def test_a_count_of_counts_threshold_shares_discounts_earlier():
+@pytest.mark.parametrize("kw", [{"min_coc": 30}, {"own_orders": 2}])
+def test_a_threshold_or_own_orders_share_discounts_earlier(kw):
+    """A count-of-counts threshold, or ``own_orders``: the orders from the first one left
+    out take the order before's discounts, also where SRILM's rule gives them their own."""
     coc = np.array([[0, 500, 200, 100, 50], [0, 400, 150, 80, 40], [0, 300, 50, 20, 10], [0, 200, 50, 20, 9]])
     d, shared = depth_discounts(coc)
     assert shared is None
-    d2, shared2 = depth_discounts(coc, min_coc=30)
+    d2, shared2 = depth_discounts(coc, **kw)
     assert shared2 == 3
     np.testing.assert_array_equal(d2[:2], d[:2])
     np.testing.assert_array_equal(d2[2], d[1])
@@ -344,3 +373,23 @@ def test_an_unbounded_model_mixes():
     assert mix.order == a.order_ == int(np.diff(corpus.offsets).max())
     want = np.log10(0.3 * 10 ** a.log10_probs(test) + 0.7 * 10 ** b.log10_probs(test))
     np.testing.assert_allclose(mix.log10_probs(test), want, rtol=0, atol=1e-9)
+
+
+def test_unbounded_default_trains_leave_one_out_events():
+    """loo=None: UNBOUNDED_LOO at unbounded order with the KN base and FISTA, else 0; the
+    default fit is the fit with that weight given, and differs from the one without."""
+    from suffixlm.model import UNBOUNDED_LOO
+
+    assert UNBOUNDED_LOO > 0
+    assert LogLinearLM(order=None, base="kn").loo_ == UNBOUNDED_LOO
+    for kw in ({"order": 5, "base": "kn"}, {"order": None}, {"order": None, "base": "kn", "solver": "sage"},
+               {"order": None, "base": "kn", "loo": 0}):
+        assert LogLinearLM(**kw).loo_ == 0.0, kw
+    corpus = load_training_corpus(TINY, unk=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = LogLinearLM(order=None, base="kn", positive=False, max_iter=20).fit(corpus)
+        b = LogLinearLM(order=None, base="kn", positive=False, max_iter=20, loo=UNBOUNDED_LOO).fit(corpus)
+        c = LogLinearLM(order=None, base="kn", positive=False, max_iter=20, loo=0).fit(corpus)
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+    assert not np.array_equal(a.weights_, c.weights_)
