@@ -113,7 +113,13 @@ VARIANTS = {
     "own discounts to order 3": {"own_orders": 3},
     "own discounts to order 5": {"own_orders": 5},
     "alpha=0.97": {"alpha": 0.97},
+    # the events at fixed orders (PTB 100k only: ``FIXED_ORDER_CORPORA``)
+    "order 5 (fixed)": {"order": 5},
+    "order 5 (fixed), loo=1": {"order": 5, "loo": 1.0},
+    "order 7 (fixed)": {"order": 7},
+    "order 7 (fixed), loo=1": {"order": 7, "loo": 1.0},
 }
+FIXED_ORDER_CORPORA = ("100k",)
 #: Text of the CoNLL-2002 corpora for the variants: (train, test, valid) files of the
 #: shared directory; their first column, lower-cased, a sentence a line.
 CONLL_TEXT = {"esp": ("esp.train", "esp.testb", "esp.testa"), "ned": ("ned.train", "ned.testb", "ned.testa")}
@@ -129,7 +135,7 @@ def corpus_files(name: str, work: Path) -> tuple[str, str, str]:
     for src in CONLL_TEXT[name]:
         dst = work / f"{src}.txt"
         sents, cur = [], []
-        for line in shared("corpora", "conll2002", src).read_text(encoding="latin-1").splitlines():
+        for line in shared("corpora", "conll2002", src).read_text(encoding="latin-1").split("\n"):
             cols = line.split()
             if not cols:
                 if cur:
@@ -161,18 +167,18 @@ def one_variant(train: str, test: str, valid: str, name: str) -> dict:
     if "own_orders" in kw:
         own = kw.pop("own_orders")
         KT.UNBOUNDED_OWN_ORDERS = own if own is not None else 1 << 30
+    kw.setdefault("order", None)
     corpus = load_training_corpus(train, unk=True)
     t, v = Corpus.from_text(test, corpus.vocab), Corpus.from_text(valid, corpus.vocab)
     t0 = time.perf_counter()
-    lm = LogLinearLM(order=None, base="kn", positive=False, **kw).fit(corpus)
+    lm = LogLinearLM(base="kn", positive=False, **kw).fit(corpus)
     out = {"variant": name, "fit_seconds": time.perf_counter() - t0, "ppl": lm.corpus_perplexity(t),
            "valid_ppl": lm.corpus_perplexity(v), "n_iter": int(lm.n_iter_)}
     t0 = time.perf_counter()
-    lm, _ = fit_lm(LogLinearLM(order=None, base="kn", positive=False, **kw), corpus, v, "auto",
-                   Progress(quiet=True))
+    lm, _ = fit_lm(LogLinearLM(base="kn", positive=False, **kw), corpus, v, "auto", Progress(quiet=True))
     out.update(auto_fit_seconds=time.perf_counter() - t0, auto_lam=float(lm.lam_), auto_ppl=lm.corpus_perplexity(t),
                auto_valid_ppl=lm.corpus_perplexity(v))
-    kn = LogLinearLM(order=None, base="kn", lam=1e6, max_iter=2, **kw).fit(corpus)
+    kn = LogLinearLM(base="kn", lam=1e6, max_iter=2, **kw).fit(corpus)
     out["kn_ppl"], out["kn_valid_ppl"] = kn.corpus_perplexity(t), kn.corpus_perplexity(v)
     if name == "default":
         from suffixlm.backoff.kn import KneserNeyLM
@@ -190,6 +196,8 @@ def run_variants(corpora: list[str]) -> list[dict]:
     for name in corpora:
         train, test, valid = corpus_files(name, work)
         for variant in VARIANTS:
+            if "order" in VARIANTS[variant] and name not in FIXED_ORDER_CORPORA:
+                continue
             r = subprocess.run([sys.executable, __file__, "--one-variant", train, test, valid, variant],
                                capture_output=True, text=True)
             if r.returncode != 0:
@@ -236,7 +244,8 @@ def table(payload: dict) -> str:
     rows = payload["rows"]
     lines = ["# Unbounded context (`--order max`) against fixed orders on PTB", "",
              "```", *[c.strip() for c in payload.get("commands", [payload["command"]])],
-             *([payload["variants_command"]] if payload.get("variants_command") else []), "```", "",
+             *payload.get("variants_commands", [payload["variants_command"]] if payload.get("variants_command")
+                          else []), "```", "",
              "Written by `scripts/bench_unbounded.py` (its docstring says what each model is). "
              f"Machine: {payload['machine'].get('cpu_count', '?')} CPUs; 1-minute load average before the run "
              f"{payload['load_before']:.2f}; nothing else of ours ran beside it. Each model in a process of "
@@ -289,7 +298,8 @@ def table(payload: dict) -> str:
                   "on `*.testb`, validate on `*.testa`. `own discounts to order k`: the tree's KN keeps SRILM's "
                   "discounts for orders 1..k and order k's beyond (the default: 4, "
                   "`kn_tree.UNBOUNDED_OWN_ORDERS`); `loo`: the weight of the leave-one-out novel-context "
-                  "events (default 1 at order max, `model.UNBOUNDED_LOO`).", "",
+                  "events (default 1 at order max, `model.UNBOUNDED_LOO`, 0 at fixed orders); `order k (fixed)`: "
+                  "the default model at that order instead (its KN base: SRILM's).", "",
                   "| corpus | variant | test ppl (lambda 1/tokens) | valid | test ppl (`--lam auto`) | valid | "
                   "its KN base alone: test / valid ppl |",
                   "|---|---|---|---|---|---|---|"]
@@ -355,8 +365,10 @@ def main():
     if args.variants:
         payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
         corpora = {"both": ["100k", "full"], "all": ["100k", "full", "esp", "ned"]}.get(args.corpus, [args.corpus])
-        payload["variants"] = run_variants(corpora)
-        payload["variants_command"] = "python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])
+        payload["variants"] = [r for r in payload.get("variants", []) if r["corpus"] not in corpora] + \
+            run_variants(corpora)
+        payload["variants_commands"] = [c for c in payload.pop("variants_commands", [payload.pop(
+            "variants_command", "")]) if c] + ["python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])]
         write_json("unbounded.json", payload)
     elif args.table:
         payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
@@ -374,7 +386,7 @@ def main():
                                r["order"] not in (auto if r["model"] == "loglinear-auto" else orders)] + payload["rows"]
             payload["commands"] = [c for c in prev.get("commands", [prev.get("command", "")]) if c] + \
                 [payload["command"]]
-            for key in ("variants", "variants_command"):
+            for key in ("variants", "variants_command", "variants_commands"):
                 if key in prev:
                     payload[key] = prev[key]
         write_json("unbounded.json", payload)

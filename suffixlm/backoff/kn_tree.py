@@ -41,8 +41,8 @@ orders through which SRILM's own discounts are kept (``benchmarks/unbounded.md``
 |---|---|---|---|---|---|
 | PTB 100k -> test 20k | 188.600 | 188.902 | 188.417 | 188.483 | 188.720 |
 | full PTB | 141.050 | 141.472 | 140.396 | 140.672 | 141.187 |
-| CoNLL-2002 Spanish words | 143.168 | 130.722 | 133.454 | 137.247 | 142.998 |
-| CoNLL-2002 Dutch words | 407.056 | 407.560 | 406.957 | 406.985 | 407.014 |
+| CoNLL-2002 Spanish words | 143.168 | 130.722 | 133.454 | 137.247 | 143.203 |
+| CoNLL-2002 Dutch words | 407.056 | 407.560 | 406.957 | 406.985 | 407.113 |
 
 4 is the best or the second best of these on every corpus, on the test text and on the
 validation text alike (PTB's valid, CoNLL-2002's testa); 3 is worse than KN at order 5
