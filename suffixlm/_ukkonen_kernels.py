@@ -23,10 +23,9 @@ at token index ``offsets[s] + offsets[s+1] - 1 - q``.
    trie nodes with one child each lies inside one GST edge. (The trie S, for
    ``collapse=False``, is T expanded by the same ``expand_to_trie`` as the sorting
    build's.)
-4. ``successor_lists``: predictions taken word by word in increasing order; each adds
-   itself to the path from its context's node to the root, stopping where the word is
-   already listed, so every list comes out sorted and the work is O(n + P) (P the
-   number of parameters); counts are then summed up the parameter tree.
+4. ``leaf_ranges``: the predictions sorted by leaf (in preorder), then target word, and
+   each node's range of leaves: what the sorting build's ``successors`` kernel reads, so
+   both constructions aggregate the successor lists with the same code.
 
 ``cap_tree`` is the older node-set-and-counts-only capping, kept for the test that
 cross-checks it.
@@ -66,11 +65,14 @@ def reversed_text(tokens, offsets, n_symbols):
     return text, sent_end
 
 
-@njit(cache=True)
-def _slot(keys, key, bits):
+@njit(cache=True, inline="always")
+def _slot(tab, key, bits):
+    """Slot of ``key`` in the interleaved table ``tab`` (``tab[2 h]`` the key of slot h,
+    -1 if empty, ``tab[2 h + 1]`` its value): the key's slot or the empty one where it
+    goes (linear probing)."""
     mask = (1 << bits) - 1
     h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
-    while keys[h] != -1 and keys[h] != key:
+    while tab[2 * h] != -1 and tab[2 * h] != key:
         h = (h + 1) & mask
     return h
 
@@ -79,20 +81,26 @@ def _slot(keys, key, bits):
 def ukkonen(text, alphabet):
     """Generalized suffix tree of ``text`` (int64, every sentence ended by a unique
     terminator). Returns start, end (int64[n_nodes], edge label text[start:end], end
-    = len(text) on leaves), link, and the child hash table (keys, values, bits)."""
+    = len(text) on leaves), link, and the child hash table (keys, values, bits).
+
+    While building, the root's children live in an array indexed by symbol (most
+    lookups start at the root, and that array stays in cache), the other nodes' in the
+    hash table with key and value side by side, and each node's start and end side by
+    side: one cache line per lookup instead of two (measured at depth 83 on PTB: 0.22
+    s against 0.25 s with separate arrays). The root's children join the table at the
+    end, so the returned table is the whole tree's."""
     n = text.shape[0]
     cap = 2 * n + 2
-    start = np.empty(cap, np.int64)
-    end = np.empty(cap, np.int64)
+    se = np.empty(2 * cap, np.int64)  # se[2 u], se[2 u + 1]: start and end of node u's edge
     link = np.zeros(cap, np.int64)
     bits = 1
     while (1 << bits) < 2 * cap:
         bits += 1
-    keys = np.full(1 << bits, -1, np.int64)
-    vals = np.empty(1 << bits, np.int64)
+    tab = np.full(2 << bits, -1, np.int64)
+    root = np.full(alphabet, -1, np.int64)
     inf = n + 1
-    start[0] = 0
-    end[0] = 0
+    se[0] = 0
+    se[1] = 0
     n_nodes = 1
     active_node = 0
     active_edge = 0
@@ -101,30 +109,40 @@ def ukkonen(text, alphabet):
     for pos in range(n):
         remainder += 1
         last_new = -1
+        tp = text[pos]
         while remainder > 0:
             if active_length == 0:
                 active_edge = pos
             c = text[active_edge]
-            h = _slot(keys, active_node * alphabet + c, bits)
-            if keys[h] == -1:
+            key = active_node * alphabet + c
+            if active_node == 0:
+                h = -1
+                nxt = root[c]
+            else:
+                h = _slot(tab, key, bits)
+                nxt = tab[2 * h + 1] if tab[2 * h] != -1 else -1
+            if nxt == -1:
                 leaf = n_nodes
                 n_nodes += 1
-                start[leaf] = pos
-                end[leaf] = inf
-                keys[h] = active_node * alphabet + c
-                vals[h] = leaf
+                se[2 * leaf] = pos
+                se[2 * leaf + 1] = inf
+                if h < 0:
+                    root[c] = leaf
+                else:
+                    tab[2 * h] = key
+                    tab[2 * h + 1] = leaf
                 if last_new != -1:
                     link[last_new] = active_node
                     last_new = -1
             else:
-                nxt = vals[h]
-                elen = min(end[nxt], pos + 1) - start[nxt]
+                s0 = se[2 * nxt]
+                elen = min(se[2 * nxt + 1], pos + 1) - s0
                 if active_length >= elen:
                     active_edge += elen
                     active_length -= elen
                     active_node = nxt
                     continue
-                if text[start[nxt] + active_length] == text[pos]:
+                if text[s0 + active_length] == tp:
                     if last_new != -1 and active_node != 0:
                         link[last_new] = active_node
                         last_new = -1
@@ -132,20 +150,26 @@ def ukkonen(text, alphabet):
                     break
                 split = n_nodes
                 n_nodes += 1
-                start[split] = start[nxt]
-                end[split] = start[nxt] + active_length
-                vals[h] = split
+                se[2 * split] = s0
+                se[2 * split + 1] = s0 + active_length
+                if h < 0:
+                    root[c] = split
+                else:
+                    tab[2 * h + 1] = split
                 leaf = n_nodes
                 n_nodes += 1
-                start[leaf] = pos
-                end[leaf] = inf
-                h2 = _slot(keys, split * alphabet + text[pos], bits)
-                keys[h2] = split * alphabet + text[pos]
-                vals[h2] = leaf
-                start[nxt] += active_length
-                h3 = _slot(keys, split * alphabet + text[start[nxt]], bits)
-                keys[h3] = split * alphabet + text[start[nxt]]
-                vals[h3] = nxt
+                se[2 * leaf] = pos
+                se[2 * leaf + 1] = inf
+                k2 = split * alphabet + tp
+                h2 = _slot(tab, k2, bits)
+                tab[2 * h2] = k2
+                tab[2 * h2 + 1] = leaf
+                ns = s0 + active_length
+                se[2 * nxt] = ns
+                k3 = split * alphabet + text[ns]
+                h3 = _slot(tab, k3, bits)
+                tab[2 * h3] = k3
+                tab[2 * h3 + 1] = nxt
                 if last_new != -1:
                     link[last_new] = split
                 last_new = split
@@ -155,10 +179,18 @@ def ukkonen(text, alphabet):
                 active_edge = pos - remainder + 1
             elif active_node != 0:
                 active_node = link[active_node]
+    for c in range(alphabet):
+        if root[c] != -1:
+            h = _slot(tab, c, bits)
+            tab[2 * h] = c
+            tab[2 * h + 1] = root[c]
+    start = np.empty(n_nodes, np.int64)
+    end = np.empty(n_nodes, np.int64)
     for j in range(n_nodes):
-        if end[j] == inf:
-            end[j] = n
-    return start[:n_nodes].copy(), end[:n_nodes].copy(), link[:n_nodes].copy(), keys, vals, bits
+        start[j] = se[2 * j]
+        e = se[2 * j + 1]
+        end[j] = n if e == inf else e
+    return start, end, link[:n_nodes].copy(), tab[0::2], tab[1::2], bits
 
 
 @njit(cache=True)
@@ -345,89 +377,73 @@ def capped_preorder(text, sent_end, text_token, tokens, start, end, child_offset
 
 
 @njit(cache=True)
-def successor_lists(tokens, offsets, at_token, parent, n_symbols):
-    """Successor words and counts of every node of the tree of contexts.
+def leaf_ranges(tokens, offsets, at_token, parent, n_symbols):
+    """The predictions in the order of the sorting build's ``sorted_pos`` and the leaf
+    ranges its ``_suffixtree_kernels.successors`` reads, from ``capped_preorder``'s
+    tree: every prediction lies on a leaf (the node of its full context, capped), the
+    leaves in preorder are the sorted contexts, and within a leaf the predictions go by
+    target word, then token index (a counting sort by leaf, then a stable sort of each
+    leaf's few predictions by word).
 
-    Predictions are taken in increasing order of the predicted word (a counting sort);
-    each walks from its context's node towards the root, opening a parameter (node,
-    word) at every node not yet holding the word and stopping at the first that does,
-    so each node's words come out in increasing order. Every parameter remembers the
-    one it stopped at or opened next, its parent's parameter (stored before it, the
-    parent being numbered first); counts, entered at the leaves, are then summed up
-    that parameter tree in one backward pass. O(n_pos + n_symbols + P).
-
-    tokens : int32[n_tok]; offsets : int64[n_sent+1]; at_token : int64[n_tok] from
-    ``capped_preorder``; parent : int64[n] in preorder.
-    Returns count int64[n], succ_offsets int64[n+1], succ_words int32[P],
-    succ_counts int64[P].
-    """
+    tokens : int32[n_tok]; offsets : int64[n_sent+1]; at_token : int64[n_tok]; parent :
+    int64[n] in preorder. Returns sorted_pos int64[n_pos] (token indices of the
+    predictions), leaf_start int64[n_leaves + 1], first_leaf and last_leaf int64[n]
+    (the first and last leaf, by rank, of each node's subtree)."""
     n = parent.shape[0]
     n_sent = offsets.shape[0] - 1
     n_pos = offsets[n_sent] - offsets[0] - n_sent
-    bucket = np.zeros(n_symbols + 1, np.int64)
+    rank = np.full(n, -1, np.int64)
+    n_leaves = 0
+    for j in range(n):
+        if j + 1 >= n or parent[j + 1] != j:  # preorder: j + 1 is j's first child, if any
+            rank[j] = n_leaves
+            n_leaves += 1
+    first_leaf = np.empty(n, np.int64)
+    last_leaf = np.full(n, -1, np.int64)
+    for j in range(n - 1, -1, -1):
+        if rank[j] >= 0:
+            first_leaf[j] = rank[j]
+            last_leaf[j] = rank[j]
+        else:
+            first_leaf[j] = first_leaf[j + 1]
+        if j > 0 and last_leaf[j] > last_leaf[parent[j]]:
+            last_leaf[parent[j]] = last_leaf[j]
+    leaf_start = np.zeros(n_leaves + 1, np.int64)
     for s in range(n_sent):
         for i in range(offsets[s] + 1, offsets[s + 1]):
-            bucket[tokens[i] + 1] += 1
-    for c in range(n_symbols):
-        bucket[c + 1] += bucket[c]
-    by_word = np.empty(n_pos, np.int64)
-    for s in range(n_sent):
+            leaf_start[rank[at_token[i]] + 1] += 1
+    for r in range(n_leaves):
+        leaf_start[r + 1] += leaf_start[r]
+    fill = leaf_start[:n_leaves].copy()
+    sorted_pos = np.empty(n_pos, np.int64)
+    for s in range(n_sent):  # by leaf, then token index
         for i in range(offsets[s] + 1, offsets[s + 1]):
-            w = tokens[i]
-            by_word[bucket[w]] = i
-            bucket[w] += 1
-    mark = np.full(n, -1, np.int64)
-    n_succ = np.zeros(n, np.int64)
-    for k in range(n_pos):
-        i = by_word[k]
-        w = tokens[i]
-        j = at_token[i]
-        while j >= 0 and mark[j] != w:
-            mark[j] = w
-            n_succ[j] += 1
-            j = parent[j]
-    succ_offsets = np.empty(n + 1, np.int64)
-    succ_offsets[0] = 0
-    for j in range(n):
-        succ_offsets[j + 1] = succ_offsets[j] + n_succ[j]
-        mark[j] = -1
-    n_params = succ_offsets[n]
-    succ_words = np.empty(n_params, np.int32)
-    succ_counts = np.zeros(n_params, np.int64)
-    up = np.empty(n_params, np.int64)
-    fill = np.empty(n, np.int64)
-    for j in range(n):
-        fill[j] = succ_offsets[j]
-    for k in range(n_pos):
-        i = by_word[k]
-        w = tokens[i]
-        j = at_token[i]
-        if mark[j] == w:
-            succ_counts[fill[j] - 1] += 1
+            r = rank[at_token[i]]
+            sorted_pos[fill[r]] = i
+            fill[r] += 1
+    for r in range(n_leaves):  # then, stably, by target word within each leaf (most hold one prediction)
+        lo = leaf_start[r]
+        hi = leaf_start[r + 1]
+        if hi - lo <= 1:
             continue
-        first = fill[j]
-        below = -1
-        while j >= 0 and mark[j] != w:
-            mark[j] = w
-            e = fill[j]
-            fill[j] += 1
-            succ_words[e] = w
-            if below >= 0:
-                up[below] = e
-            below = e
-            j = parent[j]
-        up[below] = fill[j] - 1 if j >= 0 else -1
-        succ_counts[first] += 1
-    for e in range(n_params - 1, -1, -1):
-        if up[e] >= 0:
-            succ_counts[up[e]] += succ_counts[e]
-    count = np.empty(n, np.int64)
-    for j in range(n):
-        total = 0
-        for e in range(succ_offsets[j], succ_offsets[j + 1]):
-            total += succ_counts[e]
-        count[j] = total
-    return count, succ_offsets, succ_words, succ_counts
+        if hi - lo <= 32:
+            for k in range(lo + 1, hi):
+                i = sorted_pos[k]
+                w = tokens[i]
+                q = k - 1
+                while q >= lo and tokens[sorted_pos[q]] > w:
+                    sorted_pos[q + 1] = sorted_pos[q]
+                    q -= 1
+                sorted_pos[q + 1] = i
+        else:
+            part = sorted_pos[lo:hi].copy()
+            words = np.empty(hi - lo, np.int64)
+            for k in range(hi - lo):
+                words[k] = tokens[part[k]]
+            order = np.argsort(words, kind="mergesort")
+            for k in range(hi - lo):
+                sorted_pos[lo + k] = part[order[k]]
+    return sorted_pos, leaf_start, first_leaf, last_leaf
 
 
 @njit(cache=True)
