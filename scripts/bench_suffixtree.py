@@ -70,10 +70,9 @@ def ukkonen_gst(corpus, clock: Clock) -> int:
     from suffixlm import _ukkonen_kernels as U
 
     n_symbols = int(corpus.tokens.max()) + 1
-    alphabet = n_symbols + corpus.n_sentences
     clock.start()
     text, _ = U.reversed_text(corpus.tokens, corpus.offsets, n_symbols)
-    start = U.ukkonen(text, alphabet)[0]
+    start = U.ukkonen(text, n_symbols)[0]
     clock.stop("ukkonen_gst")
     return int(start.shape[0])
 

@@ -52,15 +52,15 @@ fixed depth cap ``m``:
    nodes already (a chain of one-child trie nodes lies inside one suffix tree edge);
    for ``collapse=False`` both builders expand T into S with the same
    ``expand_to_trie``.
-3. Successor lists: the predictions sorted by leaf (preorder: the sorted contexts), then
-   word, and each node's range of leaves, which the sorting build's step 4 reads: the
-   same kernel aggregates both builds' lists.
+3. Successor lists and context positions: the predictions sorted by leaf (preorder: the
+   sorted contexts), then word, and each node's range of leaves, which the sorting
+   build's step 4 reads: the same kernel and the same rule serve both builds.
 
 The two builds are timed side by side on PTB train in ``benchmarks/suffixtree.md``
 (and at unbounded depth in ``benchmarks/unbounded.md``): the sorting build grows with m
 (m + 1 radix passes), the Ukkonen build hardly does (its suffix tree is the same for
-every m), and the sorting build is the faster at every m measured there (at m = 83, the
-longest context of PTB train: 0.42 s of CPU against 0.57 s, 1.34x). So ``sort``
+every m), and the sorting build is the faster at every m measured there but the
+deepest, m = 83 (the longest context of PTB train), where the two are within 1.2x. So ``sort``
 stays the default; ``ukkonen`` is the named algorithm, and an independent check of the
 sorting build.
 
@@ -547,18 +547,20 @@ def _ukkonen_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_s
 
     n_sent = offsets.shape[0] - 1
     alphabet = n_symbols + n_sent
-    if (2 * tokens.shape[0] + 2) * alphabet >= 2**63:
-        raise ValueError("corpus too large for the ukkonen builder's child table keys; use method='sort'")
+    if 2 * tokens.shape[0] + 2 >= 2**31 or (2 * tokens.shape[0] + 2) * n_symbols >= 2**63:
+        raise ValueError("corpus too large for the ukkonen builder (int32 node arrays, int64 child table keys); "
+                         "use method='sort'")
     text, sent_end = _u.reversed_text(tokens, offsets, n_symbols)
-    start, end, _, keys, vals, _ = _u.ukkonen(text, alphabet)
-    gst_offsets, gst_children = _u.gst_children(text, start, keys, vals, alphabet)
-    del keys, vals
-    parent, depth, context_position, word, at_token = _u.capped_preorder(
-        text, sent_end, _u.text_tokens(offsets), tokens, start, end, gst_offsets, gst_children, max_depth
+    start, end, _, gst_parent = _u.ukkonen(text, n_symbols)
+    gst_offsets, gst_children = _u.gst_children(text, start, gst_parent, alphabet)
+    del gst_parent
+    parent, depth, word, at_token = _u.capped_preorder(
+        text, sent_end, _u.text_tokens(offsets), start, end, gst_offsets, gst_children, max_depth
     )
     del text, sent_end, start, end, gst_offsets, gst_children
     child_offsets, children, child_first_word = _u.tree_children(parent, word)
     sorted_pos, leaf_start, first_leaf, last_leaf = _u.leaf_ranges(tokens, offsets, at_token, parent, n_symbols)
+    context_position = sorted_pos[leaf_start[first_leaf]]  # the sorting build's rule
     count, succ_offsets, succ_words, succ_counts = _k.successors(
         tokens, sorted_pos, np.zeros(0, np.int64), leaf_start, first_leaf, last_leaf, child_offsets, children,
         n_symbols)

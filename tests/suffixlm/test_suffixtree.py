@@ -222,8 +222,8 @@ def test_ukkonen_alternative_finds_the_same_nodes(sents, m):
     n_symbols = int(corpus.tokens.max()) + 1
     text, sent_end = U.reversed_text(corpus.tokens, corpus.offsets, n_symbols)
     alphabet = n_symbols + corpus.n_sentences
-    start, end, _, keys, vals, _ = U.ukkonen(text, alphabet)
-    _, eff, is_node, count, sstart = U.cap_tree(text, sent_end, start, end, keys, vals, alphabet, m)
+    start, end, _, parent = U.ukkonen(text, n_symbols)
+    _, eff, is_node, count, sstart = U.cap_tree(text, sent_end, start, end, parent, m)
     got = {tuple(text[sstart[u] : sstart[u] + eff[u]].tolist()): int(count[u]) for u in np.nonzero(is_node)[0]}
     assert len(got) == int(is_node.sum())
     want = {u: int(c) for u, c in zip(node_contexts(tree), tree.count.tolist())}

@@ -148,3 +148,22 @@ def test_cli_method(tmp_path):
     assert r.exit_code == 0 and "construction" in r.output and "sort" in r.output
     r = runner.invoke(main, ["tree", str(p), "--order", "4", "--method", "suffix-array"])
     assert r.exit_code == 2 and "--method" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_packed_and_plain_child_tables_give_the_same_tree(seed):
+    """The GST with the child table's key and value packed in one int64 (where they fit)
+    equals the one with 16-byte slots, node for node."""
+    from suffixlm import _ukkonen_kernels as U
+
+    rng = np.random.default_rng(seed)
+    sents = [" ".join(f"w{int(x)}" for x in rng.integers(0, 6, size=int(rng.integers(1, 12)))) for _ in range(80)]
+    sents += sents[:20]  # repeats: long shared contexts
+    corpus = Corpus.from_strings(sents)
+    n_symbols = int(corpus.tokens.max()) + 1
+    text, _ = U.reversed_text(corpus.tokens, corpus.offsets, n_symbols)
+    a = U.ukkonen(text, n_symbols)
+    b = U.ukkonen(text, n_symbols, False)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert a[0].shape[0] > text.shape[0]  # inner nodes too
