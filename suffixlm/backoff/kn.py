@@ -57,7 +57,8 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
     order : int | None     n-gram order N; None: unbounded (every context back to its
                            sentence start), estimated on the suffix tree of the contexts
                            (``suffixlm.backoff.kn_tree``, linear in the text; docs/unbounded.md),
-                           without cut-offs and interpolated only
+                           without cut-offs and interpolated only, orders above 4 sharing
+                           order 4's discounts (``kn_tree.UNBOUNDED_OWN_ORDERS``)
     modified : bool        three discounts per order (Chen & Goodman) or one
     min_counts : list[int] | None   per-order cut-offs (SRILM ``-gtNmin``); None =
                            SRILM's defaults, ``[1]`` = keep everything; the last value

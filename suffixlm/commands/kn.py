@@ -114,7 +114,7 @@ def _plan(budget, train_file, order, spill, progress):
               help="ARPA file to write (.gz compresses); '-' writes it to stdout (the report then goes to stderr).")
 @click.option("--order", default="3", show_default=True, type=ORDER,
               help="n-gram order N, or 'max': every context back to its sentence start, estimated on the "
-                   "suffix tree without cut-offs (docs/unbounded.md).")
+                   "suffix tree without cut-offs, orders above 4 sharing order 4's discounts (docs/unbounded.md).")
 @click.option("--modified/--original", default=True, show_default=True,
               help="Modified KN (3 discounts per order, SRILM -kndiscount) or original KN (1 discount, -ukndiscount).")
 @click.option("--min-count", "min_count", default="srilm", show_default=True,
