@@ -391,7 +391,7 @@ def capped_preorder(text, sent_end, text_token, start, end, child_offsets, child
 
 
 @njit(cache=True)
-def leaf_ranges(tokens, offsets, at_token, parent, n_symbols):
+def leaf_ranges(tokens, offsets, at_token, parent):
     """The predictions in the order of the sorting build's ``sorted_pos`` and the leaf
     ranges its ``_suffixtree_kernels.successors`` reads, from ``capped_preorder``'s
     tree: every prediction lies on a leaf (the node of its full context, capped), the

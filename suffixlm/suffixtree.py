@@ -559,7 +559,7 @@ def _ukkonen_arrays(tokens: np.ndarray, offsets: np.ndarray, max_depth: int, n_s
     )
     del text, sent_end, start, end, gst_offsets, gst_children
     child_offsets, children, child_first_word = _u.tree_children(parent, word)
-    sorted_pos, leaf_start, first_leaf, last_leaf = _u.leaf_ranges(tokens, offsets, at_token, parent, n_symbols)
+    sorted_pos, leaf_start, first_leaf, last_leaf = _u.leaf_ranges(tokens, offsets, at_token, parent)
     context_position = sorted_pos[leaf_start[first_leaf]]  # the sorting build's rule
     count, succ_offsets, succ_words, succ_counts = _k.successors(
         tokens, sorted_pos, np.zeros(0, np.int64), leaf_start, first_leaf, last_leaf, child_offsets, children,
