@@ -10,12 +10,15 @@
 #   diff /tmp/before.md5 /tmp/after.md5 && echo identical
 #
 # Needs ../shared/corpora (PTB and CoNLL-2000); about 4 minutes on 2 cores with warm
-# numba caches.
+# numba caches, a few more the first time (each OUT compiles into OUT/.numba_cache).
 set -euo pipefail
 REPO=$(cd "$1" && pwd); OUT=$2
 C=$(cd "${SHARED_CORPORA:-$REPO/../shared/corpora}" && pwd)  # one spelling: the reports name it
 mkdir -p "$OUT"; cd "$OUT"
 export PYTHONPATH=$REPO
+# a numba cache of its own: a checkout's cache, filled by whatever ran first, has been seen
+# to give a second-order CRF other bits than a fresh compile (NUMBA_CACHE_DIR=... to share one)
+export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.numba_cache}
 run() { python -c "import sys; sys.argv[0] = 'suffixlm'; from suffixlm.cli import main; sys.exit(main())" "$@"; }
 head -n 20000 "$C/ptb/ptb.train.txt" > small.txt
 head -n 1000 "$C/ptb/ptb.valid.txt" > valid.txt
