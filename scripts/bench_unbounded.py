@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -237,7 +238,7 @@ def run_all(corpora: list[str], orders: list[str], auto_orders: list[str]) -> di
             print(f"{name:5s} {model:15s} order {order:>3s}  ppl {row['ppl']:8.3f}  fit {row['fit_seconds']:6.1f} s  "
                   f"peak {row['peak_rss_mb']:6.0f} MB", file=sys.stderr, flush=True)
     return {"machine": machine_info(), "load_before": os.getloadavg()[0], "rows": rows,
-            "command": "python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])}
+            "command": "python scripts/bench_unbounded.py " + shlex.join(sys.argv[1:])}
 
 
 def table(payload: dict) -> str:
@@ -368,7 +369,7 @@ def main():
         payload["variants"] = [r for r in payload.get("variants", []) if r["corpus"] not in corpora] + \
             run_variants(corpora)
         payload["variants_commands"] = [c for c in payload.pop("variants_commands", [payload.pop(
-            "variants_command", "")]) if c] + ["python scripts/bench_unbounded.py " + " ".join(sys.argv[1:])]
+            "variants_command", "")]) if c] + ["python scripts/bench_unbounded.py " + shlex.join(sys.argv[1:])]
         write_json("unbounded.json", payload)
     elif args.table:
         payload = json.loads((BENCH_DIR / "unbounded.json").read_text())
