@@ -6,7 +6,7 @@ max, with the tree's size, the model's size, build and fit time and peak memory.
     python scripts/bench_unbounded.py                  # PTB 100k/20k and full PTB (about 35 min on 2 cores)
     python scripts/bench_unbounded.py --corpus 100k    # PTB 100k/20k only (about 3 min)
     python scripts/bench_unbounded.py --table          # benchmarks/unbounded.md again from unbounded.json
-    python scripts/bench_unbounded.py --variants       # variants at order max (about 6 min), into the same files
+    python scripts/bench_unbounded.py --variants --corpus all   # variants (about 20 min), into the same files
 
 Each model is trained in a subprocess of its own (its peak RSS is the process's
 ``ru_maxrss``), one after the other:
@@ -22,11 +22,12 @@ Each model is trained in a subprocess of its own (its peak RSS is the process's
   orders (``KneserNeyLM(order, min_counts=[1])``), the tree's KN at max (the model is
   the log-linear one with every weight 0: its base).
 
-``--variants``: what the tree makes cheap, at order max on both corpora, each at lambda =
-1 / tokens with its test and validation perplexity: depth weights alpha**d of the
-penalty groups, leave-one-out novel-context events, count-class discounts, and a
-stricter reliability threshold for the Kneser-Ney discounts (``kn_tree.depth_discounts``
-``min_coc``), for KN alone and under the log-linear model.
+``--variants``: the default model at order max with one thing changed (``VARIANTS``), on
+the PTB splits and (``--corpus all``) the CoNLL-2002 Spanish and Dutch words, each at
+lambda = 1 / tokens and at ``--lam auto``, with test and validation perplexity and its KN
+base alone: the leave-one-out events' weight, the orders that keep their own Kneser-Ney
+discounts (``kn_tree.UNBOUNDED_OWN_ORDERS``), depth weights alpha**d of the penalty
+groups, and (PTB 100k) the events at fixed orders.
 
 Writes benchmarks/unbounded.json, benchmarks/unbounded.md and benchmarks/unbounded.png.
 """

@@ -182,16 +182,15 @@ def event_counts(tree, vocab) -> np.ndarray:
     return cs[tree.succ_offsets[1:]] - cs[tree.succ_offsets[:-1]]
 
 
-def kneser_ney_tree_base(tree, vocab, n_unseen: float, min_coc: int = 0, kn=None,
-                         own_orders: int | None = None) -> BaseMeasure:
+def kneser_ney_tree_base(tree, vocab, n_unseen: float, kn=None, own_orders: int | None = None) -> BaseMeasure:
     """Interpolated modified Kneser-Ney computed on ``tree`` itself (``suffixlm.backoff.kn_tree``:
     any depth, collapsed or not, no cut-offs) as the base measure, with the closed form
-    inside edges. ``kn``: that estimate already made (a ``kn_tree.TreeKN``); else
-    ``min_coc`` and ``own_orders`` as ``kn_tree.estimate_tree_kn`` takes them."""
+    inside edges. ``kn``: that estimate already made (a ``kn_tree.TreeKN``); else made
+    with ``own_orders`` as ``kn_tree.estimate_tree_kn`` takes it."""
     from .backoff.kn_tree import estimate_tree_kn
 
     if kn is None:
-        kn = estimate_tree_kn(tree, vocab, min_coc=min_coc, own_orders=own_orders)
+        kn = estimate_tree_kn(tree, vocab, own_orders=own_orders)
     gamma = kn.chain.copy()
     gamma[0] = 1.0  # the root's own weight is in ln_unseen (and in its params' lnB)
     lnB = np.log(np.maximum(kn.p, 1e-300))

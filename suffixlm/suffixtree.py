@@ -59,8 +59,8 @@ fixed depth cap ``m``:
 The two builds are timed side by side on PTB train in ``benchmarks/suffixtree.md``
 (and at unbounded depth in ``benchmarks/unbounded.md``): the sorting build grows with m
 (m + 1 radix passes), the Ukkonen build hardly does (its suffix tree is the same for
-every m), and the sorting build is the faster at every m measured there but the
-deepest, m = 83 (the longest context of PTB train), where the two are within 1.2x. So ``sort``
+every m), and the sorting build is the faster at every m measured there, by 1.1x at the
+deepest, m = 83 (the longest context of PTB train). So ``sort``
 stays the default; ``ukkonen`` is the named algorithm, and an independent check of the
 sorting build.
 
