@@ -338,6 +338,21 @@ def regions(D, V, S, order):
     return out
 
 
+@njit(cache=True, inline="always")
+def _unigram(D, F, V, w, missing_lp):
+    """The start of word ``w``'s walk: (log10 p of its unigram, its record's flags, 0 for
+    an id outside the vocabulary and 1 for a word the model does not list or gives
+    -inf (KenLM's substitute, log10 p ``missing_lp``, backed off through the whole
+    context), else 2)."""
+    if w < 0 or w >= V:
+        return np.float32(missing_lp), np.int64(0), 0
+    lp = F[4 * w + 2]
+    f = D[2 * w]
+    if (f & EXPLICIT) == 0 or lp == -np.inf:
+        return np.float32(missing_lp), f, 1
+    return lp, f, 2
+
+
 #: How many words ahead ``_walk_span`` prefetches a bigram's slot.
 AHEAD = 2
 
@@ -373,14 +388,11 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
             v = tokens[i + AHEAD - 1]
             if u >= 0 and u < V and v >= 0 and v < V:
                 prefetch(D, 2 * (base2 + home(u * V + v, size2)))
-        if w < 0 or w >= V:
-            lp = np.float32(missing_lp)
+        lp, f, kind = _unigram(D, F, V, w, missing_lp)
+        if kind == 0:
             k = 0
         else:
-            lp = F[4 * w + 2]
-            f = D[2 * w]
-            if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
-                lp = np.float32(missing_lp)
+            if kind == 1:  # KenLM's substitute, backed off through the whole context
                 for d in range(1, k + 1):
                     lp = lp + F[4 * ctx[0, d - 1] + 3]
                 ctx[0, 0] = w
@@ -417,6 +429,177 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
     return total
 
 
+#: How many sentences ``_walk_lanes`` walks at once.
+LANES = 8
+
+
+@njit(cache=True, inline="always")
+def _next_sentence(offsets, s, last, sums):
+    """The first sentence from ``s`` on (before ``last``) with a word, the empty ones
+    before it given the sum 0 (``_walk_span``'s); ``last`` if none."""
+    while s < last and offsets[s + 1] <= offsets[s]:
+        sums[s] = 0.0
+        s += 1
+    return s
+
+
+@njit(cache=True, inline="always")
+def _prefetch_word(D, V, regs, tokens, i, b, k, last_word):
+    """Prefetch what the word ``tokens[i]`` (when i < b) reads first: its unigram record
+    and, after a context of k >= 1 words whose most recent is ``last_word``, the home
+    slot of its bigram."""
+    if i < b:
+        w = tokens[i]
+        if w >= 0 and w < V:
+            prefetch(D, 2 * w)
+            if k >= 1 and regs[2, 1] > 0:
+                prefetch(D, 2 * (regs[2, 0] + home(w * V + last_word, regs[2, 1])))
+
+
+@njit(cache=True, inline="always")
+def _backoff(F, lp, R, o, n, k):
+    """``lp`` plus the back-off weights of the records ``R[o + d - 1]`` (the context's
+    last d words), d = n .. k, shortest first, in float32 (KenLM's sums)."""
+    for d in range(n, k + 1):
+        lp = lp + F[4 * R[o + d - 1] + 3]
+    return lp
+
+
+@njit(cache=True)
+def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums):
+    """``_walk_span`` of sentences ``first .. last - 1`` into ``sums`` (and ``out_lp``,
+    ``out_len`` when they are not empty), ``LANES`` sentences at a time.
+
+    One sentence's probes wait on each other (a probe's key holds the record the probe
+    before it found), so a walk of one sentence waits on each cache miss of the table in
+    turn. Here the lanes take turns, one probe each, and each prefetches the slot of its
+    next probe before the other lanes take theirs: the misses of different sentences
+    overlap. Each sentence is still walked word after word as ``_walk_span`` walks it
+    (the same records, the same float32 additions in the same order): its numbers bit
+    for bit. The lanes' state lives in flat arrays (a view per turn would cost more
+    than the probe)."""
+    fill = out_lp.shape[0] > 0
+    G = LANES
+    m = max(order, 1)
+    # lane q's two contexts: records at R[(2 q + c) m + d - 1], words at X[...] (the d-th most recent)
+    R = np.zeros(2 * G * m, dtype=np.int64)
+    X = np.zeros(2 * G * m, dtype=np.int64)
+    cur = np.zeros(G, dtype=np.int64)  # which of the two is the context
+    sent = np.full(G, -1, dtype=np.int64)
+    pos = np.zeros(G, dtype=np.int64)
+    end = np.zeros(G, dtype=np.int64)
+    kk = np.zeros(G, dtype=np.int64)  # the context's length
+    total = np.zeros(G, dtype=np.float32)
+    probing = np.zeros(G, dtype=np.bool_)  # the word at pos has the probe of level jj, key pending
+    jj = np.zeros(G, dtype=np.int64)
+    key = np.zeros(G, dtype=np.int64)
+    nn = np.zeros(G, dtype=np.int64)  # the word's n-gram length so far
+    nkk = np.zeros(G, dtype=np.int64)  # the next context's length so far
+    lps = np.zeros(G, dtype=np.float32)  # the word's log10 p so far
+    s = first
+    active = 0
+    for q in range(G):
+        s = _next_sentence(offsets, s, last, sums)
+        if s == last:
+            break
+        sent[q] = s
+        pos[q] = offsets[s]
+        end[q] = offsets[s + 1]
+        s += 1
+        if bos and order > 1:
+            R[2 * q * m] = 0
+            X[2 * q * m] = 0
+            kk[q] = 1
+        _prefetch_word(D, V, regs, tokens, pos[q], end[q], kk[q], X[2 * q * m])
+        active += 1
+    while active > 0:
+        for q in range(G):
+            if sent[q] < 0:
+                continue
+            c = cur[q]
+            cb = (2 * q + c) * m  # the context's slots
+            nb = (2 * q + 1 - c) * m  # the next context's
+            k = kk[q]
+            i = pos[q]
+            lp = np.float32(0.0)
+            n = 1
+            looked = False  # the word's parts were looked up: the next context is the other one
+            if not probing[q]:  # a new word: its unigram, then its bigram's probe (prefetched)
+                w = tokens[i]
+                lp, f, kind = _unigram(D, F, V, w, missing_lp)
+                if kind == 0:
+                    k = 0
+                else:
+                    if kind == 1:  # KenLM's substitute, backed off through the whole context
+                        lp = _backoff(F, lp, R, cb, 1, k)
+                        R[cb] = w
+                        X[cb] = w
+                        k = 1 if order > 1 else 0
+                    else:
+                        nkk[q] = 1 if ((f & EXTENDS) != 0 and order > 1) else 0
+                        R[nb] = w
+                        X[nb] = w
+                        nn[q] = 1
+                        lps[q] = lp
+                        looked = True
+                        if k >= 1 and regs[2, 1] > 0:
+                            jj[q] = 1
+                            key[q] = w * V + X[cb]
+                            probing[q] = True
+            if probing[q]:
+                j = jj[q]
+                g2 = _probe(D, regs[j + 1, 0], regs[j + 1, 1], key[q])
+                probing[q] = False
+                looked = True
+                if g2 >= 0:
+                    nn[q] = j + 1
+                    lps[q] = F[4 * g2 + 2]
+                    R[nb + j] = g2
+                    X[nb + j] = X[cb + j - 1]
+                    if j + 1 <= order - 1 and (D[2 * g2] & EXTENDS) != 0:
+                        nkk[q] = j + 1
+                    if j + 1 <= k and regs[j + 2, 1] > 0:  # the next probe: its slot prefetched, taken next turn
+                        jj[q] = j + 1
+                        kq = g2 * V + X[cb + j]
+                        key[q] = kq
+                        prefetch(D, 2 * (regs[j + 2, 0] + home(kq, regs[j + 2, 1])))
+                        probing[q] = True
+                        continue
+            if looked:  # back off past the longest part found; the next context is the other one
+                n = nn[q]
+                lp = _backoff(F, lps[q], R, cb, n, k)
+                cur[q] = 1 - c
+                cb = nb
+                k = nkk[q]
+            kk[q] = k
+            if fill:
+                out_lp[i] = lp
+                out_len[i] = n
+            total[q] = total[q] + lp
+            i += 1
+            if i == end[q]:
+                sums[sent[q]] = total[q]
+                total[q] = 0.0
+                s = _next_sentence(offsets, s, last, sums)
+                if s == last:
+                    sent[q] = -1
+                    active -= 1
+                    continue
+                sent[q] = s
+                i = offsets[s]
+                end[q] = offsets[s + 1]
+                s += 1
+                cur[q] = 0
+                cb = 2 * q * m
+                kk[q] = 0
+                if bos and order > 1:
+                    R[cb] = 0
+                    X[cb] = 0
+                    kk[q] = 1
+            pos[q] = i
+            _prefetch_word(D, V, regs, tokens, i, end[q], kk[q], X[cb])
+
+
 @njit(cache=True)
 def _walk_space(D, V, S, order):
     """What ``_walk_span`` reads besides the words: (the table as float32, ``regions``,
@@ -426,36 +609,43 @@ def _walk_space(D, V, S, order):
 
 
 @njit(cache=True)
-def _span_sums(D, V, S, order, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums):
-    """``_walk_span`` of sentences ``first .. last - 1`` into ``sums``."""
+def _span_sums(D, V, S, order, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, lanes, sums):
+    """``_walk_span`` of sentences ``first .. last - 1`` into ``sums``, ``LANES`` at a
+    time when ``lanes`` (``_walk_lanes``: the same numbers)."""
     F, regs, ctx, nxt = _walk_space(D, V, S, order)
+    if lanes:
+        _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums)
+        return
     for s in range(first, last):
         sums[s] = _walk_span(D, F, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
                              out_len, ctx, nxt)
 
 
 @njit(cache=True)
-def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len):
+def score_sentences(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len, lanes=False):
     """KenLM's ``full_scores`` of many sentences at once: ``tokens`` are word ids of the
     sentences one after the other (``</s>`` included when scored), sentence i at
     ``offsets[i] .. offsets[i + 1]``; each starts from ``<s>`` when ``bos``. Fills log10
     p and n-gram length per token (when the output arrays are not empty); returns the
-    float32 sum of every sentence (KenLM's ``score``)."""
+    float32 sum of every sentence (KenLM's ``score``). ``lanes``: walk ``LANES``
+    sentences at a time (``_walk_lanes``; faster on a table larger than the processor's
+    caches, slower on one they hold: ``table.lanes_pay``)."""
     n_sent = offsets.shape[0] - 1
     sums = np.zeros(n_sent, dtype=np.float32)
-    _span_sums(D, V, S, order, tokens, offsets, 0, n_sent, bos, missing_lp, out_lp, out_len, sums)
+    _span_sums(D, V, S, order, tokens, offsets, 0, n_sent, bos, missing_lp, out_lp, out_len, lanes, sums)
     return sums
 
 
 @njit(cache=True, parallel=True)
-def score_sentences_parallel(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len, bounds):
+def score_sentences_parallel(D, V, S, order, tokens, offsets, bos, missing_lp, out_lp, out_len, lanes, bounds):
     """``score_sentences`` with the sentences ``bounds[c] .. bounds[c + 1] - 1`` of each
     chunk c on a thread of their own: each sentence is walked and summed as there, so
     the numbers do not depend on the chunks."""
     n_sent = offsets.shape[0] - 1
     sums = np.zeros(n_sent, dtype=np.float32)
     for c in prange(bounds.shape[0] - 1):
-        _span_sums(D, V, S, order, tokens, offsets, bounds[c], bounds[c + 1], bos, missing_lp, out_lp, out_len, sums)
+        _span_sums(D, V, S, order, tokens, offsets, bounds[c], bounds[c + 1], bos, missing_lp, out_lp, out_len, lanes,
+                   sums)
     return sums
 
 
@@ -539,12 +729,34 @@ def score_line_at(params, text):
     return score_line(D, P[2], P[3], P[4], W, blob, text, True, True, missing_lp)
 
 
+#: Lines made ids at a time for ``_walk_lanes`` (``_line_sums``).
+LINE_BLOCK = 256
+
+
 @njit(cache=True)
-def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, missing_lp, sums):
-    """``score_line`` of lines ``first .. last - 1`` (``line_starts``) into ``sums``."""
+def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, missing_lp, lanes, sums):
+    """``score_line`` of lines ``first .. last - 1`` (``line_starts``) into ``sums``;
+    when ``lanes``, ``LINE_BLOCK`` lines at a time made ids, then walked by
+    ``_walk_lanes`` (the same numbers)."""
     F, regs, ctx, nxt = _walk_space(D, V, S, order)
-    ids = np.empty(longest_span(starts, first, last) // 2 + 2, dtype=np.int64)
     no_lp = np.empty(0, dtype=np.float64)
+    if lanes:
+        ids = np.empty(0, dtype=np.int64)
+        offsets = np.empty(LINE_BLOCK + 1, dtype=np.int64)
+        for b0 in range(first, last, LINE_BLOCK):
+            b1 = min(b0 + LINE_BLOCK, last)
+            need = (starts[b1] - starts[b0]) // 2 + 2 * (b1 - b0)  # a word takes two bytes with its separator
+            if need > ids.shape[0]:
+                ids = np.empty(need, dtype=np.int64)
+            n = 0
+            offsets[0] = 0
+            for s in range(b0, b1):
+                n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, n)
+                offsets[s - b0 + 1] = n
+            _walk_lanes(D, F, V, order, regs, ids, offsets, 0, b1 - b0, bos, missing_lp, no_lp, ids[:0],
+                        sums[b0:b1])
+        return
+    ids = np.empty(longest_span(starts, first, last) // 2 + 2, dtype=np.int64)
     no_len = ids[:0]
     for s in range(first, last):
         n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, 0)
@@ -552,21 +764,22 @@ def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, mis
 
 
 @njit(cache=True)
-def score_lines(D, V, S, order, W, blob, text, n_lines, bos, eos, missing_lp):
+def score_lines(D, V, S, order, W, blob, text, n_lines, bos, eos, missing_lp, lanes=False):
     """``score_line`` of each of the first ``n_lines`` lines of ``text`` (UTF-8 bytes,
     lines ended by a line feed, the last one optionally): float32 sums."""
     starts = line_starts(text, n_lines)
     sums = np.zeros(n_lines, dtype=np.float32)
-    _line_sums(D, V, S, order, W, blob, text, starts, 0, n_lines, bos, eos, missing_lp, sums)
+    _line_sums(D, V, S, order, W, blob, text, starts, 0, n_lines, bos, eos, missing_lp, lanes, sums)
     return sums
 
 
 @njit(cache=True, parallel=True)
-def score_lines_parallel(D, V, S, order, W, blob, text, starts, bos, eos, missing_lp, bounds):
+def score_lines_parallel(D, V, S, order, W, blob, text, starts, bos, eos, missing_lp, lanes, bounds):
     """``score_lines`` of the lines at ``starts`` (``_text_kernels.line_starts``), the
     lines ``bounds[c] .. bounds[c + 1] - 1`` of each chunk c split, looked up and walked
     on a thread of their own: the same sums."""
     sums = np.zeros(starts.shape[0] - 1, dtype=np.float32)
     for c in prange(bounds.shape[0] - 1):
-        _line_sums(D, V, S, order, W, blob, text, starts, bounds[c], bounds[c + 1], bos, eos, missing_lp, sums)
+        _line_sums(D, V, S, order, W, blob, text, starts, bounds[c], bounds[c + 1], bos, eos, missing_lp, lanes,
+                   sums)
     return sums

@@ -402,7 +402,8 @@ def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch):
         K = table.kernels()
         for cut in ([0, len(sentences)], [0, 1, 2, len(sentences) - 1, len(sentences)],
                     [0, len(sentences) - 2, len(sentences)]):
-            got = K.score_sentences_parallel(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp, n,
-                                             np.array(cut, dtype=np.int64))
-            ref = K.score_sentences(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp1, n1)
-            assert got.tobytes() == ref.tobytes() and lp.tobytes() == lp1.tobytes() and np.array_equal(n, n1)
+            for lanes in (False, True):
+                got = K.score_sentences_parallel(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp, n,
+                                                 lanes, np.array(cut, dtype=np.int64))
+                ref = K.score_sentences(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp1, n1)
+                assert got.tobytes() == ref.tobytes() and lp.tobytes() == lp1.tobytes() and np.array_equal(n, n1)

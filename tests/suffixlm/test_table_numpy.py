@@ -41,16 +41,62 @@ def _text(rng, V, n_sent=300, bad=True):
 
 
 def _same_as_kernels(m, ids, offsets):
+    """The numpy walk, the kernels' walk of one sentence at a time and their walk of
+    ``LANES`` at a time (``_walk_lanes``) give the same numbers bit for bit."""
     D, V, S, order, missing = m._D, m._V, m._S, m.order, m._missing
     for bos in (True, False):
-        lp_k = np.empty(len(ids))
-        n_k = np.empty(len(ids), dtype=np.int64)
-        sums_k = K.score_sentences(D, V, S, order, ids, offsets, bos, missing, lp_k, n_k)
         lp, n, sums = T.score_sentences(D, V, S, order, ids, offsets, bos, missing)
         assert lp.dtype == np.float32 and sums.dtype == np.float32
-        assert np.array_equal(lp.astype(np.float64), lp_k)
-        assert np.array_equal(n, n_k)
-        assert np.array_equal(sums, sums_k)  # bit for bit: the same additions in the same order
+        for lanes in (False, True):
+            lp_k = np.empty(len(ids))
+            n_k = np.empty(len(ids), dtype=np.int64)
+            sums_k = K.score_sentences(D, V, S, order, ids, offsets, bos, missing, lp_k, n_k, lanes)
+            assert np.array_equal(lp.astype(np.float64), lp_k)
+            assert np.array_equal(n, n_k)
+            assert sums.tobytes() == sums_k.tobytes()  # bit for bit: the same additions in the same order
+            no_lp, no_n = np.empty(0), np.empty(0, dtype=np.int64)
+            assert K.score_sentences(D, V, S, order, ids, offsets, bos, missing, no_lp, no_n, lanes).tobytes() == \
+                sums.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lanes_walk_the_sentences_of_a_batch_as_one_walk_does(tmp_path, seed, monkeypatch):
+    """``_walk_lanes`` (a batch ``LANES`` sentences at a time, each lane's probes
+    interleaved with the others') against the walk of one sentence at a time, on batches
+    whose sentences end at every point of the lanes' turns: fewer sentences than lanes,
+    empty ones in runs, one long sentence among short ones, words outside the
+    vocabulary; through ``score_batch`` (text split in blocks of ``LINE_BLOCK`` lines)
+    and ``score_ids`` too."""
+    _, m = _model(tmp_path, seed + 1, [3, 5, 4][seed])
+    rng = np.random.default_rng(seed)
+    V = m._V
+    for n_sent in (0, 1, K.LANES - 1, K.LANES + 1, 3 * K.LANES + 2):
+        _same_as_kernels(m, *_text(rng, V, n_sent=n_sent))
+    lengths = np.concatenate([[0, 0, 0, 200], rng.integers(0, 4, 40), [0] * 20, [1, 1, 90]])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    _same_as_kernels(m, rng.integers(-1, V + 1, offsets[-1]).astype(np.int64), offsets)
+    words = m.vocab.words
+    lines = [" ".join(words[i] for i in rng.integers(0, len(words), k)) for k in rng.integers(0, 12, 600)]
+    lines[5:9] = ["", "  ", "unseen-word", " ".join(["x"] * 70)]
+    monkeypatch.setattr(table, "TIER", "compiled")
+    want = {}
+    for lanes in (False, True):
+        monkeypatch.setattr(table, "LANES", lanes)
+        got = (m.score_batch(lines).tobytes(), m.score_batch(lines, bos=False, eos=False).tobytes(),
+               m.score_ids(*_text(np.random.default_rng(9), V, n_sent=50)).tobytes())
+        want.setdefault("v", got)
+        assert got == want["v"]
+
+
+def test_lanes_pay_on_tables_larger_than_the_cache(monkeypatch):
+    monkeypatch.setattr(table, "LANES", "auto")
+    big = np.empty(table.last_level_cache_bytes() // 8 + 1, dtype=np.int64)
+    assert table.lanes_pay(big) and not table.lanes_pay(big[:1000])
+    monkeypatch.setattr(table, "LANES", False)
+    assert not table.lanes_pay(big)
+    monkeypatch.setattr(table, "LANES", True)
+    assert table.lanes_pay(big[:10])
+    assert table.last_level_cache_bytes() >= 1 << 16
 
 
 @pytest.mark.parametrize("seed", range(4))
