@@ -444,19 +444,6 @@ def _next_sentence(offsets, s, last, sums):
 
 
 @njit(cache=True, inline="always")
-def _prefetch_word(D, V, regs, tokens, i, b, k, last_word):
-    """Prefetch what the word ``tokens[i]`` (when i < b) reads first: its unigram record
-    and, after a context of k >= 1 words whose most recent is ``last_word``, the home
-    slot of its bigram."""
-    if i < b:
-        w = tokens[i]
-        if w >= 0 and w < V:
-            prefetch(D, 2 * w)
-            if k >= 1 and regs[2, 1] > 0:
-                prefetch(D, 2 * (regs[2, 0] + home(w * V + last_word, regs[2, 1])))
-
-
-@njit(cache=True, inline="always")
 def _backoff(F, lp, R, o, n, k):
     """``lp`` plus the back-off weights of the records ``R[o + d - 1]`` (the context's
     last d words), d = n .. k, shortest first, in float32 (KenLM's sums)."""
@@ -476,8 +463,10 @@ def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing
     next probe before the other lanes take theirs: the misses of different sentences
     overlap. Each sentence is still walked word after word as ``_walk_span`` walks it
     (the same records, the same float32 additions in the same order): its numbers bit
-    for bit. The lanes' state lives in flat arrays (a view per turn would cost more
-    than the probe)."""
+    for bit. The lanes' state lives in flat arrays, and the prefetches are written out
+    here: a view per turn, or a helper taking the arrays (numba does not inline one that
+    calls ``prefetch``: it passes the arrays, reference counts and all, on every call),
+    costs more than the misses hide (25 ns a word with the helper, measured here)."""
     fill = out_lp.shape[0] > 0
     G = LANES
     m = max(order, 1)
@@ -510,7 +499,6 @@ def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing
             R[2 * q * m] = 0
             X[2 * q * m] = 0
             kk[q] = 1
-        _prefetch_word(D, V, regs, tokens, pos[q], end[q], kk[q], X[2 * q * m])
         active += 1
     while active > 0:
         for q in range(G):
@@ -597,7 +585,12 @@ def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing
                     X[cb] = 0
                     kk[q] = 1
             pos[q] = i
-            _prefetch_word(D, V, regs, tokens, i, end[q], kk[q], X[cb])
+            if i < end[q]:  # prefetch the next word's unigram record and its bigram's home slot
+                w = tokens[i]
+                if w >= 0 and w < V:
+                    prefetch(D, 2 * w)
+                    if kk[q] >= 1 and regs[2, 1] > 0:
+                        prefetch(D, 2 * (regs[2, 0] + home(w * V + X[cb], regs[2, 1])))
 
 
 @njit(cache=True)
