@@ -57,3 +57,26 @@ def prefetch(typingctx, array, index):
         return context.get_dummy_value()
 
     return types.none(array, index), codegen
+
+
+def bound_entry(dispatcher, first, *example):
+    """``functools.partial(dispatcher, first)`` for a decoder's per-call path, through
+    the compiled function's own Python entry point when it has one: calling it skips the
+    dispatcher's choice of overload from the arguments' types (about 65 ns of a 0.2 µs
+    call, measured here). ``example``: the other arguments of a typical call, which
+    compile (or load) the overload whose entry point is taken; the entry point unboxes
+    its arguments as that overload's types (an int for an int64), and where numba keeps
+    none the dispatcher itself is bound."""
+    import functools
+
+    from numba import typeof
+
+    dispatcher(first, *example)
+    try:
+        sig = tuple(typeof(a) for a in (first, *example))
+        entry = dispatcher.overloads[sig].entry_point
+        if not callable(entry):
+            raise TypeError(entry)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        entry = dispatcher
+    return functools.partial(entry, first)

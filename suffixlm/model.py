@@ -18,7 +18,6 @@ break that equality and run on the suffix trie.
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import time
@@ -30,6 +29,7 @@ import numpy as np
 from . import _lm_kernels as K
 from . import modelfile
 from . import threads as _threads
+from ._address import bound_entry
 from ._tree_kernels import bfs_levels
 from .checks import Field, check_fields
 from .corpus import BOS_ID, EOS, UNK_ID, Corpus, Vocabulary, as_corpus
@@ -885,7 +885,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 K.kenlm_score_ids_parallel(address, ln_unseen, m, ids, offsets, bos, *specials, sums, bounds)
             return sums
 
-        state_step = functools.partial(K.kenlm_state_step, address)
+        state_step = bound_entry(K.kenlm_state_step, address, null, 3)
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
         step.score_lines, step.score_ids, step.word_table = score_lines, score_ids, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)

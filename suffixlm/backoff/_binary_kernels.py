@@ -704,8 +704,19 @@ def score_line(D, V, S, order, W, blob, text, bos, eos, missing_lp):
 
 
 #: The slots of ``score_line_at``'s parameter block: ``step_at``'s, then the word table's
-#: and its blob's addresses and lengths (``W``, ``blob``: int64, uint8).
-LINE_PARAMS = STEP_PARAMS + 4
+#: and its blob's addresses and lengths (``W``, ``blob``: int64, uint8), then its work
+#: space's (int64, ``line_work_size``).
+LINE_PARAMS = STEP_PARAMS + 6
+#: The longest sentence (in words) ``score_line_at`` walks in its work space; a longer one
+#: gets arrays of its own (``score_line``).
+LINE_WORK_WORDS = 1024
+
+
+def line_work_size(order: int) -> int:
+    """int64 words of ``score_line_at``'s work space: ``regions`` (filled by the caller),
+    the context's and the next context's records and words, and room for the ids."""
+    m = max(order, 1)
+    return 2 * (order + 1) + 4 * m + LINE_WORK_WORDS + 2
 
 
 @njit(cache=True)
@@ -713,13 +724,30 @@ def score_line_at(params, text):
     """``score_line(..., text, True, True, ...)`` on the table and word table the
     parameter block at the address ``params`` describes (``LINE_PARAMS``): the sentence
     walk of ``score(line)``, which then passes no array but the text (numba's dispatch
-    costs about 0.1 µs per array)."""
+    costs about 0.1 µs per array) and allocates nothing: the regions, the contexts and
+    the ids live in the work space the block points to (``line_work_size``; the caller
+    holds the GIL, so one call at a time uses it, and has filled its regions with
+    ``regions``). A sentence of more than ``LINE_WORK_WORDS`` words goes to
+    ``score_line``."""
     P = array_at(params, LINE_PARAMS, np.int64)
     D = array_at(P[0], P[1], np.int64)
     missing_lp = array_at(params + 8 * (STEP_PARAMS - 1), 1, np.float64)[0]
     W = array_at(P[STEP_PARAMS], P[STEP_PARAMS + 1], np.int64)
     blob = array_at(P[STEP_PARAMS + 2], P[STEP_PARAMS + 3], np.uint8)
-    return score_line(D, P[2], P[3], P[4], W, blob, text, True, True, missing_lp)
+    V, S, order = P[2], P[3], P[4]
+    if len(text) // 2 + 2 > LINE_WORK_WORDS:
+        return score_line(D, V, S, order, W, blob, text, True, True, missing_lp)
+    work = array_at(P[STEP_PARAMS + 4], P[STEP_PARAMS + 5], np.int64)
+    m = max(order, 1)
+    a = 2 * (order + 1)
+    regs = work[:a].reshape((order + 1, 2))
+    ctx = work[a:a + 2 * m].reshape((2, m))
+    nxt = work[a + 2 * m:a + 4 * m].reshape((2, m))
+    ids = work[a + 4 * m:]
+    n = text_ids(W, blob, text, 0, len(text), True, 2, 1, ids, 0)
+    total = _walk_span(D, D.view(np.float32), V, order, regs, ids, 0, n, True, missing_lp,
+                       array_at(P[STEP_PARAMS + 4], 0, np.float64), ids[:0], ctx, nxt)
+    return np.float64(total)
 
 
 #: Lines made ids at a time for ``_walk_lanes`` (``_line_sums``).

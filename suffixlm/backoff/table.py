@@ -269,20 +269,25 @@ class TableQueries(KenLMInterface):
         if "BaseScore" in self.__dict__ and ("score" in self.__dict__ or TIER == "numpy"):
             return
         K = kernels()
+        from .._address import bound_entry
+
         address, size = self._table_address()
         D, V, S, order, missing = self._D, self._V, self._S, self.order, self._missing
         params = np.array([address, size, V, S, order, 0], dtype=np.int64)
         params[-1:] = np.array([missing], dtype=np.float64).view(np.int64)  # step_at's STEP_PARAMS
         self.BaseScore, self.BaseFullScore = decoder_calls(
-            functools.partial(K.step_at, int(params.ctypes.data)), int, self._record, self._windex.get,
+            bound_entry(K.step_at, int(params.ctypes.data), -1, 0), int, self._record, self._windex.get,
             self._word_id, hold=(D, params))  # the table and the block stay alive while their addresses are in use
         if TIER == "numpy":
             return
         W, blob, generic = self._W, self._blob, self._score
         if W.dtype != np.int64 or not W.flags.c_contiguous or blob.dtype != np.uint8 or not blob.flags.c_contiguous:
             raise RuntimeError("internal error: the word table is not a C-contiguous int64 / uint8 pair")
-        line_params = np.concatenate([params, [W.ctypes.data, W.shape[0], blob.ctypes.data, blob.shape[0]]])
-        score_line = functools.partial(K.score_line_at, int(line_params.ctypes.data))  # K.LINE_PARAMS
+        work = np.zeros(K.line_work_size(order), dtype=np.int64)
+        work[:2 * (order + 1)] = K.regions(D, V, S, order).ravel()
+        line_params = np.concatenate([params, [W.ctypes.data, W.shape[0], blob.ctypes.data, blob.shape[0],
+                                               work.ctypes.data, work.shape[0]]])
+        score_line = bound_entry(K.score_line_at, int(line_params.ctypes.data), b"")  # K.LINE_PARAMS
 
         def score(sentence, bos=None, eos=None) -> float:
             if sentence.__class__ is str and bos is not False and eos is not False:
@@ -292,7 +297,7 @@ class TableQueries(KenLMInterface):
                     pass
             return generic(sentence, bos, eos)
 
-        score.hold = (D, W, blob, line_params)  # alive while their addresses are in use
+        score.hold = (D, W, blob, line_params, work)  # alive while their addresses are in use
 
         score.__doc__ = self._score.__doc__
         self.score = score

@@ -302,6 +302,30 @@ def test_the_decoder_calls_outlive_their_model(good):
     assert want[:2] == [arpa.BaseScore(sa, "w1", State()), tuple(arpa.BaseFullScore(sa, "w2", State()))]
 
 
+def test_score_of_one_line_uses_its_work_space_and_falls_back_for_long_lines(good, monkeypatch):
+    """``score(line)`` walks a sentence in the work space its parameter block points to
+    (``score_line_at``: no array made per call) and one of more than
+    ``LINE_WORK_WORDS`` words through ``score_line``: the numbers of the ARPA model
+    either way, the work space reused call after call, and the bound ``score`` (the
+    compiled function's own entry point) outliving its model."""
+    from suffixlm.backoff import _binary_kernels as K
+    from suffixlm.backoff import table
+
+    arpa, p = good
+    monkeypatch.setattr(table, "TIER", "compiled")
+    m = BinaryLM(p)
+    words = list(arpa.vocab.words[3:]) + ["zebra"]
+    long_line = " ".join(words[i % len(words)] for i in range(K.LINE_WORK_WORDS + 7))
+    lines = _sentences(arpa, n=60) + [long_line, "", long_line[:2 * K.LINE_WORK_WORDS - 10]]
+    want = [arpa.score(x) for x in lines]
+    assert [m.score(x) for x in lines] == want
+    assert [m.score(x) for x in reversed(lines)] == want[::-1]
+    score = m.score
+    del m
+    gc.collect()
+    assert [score(x) for x in lines] == want
+
+
 # ---------------------------------------------------------------------------- command line
 def test_command_line(tmp_path):
     train = tmp_path / "train.txt"
