@@ -885,7 +885,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 K.kenlm_score_ids_parallel(address, ln_unseen, m, ids, offsets, bos, *specials, sums, bounds)
             return sums
 
-        state_step = bound_entry(K.kenlm_state_step, address, null, 3)
+        state_step = bound_entry(K.kenlm_state_step, address, null, 1)  # EOS_ID: in every vocabulary
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
         step.score_lines, step.score_ids, step.word_table = score_lines, score_ids, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
