@@ -17,7 +17,7 @@ from numba import njit
 from ._tree_kernels import find_sorted, grow
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens, out_nodes, out_cover, o, write):
     """Walk position ``i`` of token array ``x`` with ``avail`` context symbols.
     Writes the path at out[o:] when ``write``; returns the path length."""

@@ -225,7 +225,7 @@ def accumulate_counts(end_node, target_param, count, param_parent, n_end, emp):
         _add_event(end_node[i], target_param[i], param_parent, n_end, emp, count[i])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def find_param(succ_offsets, succ_words, node, word):
     """Index of param (node, word) by binary search, or -1."""
     return find_sorted(succ_words, succ_offsets[node], succ_offsets[node + 1], word)
@@ -361,7 +361,7 @@ def score_positions(
                                ctx_offsets[p + 1] - 1, targets[p], depth, ln_d1_cum, n_events, nonevent)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _score_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, ctx_nodes, first, last, y):
     """``_score_one`` of a context that ends at its node ``ctx_nodes[last]`` (its cover
     is the whole edge), from the precomputed terms alone."""

@@ -101,7 +101,7 @@ def bfs_levels(parent):
     return topo, level_start, child_start
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def find_sorted(words, lo, hi, w):
     """Index of ``w`` in the sorted slice words[lo:hi], or -1."""
     while lo < hi:
