@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._address import prefetch
+from ._tree_kernels import sort_prefix
+
 
 @njit(cache=True, nogil=True)
 def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
@@ -18,7 +21,9 @@ def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
     Two stable counting sorts (by word, then by prefix id) list the n-grams in
     (prefix, word) order, i.e. as one level of a trie. Returns ids int32[T] (id of the
     n-gram ending at each position, -1: none), and per n-gram prefix, word, suffix
-    (id of the (n-1)-gram ending at the same position) and count, all int32[m].
+    (id of the (n-1)-gram ending at the same position) and count, all int32[m]; then
+    the positions where an n-gram ends, by n-gram (int32[n_valid]), and where each
+    n-gram's run of them starts (int32[m + 1]): what ``next_order_runs`` starts from.
     """
     T = tokens.shape[0]
     n_valid = 0
@@ -77,7 +82,14 @@ def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
         count[m] += 1
         ids[p] = m
     m += 1
-    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy()
+    runs = np.empty(m + 1, dtype=np.int32)  # where each n-gram's positions start in order
+    j = 0
+    for i in range(n_valid):
+        if i == 0 or ids[order[i]] != ids[order[i - 1]]:
+            runs[j] = i
+            j += 1
+    runs[m] = n_valid
+    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order, runs
 
 
 @njit(cache=True, nogil=True)
@@ -88,3 +100,81 @@ def rows_column(out, j, word, prefix, g):
         q = g[i]
         out[i, j] = word[q]
         g[i] = prefix[q]
+
+
+#: How many positions ahead ``next_order_runs`` prefetches what it reads at a position.
+GATHER_AHEAD = 16
+
+
+@njit(cache=True, nogil=True)
+def next_tokens(tokens, sentence_start):
+    """int32[T]: the token after each position in its sentence (-1 at a sentence's last
+    position): what ``next_order_runs`` reads, one array instead of two."""
+    T = tokens.shape[0]
+    out = np.empty(T, dtype=np.int32)
+    for q in range(T - 1):
+        out[q] = -1 if sentence_start[q + 1] else tokens[q + 1]
+    if T:
+        out[T - 1] = -1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
+    """``next_order``'s arrays, from the level below as ``next_order`` returns it: the
+    positions where an (n-1)-gram ends, by (n-1)-gram (``prev_order``, the run of
+    (n-1)-gram j at ``prev_runs[j] .. prev_runs[j + 1]``). The n-gram ending at p + 1
+    extends the (n-1)-gram ending at p by ``nxt_tok[p]`` (``next_tokens``), so a run read
+    in order lists the n-grams of one prefix; sorted by word, it gives them in (prefix,
+    word) order, the trie's, without a sort by prefix: one random read a position
+    (``nxt_tok``) and one write (``ids``) where ``next_order``'s two counting sorts make
+    five. The same arrays, element for element."""
+    T = nxt_tok.shape[0]
+    n_prev = prev_runs.shape[0] - 1
+    n_valid = prev_runs[n_prev]  # at most: every (n-1)-gram's position extended
+    longest = 0
+    for j in range(n_prev):
+        longest = max(longest, prev_runs[j + 1] - prev_runs[j])
+    buf = np.empty(longest, dtype=np.int64)  # (word << 32) | position of one run
+    ids = np.full(T, -1, dtype=np.int32)
+    order = np.empty(n_valid, dtype=np.int32)
+    prefix = np.empty(n_valid, dtype=np.int32)
+    word = np.empty(n_valid, dtype=np.int32)
+    suffix = np.empty(n_valid, dtype=np.int32)
+    count = np.empty(n_valid, dtype=np.int32)
+    runs = np.empty(n_valid + 1, dtype=np.int32)
+    m = 0
+    k = 0
+    for j in range(n_prev):
+        g = 0
+        for i in range(prev_runs[j], prev_runs[j + 1]):
+            if i + GATHER_AHEAD < n_valid:  # the next token of a position further on, read soon
+                prefetch(nxt_tok, prev_order[i + GATHER_AHEAD])
+                prefetch(ids_prev, prev_order[i + GATHER_AHEAD] + 1)
+                prefetch(ids, prev_order[i + GATHER_AHEAD] + 1)
+            q = prev_order[i]
+            w = nxt_tok[q]
+            if w >= 0:
+                buf[g] = (np.int64(w) << 32) | (q + 1)
+                g += 1
+        if g == 0:
+            continue
+        sort_prefix(buf, g)
+        last = -1
+        for u in range(g):
+            w = np.int32(buf[u] >> 32)
+            p = np.int32(buf[u] & 0xFFFFFFFF)
+            if w != last:
+                prefix[m] = j
+                word[m] = w
+                suffix[m] = ids_prev[p]
+                count[m] = 0
+                runs[m] = k
+                m += 1
+                last = w
+            count[m - 1] += 1
+            ids[p] = m - 1
+            order[k] = p
+            k += 1
+    runs[m] = k
+    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order[:k], runs[:m + 1].copy()

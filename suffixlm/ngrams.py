@@ -52,8 +52,13 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
 
     Order n is built from order n-1: the n-gram ending at position p is the pair
-    (id of the (n-1)-gram ending at p-1, token p); two counting sorts list the distinct
-    pairs in (prefix, word) order, i.e. as a trie level (``_ngram_kernels.next_order``)."""
+    (id of the (n-1)-gram ending at p-1, token p). For the bigrams, two counting sorts
+    over the vocabulary list the distinct pairs in (prefix, word) order, i.e. as a trie
+    level (``_ngram_kernels.next_order``); from the trigrams on, the positions of each
+    (n-1)-gram, as the level below listed them, are extended by their next token and
+    sorted by it (``next_order_runs``: the same arrays, with one random read a position
+    where the counting sort by prefix makes several; orders 3-5 of 50M sampled words
+    took 9-10 s instead of 18-20 s, measured here)."""
     if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
         raise TypeError(f"order must be an integer, got {order!r}")
     if order < 1:
@@ -74,8 +79,13 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
     sentence_start = np.zeros(len(tok), dtype=bool)
     sentence_start[corpus.offsets[:-1]] = True
+    runs = None
     for n in range(2, order + 1):
-        ids, prefix, word, suffix, count = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
+        if runs is None:  # the bigrams: two counting sorts over the vocabulary (next_order)
+            ids, prefix, word, suffix, count, at, runs = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
+            nxt = K.next_tokens(tok, sentence_start) if n < order else None
+        else:  # the level below, run by run (next_order_runs)
+            ids, prefix, word, suffix, count, at, runs = K.next_order_runs(ids, at, runs, nxt)
         c.word.append(word)
         c.prefix.append(prefix)
         c.suffix.append(suffix)

@@ -263,6 +263,37 @@ def test_count_ngrams_matches_brute_force(sents, order):
         assert got == dict(want)
 
 
+@pytest.mark.parametrize("T,V", [(0, 3), (1, 1), (7, 2), (400, 3), (5000, 40), (30000, 900)])
+def test_counting_run_by_run_is_the_two_counting_sorts(T, V):
+    """``next_order_runs`` (order n from the level below, run by run; what
+    ``count_ngrams`` uses from the trigrams on) gives ``next_order``'s arrays element for
+    element, and hands the level above the same positions and runs: on texts whose runs
+    are sorted by insertion and by heapsort (``sort_prefix``: a small vocabulary makes long runs),
+    sentences of one word, an empty text."""
+    from suffixlm import _ngram_kernels as K
+
+    rng = np.random.default_rng(T + V)
+    tok = rng.integers(0, V, T).astype(np.int32)
+    start = np.zeros(T, dtype=bool)
+    if T:
+        start[0] = True
+        start[rng.integers(0, T, max(T // 7, 1))] = True
+    ids_a = ids_b = tok.copy()
+    n_prev = V
+    first = K.next_order(ids_a, tok, start, n_prev, V)
+    ids_a = ids_b = first[0]
+    n_prev = len(first[1])
+    at, runs = first[5], first[6]
+    assert np.array_equal(np.diff(runs), first[4]) and len(at) == runs[-1]
+    nxt = K.next_tokens(tok, start)
+    for _ in range(3, 7):
+        want = K.next_order(ids_a, tok, start, n_prev, V)
+        got = K.next_order_runs(ids_b, at, runs, nxt)
+        for x, y in zip(want, got):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        ids_a, ids_b, at, runs, n_prev = want[0], got[0], got[5], got[6], len(want[1])
+
+
 # ---------------------------------------------------------------- SRILM on PTB
 
 # (subset, kind, order) -> (ppl, ppl1) from ../shared/anchors/README.md
