@@ -10,6 +10,17 @@ from ._tree_kernels import sort_prefix
 
 
 @njit(cache=True, nogil=True)
+def _runs(count, m):
+    """int32[m + 1]: where each of the first m n-grams' run of positions starts in the
+    positions listed by n-gram (the counts' prefix sums)."""
+    runs = np.empty(m + 1, dtype=np.int32)
+    runs[0] = 0
+    for j in range(m):
+        runs[j + 1] = runs[j] + count[j]
+    return runs
+
+
+@njit(cache=True, nogil=True)
 def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
     """Distinct n-grams from the (n-1)-grams: the n-gram ending at position p is
     ((n-1)-gram ending at p-1, token p), present where ids_prev[p-1] >= 0 and p does
@@ -82,14 +93,7 @@ def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
         count[m] += 1
         ids[p] = m
     m += 1
-    runs = np.empty(m + 1, dtype=np.int32)  # where each n-gram's positions start in order
-    j = 0
-    for i in range(n_valid):
-        if i == 0 or ids[order[i]] != ids[order[i - 1]]:
-            runs[j] = i
-            j += 1
-    runs[m] = n_valid
-    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order, runs
+    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order, _runs(count, m)
 
 
 @njit(cache=True, nogil=True)
@@ -142,7 +146,6 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
     word = np.empty(n_valid, dtype=np.int32)
     suffix = np.empty(n_valid, dtype=np.int32)
     count = np.empty(n_valid, dtype=np.int32)
-    runs = np.empty(n_valid + 1, dtype=np.int32)
     m = 0
     k = 0
     for j in range(n_prev):
@@ -169,12 +172,10 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
                 word[m] = w
                 suffix[m] = ids_prev[p]
                 count[m] = 0
-                runs[m] = k
                 m += 1
                 last = w
             count[m - 1] += 1
             ids[p] = m - 1
             order[k] = p
             k += 1
-    runs[m] = k
-    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order[:k], runs[:m + 1].copy()
+    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order[:k], _runs(count, m)
