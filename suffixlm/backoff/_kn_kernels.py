@@ -18,6 +18,18 @@ PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
 
 
 @njit(cache=True, nogil=True)
+def context_bounds(prefix, n_ctx):
+    """int64[n_ctx + 1]: the n-grams of context c are ``bounds[c]:bounds[c + 1]``
+    (``prefix``: their contexts' ids, in order)."""
+    bounds = np.zeros(n_ctx + 1, dtype=np.int64)
+    for i in range(prefix.shape[0]):
+        bounds[prefix[i] + 1] += 1
+    for c in range(n_ctx):
+        bounds[c + 1] += bounds[c]
+    return bounds
+
+
+@njit(cache=True, nogil=True)
 def estimate_order(ctx_start, ctx_end, ctx_skip, count, word, lower_lp, nonevent,
                    min_count, d1, d2, d3, vocab_size, interpolate, unigrams):
     """Interpolated (modified) Kneser-Ney probabilities of one order, as SRILM's

@@ -33,6 +33,8 @@ is empty (``ngram N=0``), as SRILM writes it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import threads as _threads
@@ -41,10 +43,29 @@ from ..corpus import Corpus, Vocabulary, as_corpus
 from ..estimator import ParamsMixin
 from ..ngrams import count_ngrams
 from ..query import KenLMInterface
-from .kn_estimate import estimate_kneser_ney
+from .kn_estimate import KneserNeyEstimate, estimate_kneser_ney
 from .kn_steps import DiscountWarning
 
 __all__ = ["DiscountWarning", "KneserNeyLM"]
+
+
+class TextSize(NamedTuple):
+    """What a text file held: sentences, words, words outside the vocabulary."""
+
+    n_sentences: int
+    n_words: int
+    n_oov: int
+
+
+def _count_text(path, vocab_path, unk: bool, order: int):
+    """(n-gram counts, vocabulary, ``TextSize``) of a text file; the text itself is dropped
+    once counted."""
+    from ..corpus import load_training_corpus
+
+    corpus = load_training_corpus(path, vocab_path, unk=unk)
+    stats = TextSize(corpus.n_sentences, corpus.n_words, corpus.n_oov)
+    counts = count_ngrams(corpus, order)
+    return counts, corpus.vocab, stats
 
 
 class KneserNeyLM(ParamsMixin, KenLMInterface):
@@ -165,11 +186,21 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         Sets ``n_sentences_``, ``n_words_``, ``n_oov_`` besides the learned state of ``fit``."""
         self._check_params()
         if client is None:
-            from ..corpus import load_training_corpus
+            if self.order is None:
+                from ..corpus import load_training_corpus
 
-            corpus = load_training_corpus(path, vocab_path, unk=unk)
-            self.fit(corpus)
-            self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
+                corpus = load_training_corpus(path, vocab_path, unk=unk)
+                self.fit(corpus)
+                self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
+                return self
+            self.__dict__.pop("tree_model_", None)
+            self.order_ = int(self.order)
+            counts, self.vocab_, stats = _count_text(path, vocab_path, unk, self.order_)
+            self.model_, self.info_ = estimate_kneser_ney(
+                counts, self.vocab_, self.modified, self.min_counts, self.interpolate, consume=True)
+            self.model_.sources = (str(path),)
+            self.discounts_ = self.info_["discounts"]
+            self.n_sentences_, self.n_words_, self.n_oov_ = stats
             return self
         if self.order is None:
             from ..distributed.lm_events import count_text_events
@@ -192,6 +223,18 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         self.discounts_ = self.info_["discounts"]
         self.n_sentences_, self.n_words_, self.n_oov_ = stats.n_sentences, stats.n_words, stats.n_oov
         return self
+
+    @_threads.scoped
+    def estimate_text(self, path, vocab_path=None, unk: bool = False) -> "tuple[KneserNeyEstimate, TextSize]":
+        """The estimate of a fixed order on a text file, in this process, before its n-grams
+        are listed: a ``KneserNeyEstimate`` whose ``write_arpa`` streams the ARPA file a block
+        at a time (the bytes ``fit_text(...).write_arpa`` writes, without the whole model in
+        memory), and the text's ``TextSize``. Sets no learned state."""
+        self._check_params()
+        if self.order is None:
+            raise ValueError("estimate_text estimates a fixed order; at unbounded order use fit_text")
+        counts, vocab, stats = _count_text(path, vocab_path, unk, int(self.order))
+        return KneserNeyEstimate(counts, vocab, self.modified, self.min_counts, self.interpolate, consume=True), stats
 
     @property
     def vocab(self) -> Vocabulary:

@@ -75,6 +75,111 @@ def estimate_kneser_ney(
     per order), ``count_of_counts`` (n1..n4 per order), ``retries`` and ``bad_bows``
     per order, ``fixups`` (context n-grams added per order).
     """
+    est = KneserNeyEstimate(counts, vocab, modified, min_counts, interpolate, consume)
+    return est.model(), est.info
+
+
+class KneserNeyEstimate:
+    """SRILM's interpolated (modified) KN estimate of ``counts``, before its n-grams are
+    listed: ``model()`` gathers them into a ``BackoffLM`` (``estimate_kneser_ney``);
+    ``write_arpa`` streams them to an ARPA file a block at a time, lowest order first,
+    so that the listed rows of the whole model are never in memory at once (the same
+    bytes as the model's ``write_arpa``). Either, once: each frees the estimate as it goes.
+
+    ``counts`` (list of n-grams per order, the ARPA header), ``n_parameters``, ``info``
+    (as ``estimate_kneser_ney``'s) and ``vocab`` are set at construction.
+    """
+
+    #: n-grams listed per block by ``sections``
+    BLOCK = 1 << 18
+
+    def __init__(self, counts: NgramCounts, vocab: Vocabulary, modified: bool = True,
+                 min_counts: list[int] | None = None, interpolate: bool = True, consume: bool = False):
+        self.vocab = vocab
+        self._ngrams = counts
+        self._consume = consume
+        self._orders, self._node, self._nonevent, self.info = _estimate(counts, vocab, modified, min_counts,
+                                                                        interpolate, consume)
+        N = len(self._orders)
+        self.counts = [int(len(listed_unigrams(self._orders[0].explicit, self._nonevent)))] + \
+            [int(np.count_nonzero(o.explicit)) for o in self._orders[1:]]
+        bows = [int(np.count_nonzero(self._node[n - 1] & self._orders[n - 1].explicit)) for n in range(2, N)]
+        if N > 1:
+            ids = listed_unigrams(self._orders[0].explicit, self._nonevent)
+            bows.append(int(np.count_nonzero(self._node[0][ids])))
+        self.n_parameters = sum(self.counts) + sum(bows)
+        self._used = False
+
+    def _take(self) -> None:
+        if self._used:
+            raise RuntimeError("this estimate was already listed (model() or write_arpa() frees it as it goes)")
+        self._used = True
+
+    def _entries(self, n: int, idx: np.ndarray):
+        """(rows, log10 p, back-off weight, has back-off) of the n-grams ``idx`` of order n,
+        the values as the ARPA file holds them (SRILM scores its files, too)."""
+        o = self._orders[n - 1]
+        rows = self._ngrams.rows(n, idx)
+        if n == len(self._orders):
+            return rows, quantize_g7(o.lp[idx]), np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
+        return rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), self._node[n - 1][idx]
+
+    def _free(self, n: int, listed: bool) -> None:
+        """Drop order n's estimate; ``listed``: its rows are out, too."""
+        self._orders[n - 1] = self._node[n - 1] = None
+        if listed and self._consume:
+            self._ngrams.word[n - 1] = self._ngrams.prefix[n - 1] = None
+
+    def model(self) -> BackoffLM:
+        """The model (``BackoffLM``), the highest order first: the rows of an order need only
+        lower orders, and each order's estimate is dropped once its n-grams are out."""
+        self._take()
+        N = len(self._orders)
+        ngrams = [None] * N
+        for n in range(N, 0, -1):
+            o = self._orders[n - 1]
+            idx = listed_unigrams(o.explicit, self._nonevent) if n == 1 else np.flatnonzero(o.explicit)
+            ngrams[n - 1] = self._entries(n, idx)
+            self._free(n, True)
+        return BackoffLM(self.vocab, ngrams)
+
+    def sections(self):
+        """Per order (lowest first), an iterator over its pieces (rows, lp, bow, has_bow) in
+        file order, ``BLOCK`` n-grams at a time; each order's estimate is dropped once listed
+        (its rows' words, once the highest order is out)."""
+        self._take()
+        N = len(self._orders)
+
+        def pieces(n):
+            o = self._orders[n - 1]
+            if n == 1:
+                yield self._entries(1, listed_unigrams(o.explicit, self._nonevent))
+            else:
+                for a in range(0, len(o.explicit), self.BLOCK):
+                    idx = a + np.flatnonzero(o.explicit[a:a + self.BLOCK])
+                    if len(idx):
+                        yield self._entries(n, idx)
+            o = None
+            self._free(n, False)
+            if n == N:
+                for k in range(1, N + 1):
+                    self._free(k, True)
+
+        return [pieces(n) for n in range(1, N + 1)]
+
+    def write_arpa(self, path, sources=()) -> None:
+        """Write the ARPA file a block at a time (``io.atomic_write``; never over ``sources``)."""
+        from .arpa import write_arpa_sections
+        from ..io import atomic_write
+
+        with atomic_write(path, inputs=sources) as fh:
+            write_arpa_sections(fh, self.vocab.words, self.counts, self.sections())
+
+
+def _estimate(counts: NgramCounts, vocab: Vocabulary, modified: bool, min_counts, interpolate: bool,
+              consume: bool):
+    """The estimate of every order: (``_Order`` per order, context-node flags per order,
+    non-events, info). With ``consume``, the counts' suffix links are dropped once used."""
     from . import _kn_kernels as K
 
     N = counts.order
@@ -123,12 +228,14 @@ def estimate_kneser_ney(
         bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
         info["bad_bows"].append(int(n_bad))
         orders[-1].bow = bow
-        found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow)
+        # the highest order's walk would serve no higher one
+        found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow) \
+            if n < N else (None, None)
         orders.append(_Order(lp, explicit, found, acc))
         if n >= 3:
             orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
         kn[n - 1] = None
-    orders[-1].bow = np.zeros(len(orders[-1].lp), dtype=np.float32)
+        start = end = skip = lower = found = acc = bow = lp = explicit = None  # not held into the next order
 
     # nodes: contexts of explicit n-grams and their suffixes
     def context_nodes():
@@ -146,29 +253,22 @@ def estimate_kneser_ney(
         mark[n - 2][counts.prefix[n - 1][mark[n - 1]]] = True
     info["fixups"].append(0)
     orders[0].found, orders[0].acc = orders[0].lp.copy(), np.zeros(V, dtype=np.float32)
-    for n in range(2, N + 1):
+    for n in range(2, N):  # the highest order has no fixups, so no walk
         o = orders[n - 1]
         o.found, o.acc = _walk(orders[n - 2], o.lp, o.explicit, counts.suffix[n - 1], counts.prefix[n - 1],
                                orders[n - 2].bow)
         orders[n - 2].found = orders[n - 2].acc = None
-        if n == N:
-            info["fixups"].append(0)
-            break
         fix = mark[n - 1] & ~o.explicit
         info["fixups"].append(int(fix.sum()))
         if fix.any():
             fixup_order(o.lp, o.explicit, o.found, o.acc, fix)
+        fix = o = None
+    if N > 1:
+        info["fixups"].append(0)
+    orders[max(N - 2, 0)].found = orders[max(N - 2, 0)].acc = None
     node = context_nodes()
 
-    ngrams = [None] * N
-    for n in range(N, 0, -1):  # the highest order first: the rows of an order need only lower orders
-        o = orders[n - 1]
-        idx = listed_unigrams(o.explicit, nonevent) if n == 1 else np.flatnonzero(o.explicit)
-        rows = counts.rows(n, idx)
-        has_bow = node[n - 1][idx] if n < N else np.zeros(len(idx), dtype=bool)
-        # the model holds exactly what its ARPA file says (SRILM scores its files, too)
-        ngrams[n - 1] = (rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), has_bow)
-        orders[n - 1] = node[n - 1] = o = None  # freed as the model's arrays grow
-        if consume:
-            counts.word[n - 1] = counts.prefix[n - 1] = counts.suffix[n - 1] = None
-    return BackoffLM(vocab, ngrams), info
+    del mark
+    if consume:
+        counts.suffix = [None] * N
+    return orders, node, nonevent, info

@@ -65,12 +65,13 @@ def estimate_discounts(n: np.ndarray, modified: bool, order: int) -> tuple[float
 
 
 def context_ranges(prefix: np.ndarray, n_ctx: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) int64[n_ctx]: the n-grams of each context (``prefix`` sorted); an
-    order above the longest sentence has no n-gram and no context: empty arrays."""
-    end = np.cumsum(np.bincount(prefix, minlength=n_ctx)).astype(np.int64)
-    start = np.zeros_like(end)
-    start[1:] = end[:-1]
-    return start, end
+    """(start, end) int64[n_ctx]: the n-grams of each context (``prefix`` sorted), two
+    views of one array of bounds (``_kn_kernels.context_bounds``); an order above the
+    longest sentence has no n-gram and no context: empty arrays."""
+    from . import _kn_kernels as K
+
+    bounds = K.context_bounds(prefix, n_ctx)
+    return bounds[:-1], bounds[1:]
 
 
 def _distribute_unigram_mass(lp: np.ndarray, explicit: np.ndarray, nonevent: np.ndarray) -> None:

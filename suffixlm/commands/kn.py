@@ -209,8 +209,12 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                 if spill is not None and plan.in_memory:
                     progress.line(f"memory budget {human_bytes(budget)}: it holds the estimate in memory")
                     with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
-                        lm.fit_text(text, vocab_path, unk=unk)
-                    lm.model_.sources = (os.fspath(train_file),)
+                        if prune is None and not binary:
+                            streamed, stats = lm.estimate_text(text, vocab_path, unk=unk)
+                        else:
+                            lm.fit_text(text, vocab_path, unk=unk)
+                    if streamed is None:
+                        lm.model_.sources = (os.fspath(train_file),)
                 else:
                     streamed, stats = estimate_text_kn(client, text, order, vocab_path, unk=unk, modified=modified,
                                                        min_counts=min_counts, n_shards=plan and plan.n_shards,
@@ -225,7 +229,11 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             else:
                 with progress.stage(f"counting and estimating order-{order_text(order)} Kneser-Ney on "
                                     f"{train_file}"):
-                    lm.fit_text(train_file, vocab_path, unk=unk, client=client)
+                    if client is None and order is not None and prune is None and not binary:
+                        # the ARPA file is streamed from the estimate: the whole model is never in memory
+                        streamed, stats = lm.estimate_text(train_file, vocab_path, unk=unk)
+                    else:
+                        lm.fit_text(train_file, vocab_path, unk=unk, client=client)
         except (CorpusError, BudgetError) as e:
             raise click.ClickException(str(e)) from None
         except Exception as e:

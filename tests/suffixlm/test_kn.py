@@ -354,3 +354,58 @@ def test_a_consumed_estimate_is_the_same_model(min_counts):
             assert u.dtype == v.dtype and np.array_equal(u, v)
     assert all(w is None for w in consumed.word + consumed.prefix + consumed.suffix)
     assert all(w is not None for w in kept.word + kept.prefix + kept.suffix)
+
+
+@pytest.mark.parametrize("unk,min_counts,order", [(True, [1], 4), (True, None, 5), (False, None, 3), (True, [1], 1)])
+def test_a_streamed_estimate_writes_the_models_arpa_bytes(tmp_path, monkeypatch, unk, min_counts, order):
+    """``KneserNeyLM.estimate_text(...).write_arpa`` (``suffixlm kn``'s path without
+    --prune or --binary: blocks of n-grams listed lowest order first, the estimate freed
+    as it goes) writes the bytes ``fit_text(...).write_arpa`` writes, with blocks of 7
+    n-grams (many per order) as with the whole model; its header counts and parameter
+    count are the model's; it lists once, and leaves no count array behind."""
+    from suffixlm.backoff.kn_estimate import KneserNeyEstimate
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(15)]
+    text = tmp_path / "train.txt"
+    text.write_text("".join(" ".join(rng.choice(words, size=rng.integers(1, 12))) + "\n" for _ in range(200)))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(w + "\n" for w in words[:10]))  # a closed vocabulary leaves <unk> a non-event
+    monkeypatch.setattr(KneserNeyEstimate, "BLOCK", 7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiscountWarning)
+        lm = KneserNeyLM(order, min_counts=min_counts).fit_text(text, None if unk else vocab, unk=unk)
+        lm.write_arpa(tmp_path / "whole.arpa")
+        est, size = KneserNeyLM(order, min_counts=min_counts).estimate_text(text, None if unk else vocab, unk=unk)
+    assert size == (lm.n_sentences_, lm.n_words_, lm.n_oov_) and size.n_sentences == 200
+    assert est.counts == lm.model_.counts and est.n_parameters == lm.model_.n_parameters
+    assert est.info == lm.info_
+    counts = est._ngrams
+    est.write_arpa(tmp_path / "streamed.arpa")
+    assert (tmp_path / "streamed.arpa").read_bytes() == (tmp_path / "whole.arpa").read_bytes()
+    assert all(w is None for w in counts.word + counts.prefix + counts.suffix)
+    with pytest.raises(RuntimeError, match="already listed"):
+        est.model()
+
+
+def test_the_kn_command_streams_its_arpa_file(tmp_path):
+    """``suffixlm kn`` without --prune or --binary writes the ARPA file ``KneserNeyLM``'s
+    whole model writes, byte for byte, and never over its training text."""
+    from click.testing import CliRunner
+
+    from suffixlm.cli import main
+
+    rng = np.random.default_rng(8)
+    words = [f"w{i}" for i in range(20)]
+    text = tmp_path / "train.txt"
+    text.write_text("".join(" ".join(rng.choice(words, size=rng.integers(1, 15))) + "\n" for _ in range(400)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiscountWarning)
+        KneserNeyLM(5, min_counts=[1]).fit_text(text, unk=True).write_arpa(tmp_path / "whole.arpa")
+    r = CliRunner().invoke(main, ["kn", str(text), "-o", str(tmp_path / "cli.arpa"), "--order", "5",
+                                  "--min-count", "none", "-q"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "cli.arpa").read_bytes() == (tmp_path / "whole.arpa").read_bytes()
+    before = text.read_bytes()
+    r = CliRunner().invoke(main, ["kn", str(text), "-o", str(text), "--order", "3", "-q"])
+    assert r.exit_code != 0 and text.read_bytes() == before
