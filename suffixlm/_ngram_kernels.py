@@ -124,7 +124,7 @@ def next_tokens(tokens, sentence_start):
 
 
 @njit(cache=True, nogil=True)
-def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
+def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
     """``next_order``'s arrays, from the level below as ``next_order`` returns it: the
     positions where an (n-1)-gram ends, by (n-1)-gram (``prev_order``, the run of
     (n-1)-gram j at ``prev_runs[j] .. prev_runs[j + 1]``). The n-gram ending at p + 1
@@ -132,7 +132,8 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
     in order lists the n-grams of one prefix; sorted by word, it gives them in (prefix,
     word) order, the trie's, without a sort by prefix: one random read a position
     (``nxt_tok``) and one write (``ids``) where ``next_order``'s two counting sorts make
-    five. The same arrays, element for element."""
+    five. The same arrays, element for element. ``top``: no level comes above, so the
+    ids, the positions and the runs it would start from are not made (empty arrays)."""
     T = nxt_tok.shape[0]
     n_prev = prev_runs.shape[0] - 1
     n_valid = prev_runs[n_prev]  # at most: every (n-1)-gram's position extended
@@ -140,8 +141,8 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
     for j in range(n_prev):
         longest = max(longest, prev_runs[j + 1] - prev_runs[j])
     buf = np.empty(longest, dtype=np.int64)  # (word << 32) | position of one run
-    ids = np.full(T, -1, dtype=np.int32)
-    order = np.empty(n_valid, dtype=np.int32)
+    ids = np.full(0 if top else T, -1, dtype=np.int32)
+    order = np.empty(0 if top else n_valid, dtype=np.int32)
     prefix = np.empty(n_valid, dtype=np.int32)
     word = np.empty(n_valid, dtype=np.int32)
     suffix = np.empty(n_valid, dtype=np.int32)
@@ -154,7 +155,8 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
             if i + GATHER_AHEAD < n_valid:  # the next token of a position further on, read soon
                 prefetch(nxt_tok, prev_order[i + GATHER_AHEAD])
                 prefetch(ids_prev, prev_order[i + GATHER_AHEAD] + 1)
-                prefetch(ids, prev_order[i + GATHER_AHEAD] + 1)
+                if not top:
+                    prefetch(ids, prev_order[i + GATHER_AHEAD] + 1)
             q = prev_order[i]
             w = nxt_tok[q]
             if w >= 0:
@@ -175,7 +177,9 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok):
                 m += 1
                 last = w
             count[m - 1] += 1
-            ids[p] = m - 1
-            order[k] = p
-            k += 1
-    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order[:k], _runs(count, m)
+            if not top:
+                ids[p] = m - 1
+                order[k] = p
+                k += 1
+    runs = np.zeros(0, dtype=np.int32) if top else _runs(count, m)
+    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order[:k], runs

@@ -22,7 +22,6 @@ class NgramCounts:
     word   : int32[m_n]  last word
     prefix : int32[m_n]  index of the (n-1)-gram prefix in order n-1 (0 for n = 1)
     suffix : int32[m_n]  index of the (n-1)-gram suffix (first word dropped) in order n-1
-    first  : int32[m_n]  first word
     count  : int32[m_n]  raw count
     (int32 keeps memory low; corpora up to 2^31 tokens.)
     Order 1 lists every vocabulary word (count 0 when unseen), indexed by word id.
@@ -33,19 +32,24 @@ class NgramCounts:
     word: list = field(default_factory=list)
     prefix: list = field(default_factory=list)
     suffix: list = field(default_factory=list)
-    first: list = field(default_factory=list)
     count: list = field(default_factory=list)
 
     def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
         """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
-        from . import _ngram_kernels as K
+        return ngram_rows(self.word[:n], self.prefix[:n], np.arange(len(self.word[n - 1])) if index is None else index)
 
-        g = np.arange(len(self.word[n - 1]), dtype=np.int64) if index is None else \
-            np.array(index, dtype=np.int64)  # a copy: walked down to the first word in place
-        out = np.empty((len(g), n), dtype=np.int32)
-        for j in range(n - 1, -1, -1):
-            K.rows_column(out, j, self.word[j], self.prefix[j], g)
-        return out
+
+def ngram_rows(word: list, prefix: list, index) -> np.ndarray:
+    """int32[k, n] word ids of the n-grams ``index`` of order n = ``len(word)`` (``word``,
+    ``prefix``: ``NgramCounts``' arrays of orders 1 .. n)."""
+    from . import _ngram_kernels as K
+
+    n = len(word)
+    g = np.array(index, dtype=np.int64)  # a copy: walked down to the first word in place
+    out = np.empty((len(g), n), dtype=np.int32)
+    for j in range(n - 1, -1, -1):
+        K.rows_column(out, j, word[j], prefix[j], g)
+    return out
 
 
 def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
@@ -74,7 +78,6 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     c.word.append(np.arange(V, dtype=np.int32))
     c.prefix.append(np.zeros(V, dtype=np.int32))
     c.suffix.append(np.zeros(V, dtype=np.int32))
-    c.first.append(np.arange(V, dtype=np.int32))
     c.count.append(np.bincount(tok, minlength=V).astype(np.int32))
     ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
     sentence_start = np.zeros(len(tok), dtype=bool)
@@ -85,10 +88,9 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
             ids, prefix, word, suffix, count, at, runs = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
             nxt = K.next_tokens(tok, sentence_start) if n < order else None
         else:  # the level below, run by run (next_order_runs)
-            ids, prefix, word, suffix, count, at, runs = K.next_order_runs(ids, at, runs, nxt)
+            ids, prefix, word, suffix, count, at, runs = K.next_order_runs(ids, at, runs, nxt, n == order)
         c.word.append(word)
         c.prefix.append(prefix)
         c.suffix.append(suffix)
-        c.first.append(c.first[n - 2][prefix])
         c.count.append(count)
     return c

@@ -18,6 +18,17 @@ PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon
 
 
 @njit(cache=True, nogil=True)
+def count_of_counts(kn_count, word, nonevent):
+    """``kn_steps.count_of_counts`` in one pass, without temporary arrays."""
+    out = np.zeros(5, dtype=np.int64)
+    for i in range(kn_count.shape[0]):
+        c = kn_count[i]
+        if c >= 1 and c <= 4 and not nonevent[word[i]]:
+            out[c] += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def context_bounds(prefix, n_ctx):
     """int64[n_ctx + 1]: the n-grams of context c are ``bounds[c]:bounds[c + 1]``
     (``prefix``: their contexts' ids, in order)."""

@@ -534,6 +534,11 @@ def _format_lines(r, p, b, h, words, word_bytes, word_offsets, word_len) -> list
     return blocks
 
 
+def _format_piece(piece, tables) -> list:
+    """``_format_lines`` of the n-grams the function ``piece`` lists."""
+    return _format_lines(*piece(), *tables)
+
+
 #: n-grams of an ARPA file below which its lines are formatted on one thread
 PARALLEL_WRITE_MIN = 1 << 18
 
@@ -542,8 +547,10 @@ def write_arpa_sections(out, words: list[str], counts: list[int], sections, chun
                         threads: int | None = None) -> None:
     """Write an ARPA file to the binary stream ``out``: the header for ``counts`` (n-grams
     per order), then for each order n the pieces ``sections[n-1]`` yields, in order: (rows
-    int32[m, n] of word ids, log10 probabilities, back-off weights, has-back-off flags).
-    Pieces may come one at a time (a model that is never whole in one process).
+    int32[m, n] of word ids, log10 probabilities, back-off weights, has-back-off flags),
+    or functions that return such a tuple, called on the formatting threads (a piece of
+    a few ``chunk`` lines, formatted whole). Pieces may come one at a time (a model that
+    is never whole in one process).
 
     Chunks of ``chunk`` lines are formatted on ``threads`` threads (default: numba's thread
     count; one for files under ``PARALLEL_WRITE_MIN`` n-grams) while this one writes them,
@@ -564,6 +571,7 @@ def write_arpa_sections(out, words: list[str], counts: list[int], sections, chun
     np.cumsum([len(b) for b in enc], out=word_offsets[1:])
     word_bytes = np.frombuffer(b"".join(enc) or b"\0", dtype=np.uint8)
     word_len = np.diff(word_offsets)
+    tables = (words, word_bytes, word_offsets, word_len)
     pending: collections.deque = collections.deque()
 
     def flush(limit: int) -> None:
@@ -577,7 +585,16 @@ def write_arpa_sections(out, words: list[str], counts: list[int], sections, chun
             out.write(f"ngram {n}={c}\n".encode())
         for n, pieces in enumerate(sections, start=1):
             out.write(f"\n\\{n}-grams:\n".encode())
-            for rows, lp, bow, hb in pieces:
+            for piece in pieces:
+                if callable(piece):  # listed on the threads, formatted whole
+                    if pool is None:
+                        for block in _format_lines(*piece(), *tables):
+                            out.write(block)
+                    else:
+                        pending.append(pool.submit(_format_piece, piece, tables))
+                        flush(2 * threads)
+                    continue
+                rows, lp, bow, hb = piece
                 for a in range(0, len(rows), chunk):
                     args = (rows[a:a + chunk], lp[a:a + chunk], bow[a:a + chunk], hb[a:a + chunk], words,
                             word_bytes, word_offsets, word_len)

@@ -5,6 +5,7 @@ log-linear model (``suffixlm.base_measure``) can use it without importing
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from .kn_steps import (
     quantize_g7,
     srilm_min_counts,
 )
-from ..ngrams import NgramCounts
+from ..ngrams import NgramCounts, ngram_rows
 
 
 def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndarray]:
@@ -32,12 +33,15 @@ def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndar
 
     out = []
     N = counts.order
+    first = np.arange(counts.vocab_size, dtype=np.int32)  # the first word of each n-gram, order by order
     for n in range(1, N + 1):
         raw = counts.count[n - 1]
         if n == N:
             out.append(raw.copy())
             continue
-        out.append(K.kneser_ney_order_counts(raw, counts.suffix[n], counts.first[n - 1], nonevent))
+        if n > 1:
+            first = first[counts.prefix[n - 1]]
+        out.append(K.kneser_ney_order_counts(raw, counts.suffix[n], first, nonevent))
     return out
 
 
@@ -68,8 +72,7 @@ def estimate_kneser_ney(
 ) -> tuple[BackoffLM, dict]:
     """Estimate an interpolated (modified) KN model from ``counts`` as SRILM does.
     ``consume``: the caller is done with ``counts``, whose arrays are dropped as soon as
-    they are used (a lower peak of memory); without it only its raw counts and first
-    words are dropped.
+    they are used (a lower peak of memory); without it only its raw counts are dropped.
 
     Returns the model and a dict of diagnostics: ``discounts`` (list of (D1, D2, D3+)
     per order), ``count_of_counts`` (n1..n4 per order), ``retries`` and ``bad_bows``
@@ -90,8 +93,8 @@ class KneserNeyEstimate:
     (as ``estimate_kneser_ney``'s) and ``vocab`` are set at construction.
     """
 
-    #: n-grams listed per block by ``sections``
-    BLOCK = 1 << 18
+    #: n-grams per piece of ``sections`` (one task of the writer's threads)
+    BLOCK = 1 << 16
 
     def __init__(self, counts: NgramCounts, vocab: Vocabulary, modified: bool = True,
                  min_counts: list[int] | None = None, interpolate: bool = True, consume: bool = False):
@@ -116,13 +119,9 @@ class KneserNeyEstimate:
         self._used = True
 
     def _entries(self, n: int, idx: np.ndarray):
-        """(rows, log10 p, back-off weight, has back-off) of the n-grams ``idx`` of order n,
-        the values as the ARPA file holds them (SRILM scores its files, too)."""
+        """``_listed`` of the n-grams ``idx`` of order n."""
         o = self._orders[n - 1]
-        rows = self._ngrams.rows(n, idx)
-        if n == len(self._orders):
-            return rows, quantize_g7(o.lp[idx]), np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
-        return rows, quantize_g7(o.lp[idx]), quantize_g7(o.bow[idx]), self._node[n - 1][idx]
+        return _listed(self._ngrams.word[:n], self._ngrams.prefix[:n], o.lp, o.bow, self._node[n - 1], idx)
 
     def _free(self, n: int, listed: bool) -> None:
         """Drop order n's estimate; ``listed``: its rows are out, too."""
@@ -144,22 +143,24 @@ class KneserNeyEstimate:
         return BackoffLM(self.vocab, ngrams)
 
     def sections(self):
-        """Per order (lowest first), an iterator over its pieces (rows, lp, bow, has_bow) in
-        file order, ``BLOCK`` n-grams at a time; each order's estimate is dropped once listed
-        (its rows' words, once the highest order is out)."""
+        """Per order (lowest first), an iterator over its pieces in file order, ``BLOCK``
+        n-grams at a time, each a function that lists them (``_listed``: rows, lp, bow,
+        has_bow), which ``write_arpa_sections`` calls on its threads; each order's estimate
+        is dropped once its pieces are made (a piece holds what it reads)."""
         self._take()
         N = len(self._orders)
 
         def pieces(n):
-            o = self._orders[n - 1]
+            o, node = self._orders[n - 1], self._node[n - 1]
+            word, prefix = self._ngrams.word[:n], self._ngrams.prefix[:n]
             if n == 1:
-                yield self._entries(1, listed_unigrams(o.explicit, self._nonevent))
+                yield functools.partial(_listed, word, prefix, o.lp, o.bow, node,
+                                        listed_unigrams(o.explicit, self._nonevent))
             else:
                 for a in range(0, len(o.explicit), self.BLOCK):
-                    idx = a + np.flatnonzero(o.explicit[a:a + self.BLOCK])
-                    if len(idx):
-                        yield self._entries(n, idx)
-            o = None
+                    yield functools.partial(_listed_block, o.explicit, a, a + self.BLOCK, word, prefix, o.lp, o.bow,
+                                            node)
+            o = node = word = prefix = None
             self._free(n, False)
             if n == N:
                 for k in range(1, N + 1):
@@ -174,6 +175,22 @@ class KneserNeyEstimate:
 
         with atomic_write(path, inputs=sources) as fh:
             write_arpa_sections(fh, self.vocab.words, self.counts, self.sections())
+
+
+def _listed(word: list, prefix: list, lp: np.ndarray, bow: np.ndarray | None, node: np.ndarray | None,
+            idx: np.ndarray):
+    """(rows, log10 p, back-off weight, has back-off) of the n-grams ``idx`` of an order
+    (``word``, ``prefix``: the counts' arrays of the orders up to it; ``bow`` None: the
+    highest order), the values as the ARPA file holds them (SRILM scores its files, too)."""
+    rows = ngram_rows(word, prefix, idx)
+    if bow is None:
+        return rows, quantize_g7(lp[idx]), np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
+    return rows, quantize_g7(lp[idx]), quantize_g7(bow[idx]), node[idx]
+
+
+def _listed_block(explicit: np.ndarray, a: int, b: int, *arrays):
+    """``_listed`` of the explicit n-grams among ``a .. b - 1``."""
+    return _listed(*arrays, a + np.flatnonzero(explicit[a:b]))
 
 
 def _estimate(counts: NgramCounts, vocab: Vocabulary, modified: bool, min_counts, interpolate: bool,
@@ -193,8 +210,7 @@ def _estimate(counts: NgramCounts, vocab: Vocabulary, modified: bool, min_counts
         nonevent[UNK_ID] = True
     vocab_size = int(V - nonevent.sum())
     kn = kneser_ney_counts(counts, nonevent)
-    counts.first = []  # raw counts and first words are only needed for the KN counts
-    counts.count = []
+    counts.count = []  # raw counts are only needed for the KN counts
     info: dict = {"discounts": [], "count_of_counts": [], "retries": [], "bad_bows": [], "fixups": []}
     orders: list[_Order] = []
     # contexts holding a closed-vocabulary <unk> get no probabilities
@@ -214,28 +230,31 @@ def _estimate(counts: NgramCounts, vocab: Vocabulary, modified: bool, min_counts
             orders.append(_Order(lp, explicit, lp.copy(), np.zeros(V, dtype=np.float32)))
             kn[0] = None
             continue
+        if n >= 3:
+            orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
         prev = orders[-1]
         n_ctx = len(counts.word[n - 2])
         start, end = context_ranges(counts.prefix[n - 1], n_ctx)
         skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
         lower = K.lower_order_lp(prev.found, prev.acc, counts.suffix[n - 1])
+        if n == N:  # no walk of this order reads them
+            prev.found = prev.acc = None
         if has_unk is not None:
             has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
         lp, explicit, n_retry = K.estimate_order(
             start, end, skip, kn[n - 1], word, lower, nonevent,
             int(min_counts[n - 1]), float(d[0]), float(d[1]), float(d[2]), vocab_size, bool(interpolate), False)
+        kn[n - 1] = None
         info["retries"].append(int(n_retry))
         bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
+        start = end = skip = lower = None  # not held through the walk
         info["bad_bows"].append(int(n_bad))
         orders[-1].bow = bow
         # the highest order's walk would serve no higher one
         found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow) \
             if n < N else (None, None)
         orders.append(_Order(lp, explicit, found, acc))
-        if n >= 3:
-            orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
-        kn[n - 1] = None
-        start = end = skip = lower = found = acc = bow = lp = explicit = None  # not held into the next order
+        found = acc = bow = lp = explicit = None  # not held into the next order
 
     # nodes: contexts of explicit n-grams and their suffixes
     def context_nodes():

@@ -29,8 +29,9 @@ def srilm_min_counts(order: int) -> list[int]:
 def count_of_counts(kn_count: np.ndarray, word: np.ndarray, nonevent: np.ndarray) -> np.ndarray:
     """int64[5]: n_0..n_4, the number of n-grams with (modified) count k, n-grams
     predicting a non-event excluded (n_0 unused)."""
-    sel = (kn_count >= 1) & (kn_count <= 4) & ~nonevent[word]
-    return np.bincount(kn_count[sel], minlength=5)[:5].astype(np.int64)
+    from . import _kn_kernels as K
+
+    return K.count_of_counts(kn_count, word, nonevent)
 
 
 def estimate_discounts(n: np.ndarray, modified: bool, order: int) -> tuple[float, float, float]:

@@ -34,8 +34,8 @@ COUNT_BYTES_PER_TEXT_BYTE = 32
 PARTITION_BYTES_PER_WORD = 80
 MERGE_BYTES_PER_WORD_PER_SHARD = 5
 #: peak of the in-memory estimator (``KneserNeyLM.estimate_text``, the ARPA file streamed from
-#: the estimate) beyond the program itself, order 5, bytes per byte of text (measured: 14.3 on
-#: PTB, 12.8 on a 10M-word sample, no cut-offs; about 31 bytes a distinct n-gram)
+#: the estimate) beyond the program itself, order 5, bytes per byte of text (measured: 12.2 on
+#: PTB, 10.8 on a 10M-word sample, no cut-offs; about 26 bytes a distinct n-gram)
 IN_MEMORY_BYTES_PER_TEXT_BYTE = 16
 #: share of the budget for the largest task; the store keeps results in the rest
 TASK_SHARE = 0.5

@@ -214,7 +214,6 @@ def build_counts(order: int, unigrams: np.ndarray, merged: list[list[tuple[np.nd
     c.word.append(np.arange(V, dtype=np.int32))
     c.prefix.append(np.zeros(V, dtype=np.int32))
     c.suffix.append(np.zeros(V, dtype=np.int32))
-    c.first.append(np.arange(V, dtype=np.int32))
     c.count.append(check_int32_counts(unigrams, 1))
     keys: list[np.ndarray] = [np.arange(V, dtype=np.int64)]
     for n in range(2, order + 1):
@@ -225,7 +224,6 @@ def build_counts(order: int, unigrams: np.ndarray, merged: list[list[tuple[np.nd
         c.word.append(word)
         c.prefix.append(prefix)
         c.suffix.append(suffix)
-        c.first.append(np.ascontiguousarray(rows[:, 0], dtype=np.int32))
         c.count.append(check_int32_counts(cnt, n))
         keys.append(prefix.astype(np.int64) * V + word)
     return c

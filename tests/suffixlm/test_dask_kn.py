@@ -97,7 +97,7 @@ def test_counts_equal_single_process(client, sampled_corpus):
     ref = count_ngrams(load_training_corpus(sampled_corpus, unk=True), 4)
     got, vocab, stats = count_text_ngrams(client, sampled_corpus, 4, unk=True, n_shards=7, n_partitions=3)
     assert stats.n_shards == 7
-    for name in ("word", "prefix", "suffix", "first", "count"):
+    for name in ("word", "prefix", "suffix", "count"):
         for n in range(4):
             np.testing.assert_array_equal(getattr(got, name)[n], getattr(ref, name)[n], err_msg=f"{name} order {n+1}")
 

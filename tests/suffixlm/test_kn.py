@@ -3,6 +3,7 @@ reference; normalisation; SRILM's perplexities on PTB (when ../shared is present
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 from collections import Counter
@@ -267,7 +268,8 @@ def test_count_ngrams_matches_brute_force(sents, order):
 def test_counting_run_by_run_is_the_two_counting_sorts(T, V):
     """``next_order_runs`` (order n from the level below, run by run; what
     ``count_ngrams`` uses from the trigrams on) gives ``next_order``'s arrays element for
-    element, and hands the level above the same positions and runs: on texts whose runs
+    element, and hands the level above the same positions and runs (none for the highest
+    order, ``top``): on texts whose runs
     are sorted by insertion and by heapsort (``sort_prefix``: a small vocabulary makes long runs),
     sentences of one word, an empty text."""
     from suffixlm import _ngram_kernels as K
@@ -291,6 +293,10 @@ def test_counting_run_by_run_is_the_two_counting_sorts(T, V):
         got = K.next_order_runs(ids_b, at, runs, nxt)
         for x, y in zip(want, got):
             assert x.dtype == y.dtype and np.array_equal(x, y)
+        top = K.next_order_runs(ids_b, at, runs, nxt, True)  # the highest order: no level above
+        for x, y in zip(want[1:5], top[1:5]):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        assert len(top[0]) == len(top[5]) == len(top[6]) == 0
         ids_a, ids_b, at, runs, n_prev = want[0], got[0], got[5], got[6], len(want[1])
 
 
@@ -361,8 +367,10 @@ def test_a_streamed_estimate_writes_the_models_arpa_bytes(tmp_path, monkeypatch,
     """``KneserNeyLM.estimate_text(...).write_arpa`` (``suffixlm kn``'s path without
     --prune or --binary: blocks of n-grams listed lowest order first, the estimate freed
     as it goes) writes the bytes ``fit_text(...).write_arpa`` writes, with blocks of 7
-    n-grams (many per order) as with the whole model; its header counts and parameter
-    count are the model's; it lists once, and leaves no count array behind."""
+    n-grams (many per order) as with the whole model, on one thread or three; its header
+    counts and parameter count are the model's; it lists once, and leaves no count array
+    behind."""
+    from suffixlm.backoff.arpa import write_arpa_sections
     from suffixlm.backoff.kn_estimate import KneserNeyEstimate
 
     rng = np.random.default_rng(5)
@@ -386,6 +394,13 @@ def test_a_streamed_estimate_writes_the_models_arpa_bytes(tmp_path, monkeypatch,
     assert all(w is None for w in counts.word + counts.prefix + counts.suffix)
     with pytest.raises(RuntimeError, match="already listed"):
         est.model()
+    # the pieces listed and formatted on three threads: the same bytes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiscountWarning)
+        est, _ = KneserNeyLM(order, min_counts=min_counts).estimate_text(text, None if unk else vocab, unk=unk)
+    out = io.BytesIO()
+    write_arpa_sections(out, est.vocab.words, est.counts, est.sections(), threads=3)
+    assert out.getvalue() == (tmp_path / "whole.arpa").read_bytes()
 
 
 def test_the_kn_command_streams_its_arpa_file(tmp_path):
