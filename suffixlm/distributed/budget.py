@@ -34,9 +34,10 @@ COUNT_BYTES_PER_TEXT_BYTE = 32
 PARTITION_BYTES_PER_WORD = 80
 MERGE_BYTES_PER_WORD_PER_SHARD = 5
 #: peak of the in-memory estimator (``KneserNeyLM.estimate_text``, the ARPA file streamed from
-#: the estimate) beyond the program itself, order 5, bytes per byte of text (measured: 12.2 on
-#: PTB, 10.8 on a 10M-word sample, no cut-offs; about 26 bytes a distinct n-gram)
-IN_MEMORY_BYTES_PER_TEXT_BYTE = 16
+#: the estimate) beyond the program itself, order 5, bytes per byte of text (measured, no
+#: cut-offs: 10.8 on PTB, 10.5 and 10.1 on 10M- and 50M-word samples; about 25 bytes a
+#: distinct n-gram, the peak at the end of counting)
+IN_MEMORY_BYTES_PER_TEXT_BYTE = 13
 #: share of the budget for the largest task; the store keeps results in the rest
 TASK_SHARE = 0.5
 CACHE_SHARE = 0.4

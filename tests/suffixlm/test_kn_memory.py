@@ -204,9 +204,9 @@ def test_api_any_shards_and_partitions_identical(sampled_corpus, tmp_path, order
     assert _spill_dirs(tmp_path) == []
 
 
-@pytest.mark.parametrize("shards", [1, 5, 9])
+@pytest.mark.parametrize("shards", [1, 6, 9])
 def test_cli_memory_identical(sampled_corpus, tmp_path, shards):
-    """``--memory`` at budgets that hold the in-memory estimate, or cut the text into 5 and 9 shards: the same ARPA file,
+    """``--memory`` at budgets that hold the in-memory estimate, or cut the text into 6 and 9 shards: the same ARPA file,
     the temporary directory removed, the plan reported."""
     ref = _single(sampled_corpus, tmp_path, "--order", "4")
     budget = _budget_for(sampled_corpus, 4, shards)
