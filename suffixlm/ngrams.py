@@ -36,16 +36,17 @@ class NgramCounts:
 
     def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
         """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
-        return ngram_rows(self.word[:n], self.prefix[:n], np.arange(len(self.word[n - 1])) if index is None else index)
+        return ngram_rows(self.word[:n], self.prefix[:n], index)
 
 
-def ngram_rows(word: list, prefix: list, index) -> np.ndarray:
-    """int32[k, n] word ids of the n-grams ``index`` of order n = ``len(word)`` (``word``,
-    ``prefix``: ``NgramCounts``' arrays of orders 1 .. n)."""
+def ngram_rows(word: list, prefix: list, index=None) -> np.ndarray:
+    """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n =
+    ``len(word)`` (``word``, ``prefix``: ``NgramCounts``' arrays of orders 1 .. n)."""
     from . import _ngram_kernels as K
 
     n = len(word)
-    g = np.array(index, dtype=np.int64)  # a copy: walked down to the first word in place
+    g = np.arange(len(word[-1]), dtype=np.int64) if index is None else \
+        np.array(index, dtype=np.int64)  # a copy: walked down to the first word in place
     out = np.empty((len(g), n), dtype=np.int32)
     for j in range(n - 1, -1, -1):
         K.rows_column(out, j, word[j], prefix[j], g)

@@ -588,7 +588,7 @@ def write_arpa_sections(out, words: list[str], counts: list[int], sections, chun
             for piece in pieces:
                 if callable(piece):  # listed on the threads, formatted whole
                     if pool is None:
-                        for block in _format_lines(*piece(), *tables):
+                        for block in _format_piece(piece, tables):
                             out.write(block)
                     else:
                         pending.append(pool.submit(_format_piece, piece, tables))

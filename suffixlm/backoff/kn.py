@@ -164,13 +164,17 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         corpus = as_corpus(corpus)
         if self.order is None:
             return self._fit_tree(corpus, (corpus.source,) if corpus.source else ())
+        return self._fit_counts(count_ngrams(corpus, int(self.order)), corpus.vocab,
+                                (corpus.source,) if corpus.source else ())
+
+    def _fit_counts(self, counts, vocab: Vocabulary, sources: tuple) -> "KneserNeyLM":
+        """Fixed order: the model estimated from ``counts`` (consumed)."""
         self.__dict__.pop("tree_model_", None)
         self.order_ = int(self.order)
-        counts = count_ngrams(corpus, int(self.order))
         self.model_, self.info_ = estimate_kneser_ney(
-            counts, corpus.vocab, self.modified, self.min_counts, self.interpolate, consume=True)
-        self.model_.sources = (corpus.source,) if corpus.source else ()
-        self.vocab_ = corpus.vocab
+            counts, vocab, self.modified, self.min_counts, self.interpolate, consume=True)
+        self.model_.sources = sources
+        self.vocab_ = vocab
         self.discounts_ = self.info_["discounts"]
         return self
 
@@ -193,13 +197,8 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
                 self.fit(corpus)
                 self.n_sentences_, self.n_words_, self.n_oov_ = corpus.n_sentences, corpus.n_words, corpus.n_oov
                 return self
-            self.__dict__.pop("tree_model_", None)
-            self.order_ = int(self.order)
-            counts, self.vocab_, stats = _count_text(path, vocab_path, unk, self.order_)
-            self.model_, self.info_ = estimate_kneser_ney(
-                counts, self.vocab_, self.modified, self.min_counts, self.interpolate, consume=True)
-            self.model_.sources = (str(path),)
-            self.discounts_ = self.info_["discounts"]
+            counts, vocab, stats = _count_text(path, vocab_path, unk, int(self.order))
+            self._fit_counts(counts, vocab, (str(path),))
             self.n_sentences_, self.n_words_, self.n_oov_ = stats
             return self
         if self.order is None:

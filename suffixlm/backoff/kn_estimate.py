@@ -13,13 +13,13 @@ import numpy as np
 from .arpa import BackoffLM
 from ..corpus import BOS_ID, UNK_ID, Vocabulary
 from .kn_steps import (
+    arpa_entries,
     context_ranges,
     count_of_counts,
     estimate_discounts,
     estimate_unigrams,
     fixup_order,
     listed_unigrams,
-    quantize_g7,
     srilm_min_counts,
 )
 from ..ngrams import NgramCounts, ngram_rows
@@ -104,12 +104,11 @@ class KneserNeyEstimate:
         self._orders, self._node, self._nonevent, self.info = _estimate(counts, vocab, modified, min_counts,
                                                                         interpolate, consume)
         N = len(self._orders)
-        self.counts = [int(len(listed_unigrams(self._orders[0].explicit, self._nonevent)))] + \
-            [int(np.count_nonzero(o.explicit)) for o in self._orders[1:]]
+        unigrams = listed_unigrams(self._orders[0].explicit, self._nonevent)
+        self.counts = [len(unigrams)] + [int(np.count_nonzero(o.explicit)) for o in self._orders[1:]]
         bows = [int(np.count_nonzero(self._node[n - 1] & self._orders[n - 1].explicit)) for n in range(2, N)]
         if N > 1:
-            ids = listed_unigrams(self._orders[0].explicit, self._nonevent)
-            bows.append(int(np.count_nonzero(self._node[0][ids])))
+            bows.append(int(np.count_nonzero(self._node[0][unigrams])))
         self.n_parameters = sum(self.counts) + sum(bows)
         self._used = False
 
@@ -179,13 +178,9 @@ class KneserNeyEstimate:
 
 def _listed(word: list, prefix: list, lp: np.ndarray, bow: np.ndarray | None, node: np.ndarray | None,
             idx: np.ndarray):
-    """(rows, log10 p, back-off weight, has back-off) of the n-grams ``idx`` of an order
-    (``word``, ``prefix``: the counts' arrays of the orders up to it; ``bow`` None: the
-    highest order), the values as the ARPA file holds them (SRILM scores its files, too)."""
-    rows = ngram_rows(word, prefix, idx)
-    if bow is None:
-        return rows, quantize_g7(lp[idx]), np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
-    return rows, quantize_g7(lp[idx]), quantize_g7(bow[idx]), node[idx]
+    """``kn_steps.arpa_entries`` of the n-grams ``idx`` of an order (``word``, ``prefix``:
+    the counts' arrays of the orders up to it; ``bow`` None: the highest order)."""
+    return arpa_entries(ngram_rows(word, prefix, idx), lp, bow, node, idx)
 
 
 def _listed_block(explicit: np.ndarray, a: int, b: int, *arrays):

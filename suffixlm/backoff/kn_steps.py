@@ -147,6 +147,17 @@ def quantize_g7(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def arpa_entries(rows: np.ndarray, lp: np.ndarray, bow: np.ndarray | None, node: np.ndarray | None,
+                 idx: np.ndarray):
+    """What an ARPA file lists of the n-grams ``idx`` of an order: (``rows``, their word
+    ids; log10 p, back-off weight, has back-off), the values as read back from ``%.7g``
+    (SRILM scores its files, too). ``bow`` None: the highest order (no back-off weights);
+    ``node``: the context-node flags that say which n-grams list one."""
+    if bow is None:
+        return rows, quantize_g7(lp[idx]), np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
+    return rows, quantize_g7(lp[idx]), quantize_g7(bow[idx]), node[idx]
+
+
 def check_int32_counts(cnt: np.ndarray, n: int) -> np.ndarray:
     """The counts of n-grams of order n as int32, or ``CorpusError`` if one does not fit."""
     if len(cnt) and int(cnt.max()) > INT32_MAX:

@@ -180,6 +180,9 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     return_freed_memory_to_os()
     t0 = time.perf_counter()
     lm = KneserNeyLM(order, modified=modified, min_counts=min_counts)
+    # without pruning or a binary model, the ARPA file is streamed from the estimate: the
+    # whole model is never in memory
+    stream = order is not None and prune is None and not binary
     streamed = None
     spill = None
     with contextlib.ExitStack() as stack:
@@ -209,7 +212,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                 if spill is not None and plan.in_memory:
                     progress.line(f"memory budget {human_bytes(budget)}: it holds the estimate in memory")
                     with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
-                        if prune is None and not binary:
+                        if stream:
                             streamed, stats = lm.estimate_text(text, vocab_path, unk=unk)
                         else:
                             lm.fit_text(text, vocab_path, unk=unk)
@@ -229,8 +232,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             else:
                 with progress.stage(f"counting and estimating order-{order_text(order)} Kneser-Ney on "
                                     f"{train_file}"):
-                    if client is None and order is not None and prune is None and not binary:
-                        # the ARPA file is streamed from the estimate: the whole model is never in memory
+                    if client is None and stream:
                         streamed, stats = lm.estimate_text(train_file, vocab_path, unk=unk)
                     else:
                         lm.fit_text(train_file, vocab_path, unk=unk, client=client)

@@ -35,8 +35,9 @@ PARTITION_BYTES_PER_WORD = 80
 MERGE_BYTES_PER_WORD_PER_SHARD = 5
 #: peak of the in-memory estimator (``KneserNeyLM.estimate_text``, the ARPA file streamed from
 #: the estimate) beyond the program itself, order 5, bytes per byte of text (measured, no
-#: cut-offs: 10.8 on PTB, 10.5 and 10.1 on 10M- and 50M-word samples; about 25 bytes a
-#: distinct n-gram, the peak at the end of counting)
+#: cut-offs, peak RSS from wait4 less a 3-word text's 152 MB: 10.8 on PTB, 10.5 and 9.8 on
+#: 10M- and 50M-word samples, benchmarks/kn_scale_*.md; about 25 bytes a distinct n-gram,
+#: the peak at the end of counting)
 IN_MEMORY_BYTES_PER_TEXT_BYTE = 13
 #: share of the budget for the largest task; the store keeps results in the rest
 TASK_SHARE = 0.5

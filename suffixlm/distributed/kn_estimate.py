@@ -199,12 +199,7 @@ def _output(rows, lp, explicit, bow, node):
     back-off weight, has back-off weight), as read back from ``%.7g``; (n-grams, back-off
     weights)), the sizes apart so that counting them reads none of the piece."""
     idx = np.flatnonzero(explicit)
-    r = np.ascontiguousarray(rows[idx])
-    p = steps.quantize_g7(lp[idx])
-    if bow is None:
-        piece = r, p, np.zeros(len(idx), dtype=np.float32), np.zeros(len(idx), dtype=bool)
-    else:
-        piece = r, p, steps.quantize_g7(bow[idx]), node[idx]
+    piece = steps.arpa_entries(np.ascontiguousarray(rows[idx]), lp, bow, node, idx)
     return piece, (len(idx), int(piece[3].sum()))
 
 
