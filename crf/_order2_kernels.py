@@ -28,7 +28,7 @@ the label at position 0.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from suffixlm._jit import njit, prange
 
 from ._gradient_kernels import group_bounds, scatter, unigram_rank, zero_blocks
 from ._inference_kernels import (FAST, NEG_INF, dense_psi, exp_unary, restrict_to_forced, row_slot, row_sum,

@@ -5,8 +5,10 @@ caller keeps the arrays alive while their addresses are in use."""
 
 from __future__ import annotations
 
-from numba import carray, njit, types
+from numba import carray, types
 from numba.extending import intrinsic
+
+from ._jit import njit
 
 
 @intrinsic

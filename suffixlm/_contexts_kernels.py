@@ -12,7 +12,7 @@ nodes the context reached.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from ._tree_kernels import find_sorted, grow
 

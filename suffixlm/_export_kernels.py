@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from .backoff._kn_tree_kernels import edge_base
 

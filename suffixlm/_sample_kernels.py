@@ -8,7 +8,7 @@ explicit successor with probability S(h), else draws from h' and rejects words o
 """
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 
 @njit(cache=True)

@@ -14,7 +14,7 @@ the table is frozen (a given vocabulary).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 #: ids of the markers (``corpus.BOS_ID``, ``EOS_ID``, ``UNK_ID``)
 BOS_ID = 0

@@ -35,7 +35,7 @@ cross-checks it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 from ._tree_kernels import bfs_order, children_csr
 

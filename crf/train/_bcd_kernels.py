@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from suffixlm._jit import njit
 
 from .._gradient_kernels import unigram_rank
 from .._inference_kernels import STATE_LABEL, pair_size

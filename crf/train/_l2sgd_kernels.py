@@ -22,7 +22,7 @@ the sequence's blocks are first written into a scratch v (only those blocks are 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from suffixlm._jit import njit
 
 from .. import _order2_kernels as K2
 from ._sequence_kernels import (block_size2, gradient_workspace, longest_sequence, no_pair_args, sequence_loss,

@@ -22,7 +22,7 @@ order, forbidden pairs) :func:`crf._order2_kernels.viterbi_sequence2`, chosen by
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from suffixlm._jit import njit
 
 from .. import _inference_kernels as K
 from ._sequence_kernels import decode, decode_workspace, differs, errors, longest_sequence

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numba import njit
+from suffixlm._jit import njit
 
 from .. import _inference_kernels as K
 from ._sequence_kernels import decode, decode_workspace, differs, errors, no_pair_args

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from suffixlm._jit import njit
 
 from .. import _inference_kernels as K
 from .. import _order2_kernels as K2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from suffixlm._jit import njit, prange
 
 # FAST: re-association lets LLVM vectorise the reductions (these loops are memory-bound
 # and otherwise wait on one add chain); no inf/nan assumptions

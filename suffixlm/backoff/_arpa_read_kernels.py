@@ -6,7 +6,7 @@ sections."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ._arpa_write_kernels import POW10
 from .._tree_kernels import grow

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 #: 10**k for k = 0..22, exact in float64 (the exponents of the exact fast paths)
 POW10 = np.array([10.0 ** k for k in range(23)])

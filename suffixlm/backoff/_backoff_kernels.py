@@ -5,7 +5,7 @@ share."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ._hash_kernels import hash_find
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 LN10 = math.log(10.0)
 PROB_EPSILON = 3e-06  # SRILM's Prob_Epsilon

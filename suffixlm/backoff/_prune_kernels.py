@@ -8,7 +8,7 @@ is float32 (log10), ``Prob`` float64.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ._backoff_kernels import word_prob_bo
 

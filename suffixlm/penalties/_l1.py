@@ -6,7 +6,7 @@ i.e. soft-thresholding by kappa * eta_x / c_x: a collapsed node is c_x trie
 coordinates of weight eta_x / c_x each, sharing one value.
 """
 
-from numba import njit
+from .._jit import njit
 
 
 @njit(cache=True)

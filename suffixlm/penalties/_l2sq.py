@@ -6,7 +6,7 @@ i.e. w = v / (1 + kappa * eta_x / c_x); with eta = c = 1 this is eq. 6,
 w = v / (1 + kappa).
 """
 
-from numba import njit
+from .._jit import njit
 
 
 @njit(cache=True)

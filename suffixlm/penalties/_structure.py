@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._tree_kernels import children_csr
 

@@ -7,7 +7,7 @@ values on the collapsed path are equal, so the value equals the expanded trie's.
 """
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 from ._structure import gather_post
 
