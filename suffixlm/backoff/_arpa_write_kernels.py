@@ -1,5 +1,5 @@
 """Numba kernels that write ARPA text: C's ``%.7g`` for log-probabilities and back-off
-weights (``format_g7``), whole n-gram lines (``write_ngram_lines``), and the values a
+weights (``g7_text``, ``format_g7``), whole n-gram lines (``write_ngram_lines``), and the values a
 model has after an ARPA round trip (``quantize_g7``)."""
 
 from __future__ import annotations
@@ -11,19 +11,6 @@ from .._jit import njit
 
 #: 10**k for k = 0..22, exact in float64 (the exponents of the exact fast paths)
 POW10 = np.array([10.0 ** k for k in range(23)])
-
-
-@njit(cache=True, nogil=True)
-def _put_int(buf, pos, v):
-    # non-negative integer < 1000, decimal
-    if v >= 100:
-        buf[pos] = 48 + v // 100
-        pos += 1
-    if v >= 10:
-        buf[pos] = 48 + (v // 10) % 10
-        pos += 1
-    buf[pos] = 48 + v % 10
-    return pos + 1
 
 
 @njit(cache=True, nogil=True)
@@ -55,82 +42,96 @@ def _decimal7(a):
     return mant, e
 
 
-@njit(cache=True, nogil=True)
-def format_g7(buf, pos, x, scratch):
-    """Write ``x`` as C's ``%.7g`` at ``buf[pos:]`` (scratch: uint8[8] work space); -inf
-    is written as -99 (SRILM's log-zero). Returns the new position, or -1 when the value is outside the range
-    handled exactly here (|x| < 1e-15 or >= 1e15, NaN); the caller then falls back to
-    Python formatting."""
-    if x == 0.0:
-        buf[pos] = 48
-        return pos + 1
-    if x == -np.inf:
-        buf[pos] = 45
-        buf[pos + 1] = 57
-        buf[pos + 2] = 57
-        return pos + 3
-    if not (abs(x) >= 1e-15 and abs(x) < 1e15):
-        return -1
-    if x < 0:
-        buf[pos] = 45
-        pos += 1
-        a = -x
+@njit(cache=True, nogil=True, inline="always")
+def _put(lo, hi, k, c):
+    """Byte ``k`` (< 16) of a text packed in (lo, hi) set to ``c``: (lo, hi, k + 1)."""
+    if k < 8:
+        lo |= np.uint64(c) << np.uint64(8 * k)
     else:
-        a = x
+        hi |= np.uint64(c) << np.uint64(8 * (k - 8))
+    return lo, hi, k + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def g7_text(x):
+    """C's ``%.7g`` of ``x`` as (lo, hi, n): its n <= 13 ASCII bytes packed in two uint64,
+    byte k of the text in byte k % 8 (least significant first) of lo (k < 8) or hi; -inf
+    is written as -99 (SRILM's log-zero); n = -1 when the value is outside the range handled
+    exactly here (|x| < 1e-15 or >= 1e15, NaN, a near-tie of ``_decimal7``), which the
+    caller formats in Python. Scalars in and out: a kernel that writes many values calls
+    it without handing an array to a callee (numba counts the references of an array
+    passed to an inlined function, with atomic operations: a third of the ARPA writer's
+    time when ``format_g7`` took the buffer)."""
+    lo = np.uint64(0)
+    hi = np.uint64(0)
+    if x == 0.0:
+        return np.uint64(48), hi, 1
+    if x == -np.inf:
+        return np.uint64(45 | (57 << 8) | (57 << 16)), hi, 3
+    if not (abs(x) >= 1e-15 and abs(x) < 1e15):
+        return lo, hi, -1
+    k = 0
+    a = x
+    if x < 0:
+        lo, hi, k = _put(lo, hi, k, 45)
+        a = -x
     mant, e = _decimal7(a)
     if mant < 0:
-        return -1
+        return lo, hi, -1
     v = np.uint64(mant)  # unsigned: the divisions by 10 compile to multiplications
-    for i in range(6, -1, -1):  # the 7 digits, as ASCII, into scratch
+    digits = np.uint64(0)  # the 7 digits, as ASCII, digit i in byte i
+    for i in range(6, -1, -1):
         q = v // np.uint64(10)
-        scratch[i] = np.uint8(48 + (v - q * np.uint64(10)))
+        digits |= (np.uint64(48) + (v - q * np.uint64(10))) << np.uint64(8 * i)
         v = q
     last = 6  # index of the last significant digit (trailing zeros dropped)
-    while last > 0 and scratch[last] == 48:
+    while last > 0 and (digits >> np.uint64(8 * last)) & np.uint64(255) == 48:
         last -= 1
     if -4 <= e < 7:
         if e >= 0:
             for i in range(e + 1):
-                buf[pos] = scratch[i]
-                pos += 1
+                lo, hi, k = _put(lo, hi, k, (digits >> np.uint64(8 * i)) & np.uint64(255))
             if last > e:
-                buf[pos] = 46
-                pos += 1
+                lo, hi, k = _put(lo, hi, k, 46)
                 for i in range(e + 1, last + 1):
-                    buf[pos] = scratch[i]
-                    pos += 1
+                    lo, hi, k = _put(lo, hi, k, (digits >> np.uint64(8 * i)) & np.uint64(255))
         else:
-            buf[pos] = 48
-            buf[pos + 1] = 46
-            pos += 2
+            lo, hi, k = _put(lo, hi, k, 48)
+            lo, hi, k = _put(lo, hi, k, 46)
             for i in range(-e - 1):
-                buf[pos] = 48
-                pos += 1
+                lo, hi, k = _put(lo, hi, k, 48)
             for i in range(last + 1):
-                buf[pos] = scratch[i]
-                pos += 1
+                lo, hi, k = _put(lo, hi, k, (digits >> np.uint64(8 * i)) & np.uint64(255))
     else:
-        buf[pos] = scratch[0]
-        pos += 1
+        lo, hi, k = _put(lo, hi, k, digits & np.uint64(255))
         if last > 0:
-            buf[pos] = 46
-            pos += 1
+            lo, hi, k = _put(lo, hi, k, 46)
             for i in range(1, last + 1):
-                buf[pos] = scratch[i]
-                pos += 1
-        buf[pos] = 101
-        pos += 1
+                lo, hi, k = _put(lo, hi, k, (digits >> np.uint64(8 * i)) & np.uint64(255))
+        lo, hi, k = _put(lo, hi, k, 101)
         if e < 0:
-            buf[pos] = 45
+            lo, hi, k = _put(lo, hi, k, 45)
             e = -e
         else:
-            buf[pos] = 43
-        pos += 1
-        if e < 10:
-            buf[pos] = 48
-            pos += 1
-        pos = _put_int(buf, pos, e)
-    return pos
+            lo, hi, k = _put(lo, hi, k, 43)
+        if e >= 100:
+            lo, hi, k = _put(lo, hi, k, 48 + e // 100)
+        lo, hi, k = _put(lo, hi, k, 48 + (e // 10) % 10)  # two digits at least, as C writes them
+        lo, hi, k = _put(lo, hi, k, 48 + e % 10)
+    return lo, hi, k
+
+
+@njit(cache=True, nogil=True)
+def format_g7(buf, pos, x):
+    """Write ``x`` as C's ``%.7g`` at ``buf[pos:]`` (``g7_text``; -inf as -99). Returns the
+    new position, or -1 when the value is outside the range handled exactly here (the
+    caller then formats it in Python)."""
+    lo, hi, n = g7_text(x)
+    if n < 0:
+        return -1
+    for k in range(n):
+        buf[pos + k] = (lo >> np.uint64(8 * k)) if k < 8 else (hi >> np.uint64(8 * (k - 8)))
+    return pos + n
 
 
 @njit(cache=True, nogil=True)
@@ -139,8 +140,7 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
     enough). Returns (bytes written, -1), or (start of line i, i) when line i holds a
     value that needs Python formatting (the caller writes it and resumes)."""
     m, n = rows.shape
-    scratch = np.empty(8, dtype=np.uint8)
-    pos = np.int64(0)  # not the literal 0: one compiled format_g7, not two
+    pos = np.int64(0)
     for i in range(m):
         line_start = pos
         # fields: the probability, the words, then the back-off weight when there is one
@@ -155,9 +155,12 @@ def write_ngram_lines(rows, lp, bow, has_bow, word_bytes, word_offsets, buf):
                     pos += 1
                 pos -= 1
             else:
-                pos = format_g7(buf, pos, np.float64(lp[i] if field == 0 else bow[i]), scratch)
-                if pos < 0:
+                lo, hi, k = g7_text(np.float64(lp[i] if field == 0 else bow[i]))
+                if k < 0:
                     return line_start, i
+                for b in range(k):  # written here: format_g7 would take buf (see g7_text)
+                    buf[pos + b] = (lo >> np.uint64(8 * b)) if b < 8 else (hi >> np.uint64(8 * (b - 8)))
+                pos += k
             buf[pos] = 9  # the last one becomes the line's end below
             pos += 1
         buf[pos - 1] = 10

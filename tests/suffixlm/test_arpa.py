@@ -48,7 +48,7 @@ def _fmt_c(x: float) -> str:
 
 def _g7(x: float) -> str:
     buf = np.zeros(64, dtype=np.uint8)
-    n = K.format_g7(buf, np.int64(0), float(x), np.zeros(8, dtype=np.uint8))
+    n = K.format_g7(buf, np.int64(0), float(x))
     return None if n < 0 else buf[:n].tobytes().decode()
 
 
