@@ -24,6 +24,7 @@ Array arguments as in ``_inference_kernels``; ``uval`` empty means every value i
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit, prange
 
 from ._inference_kernels import (FAST, STATE_LABEL, fb_workspace, forward_backward, gold_score, pair_marginals,

@@ -31,6 +31,7 @@ Two transition recursions:
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit, prange
 
 #: the score of a labelling no path reaches (Viterbi, the pair states' log Z)

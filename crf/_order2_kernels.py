@@ -28,6 +28,7 @@ the label at position 0.
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit, prange
 
 from ._gradient_kernels import group_bounds, scatter, unigram_rank, zero_blocks

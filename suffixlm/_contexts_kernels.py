@@ -12,8 +12,8 @@ nodes the context reached.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
 
+from ._jit import njit
 from ._tree_kernels import find_sorted, grow
 
 

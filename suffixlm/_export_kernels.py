@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
 
+from ._jit import njit
 from .backoff._kn_tree_kernels import edge_base
 
 LN10 = np.log(10.0)

@@ -31,8 +31,8 @@ All arrays are int64 / float64, ``topo`` lists nodes parents-first.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit, prange
 
+from ._jit import njit, prange
 from ._address import array_at
 from ._text_kernels import line_starts, longest_span, text_ids
 from .backoff._kn_tree_kernels import edge_base

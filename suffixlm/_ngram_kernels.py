@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
 
+from ._jit import njit
 from ._address import prefetch
 from ._tree_kernels import sort_prefix
 

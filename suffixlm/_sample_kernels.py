@@ -8,6 +8,7 @@ explicit successor with probability S(h), else draws from h' and rejects words o
 """
 
 import numpy as np
+
 from ._jit import njit
 
 

@@ -13,8 +13,8 @@ leaves in depth-first order.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
 
+from ._jit import njit
 from ._tree_kernels import children_csr
 from ._tree_kernels import find_sorted, grow, sort_prefix
 

@@ -14,6 +14,7 @@ the table is frozen (a given vocabulary).
 from __future__ import annotations
 
 import numpy as np
+
 from ._jit import njit
 
 #: ids of the markers (``corpus.BOS_ID``, ``EOS_ID``, ``UNK_ID``)

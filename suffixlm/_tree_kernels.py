@@ -5,6 +5,7 @@ growing and sorting work arrays. One home for each; the other modules import the
 from __future__ import annotations
 
 import numpy as np
+
 from ._jit import njit
 
 

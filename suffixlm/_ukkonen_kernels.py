@@ -35,8 +35,8 @@ cross-checks it.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
 
+from ._jit import njit
 from ._tree_kernels import bfs_order, children_csr
 
 _GOLDEN = np.uint64(11400714819323198485)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit
 
 from .._gradient_kernels import unigram_rank

@@ -22,6 +22,7 @@ the sequence's blocks are first written into a scratch v (only those blocks are 
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit
 
 from .. import _order2_kernels as K2

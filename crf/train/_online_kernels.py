@@ -22,6 +22,7 @@ order, forbidden pairs) :func:`crf._order2_kernels.viterbi_sequence2`, chosen by
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit
 
 from .. import _inference_kernels as K

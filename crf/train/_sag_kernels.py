@@ -4,6 +4,7 @@ first order and on label-pair states."""
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit
 
 from .. import _inference_kernels as K

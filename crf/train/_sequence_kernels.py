@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+
 from suffixlm._jit import njit
 
 from .. import _inference_kernels as K

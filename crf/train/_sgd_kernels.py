@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit
 
 from ._sequence_kernels import block_size2, gradient_workspace, no_pair_args, sequence_loss_gradient

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from suffixlm._jit import njit, prange
 
 # FAST: re-association lets LLVM vectorise the reductions (these loops are memory-bound

@@ -6,8 +6,8 @@ sections."""
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._arpa_write_kernels import POW10
 from .._tree_kernels import grow
 from .._text_kernels import same_bytes, word_hash

@@ -5,8 +5,8 @@ share."""
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._hash_kernels import hash_find
 
 

@@ -28,8 +28,8 @@ a crash or a hang.
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit, prange
 
+from .._jit import njit, prange
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 from .._address import array_at, prefetch
 from .._text_kernels import line_starts, longest_span, text_ids

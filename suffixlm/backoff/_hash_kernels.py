@@ -4,6 +4,7 @@ linear probing), as flat arrays: the back-off model's n-gram tables."""
 from __future__ import annotations
 
 import numpy as np
+
 from .._jit import njit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

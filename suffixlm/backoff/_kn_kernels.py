@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from .._jit import njit
 
 LN10 = math.log(10.0)

@@ -5,6 +5,7 @@ at every node's deepest context with the closed form along its edge."""
 from __future__ import annotations
 
 import numpy as np
+
 from .._jit import njit
 
 

@@ -8,8 +8,8 @@ is float32 (log10), ``Prob`` float64.
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._backoff_kernels import word_prob_bo
 
 LN10 = 2.30258509299404568402  # M_LN10

@@ -8,8 +8,8 @@ Linear time. Works on magnitudes; signs are kept (nonneg: on max(v, 0)).
 """
 
 import numpy as np
-from .._jit import njit, prange
 
+from .._jit import njit, prange
 from ._structure import gather_post, scatter_post
 from ._value import sum_parts, value_post
 

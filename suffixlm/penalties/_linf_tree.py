@@ -17,8 +17,8 @@ clipped at the smallest threshold on its path to the root: one downward pass.
 """
 
 import numpy as np
-from .._jit import njit, prange
 
+from .._jit import njit, prange
 from ._structure import gather_post, scatter_post
 from ._value import sum_parts, value_post
 

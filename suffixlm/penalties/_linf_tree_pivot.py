@@ -9,8 +9,8 @@ O(|T|^2) in the worst case (Table 1). Kept for the comparison of Figure 3.
 """
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from ._structure import gather_post, scatter_post
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from .._jit import njit
 
+from .._jit import njit
 from .._tree_kernels import children_csr
 
 

@@ -7,8 +7,8 @@ values on the collapsed path are equal, so the value equals the expanded trie's.
 """
 
 import numpy as np
-from .._jit import njit, prange
 
+from .._jit import njit, prange
 from ._structure import gather_post
 
 

@@ -3,6 +3,7 @@ fused and in parallel. Sums run over a fixed number of blocks, so results do not
 on the thread count (and no BLAS: its threads fight numba's on 2 cores)."""
 
 import numpy as np
+
 from .._jit import njit, prange
 
 _BLOCKS = 64
