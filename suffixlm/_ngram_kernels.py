@@ -93,7 +93,9 @@ def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
         count[m] += 1
         ids[p] = m
     m += 1
-    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order, _runs(count, m)
+    # views: the tails past m were never written, so they take no memory (count, zeroed
+    # whole, is copied)
+    return ids, prefix[:m], word[:m], suffix[:m], count[:m].copy(), order, _runs(count, m)
 
 
 @njit(cache=True, nogil=True)
@@ -182,4 +184,6 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
                 order[k] = p
                 k += 1
     runs = np.zeros(0, dtype=np.int32) if top else _runs(count, m)
-    return ids, prefix[:m].copy(), word[:m].copy(), suffix[:m].copy(), count[:m].copy(), order[:k], runs
+    # views: the tails past m were never written, so they take no memory; a copy would
+    # hold both at once
+    return ids, prefix[:m], word[:m], suffix[:m], count[:m], order[:k], runs

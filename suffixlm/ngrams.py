@@ -53,7 +53,7 @@ def ngram_rows(word: list, prefix: list, index=None) -> np.ndarray:
     return out
 
 
-def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
+def count_ngrams(corpus: Corpus, order: int, shelf=None) -> NgramCounts:
     """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
 
     Order n is built from order n-1: the n-gram ending at position p is the pair
@@ -63,7 +63,14 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
     (n-1)-gram, as the level below listed them, are extended by their next token and
     sorted by it (``next_order_runs``: the same arrays, with one random read a position
     where the counting sort by prefix makes several; orders 3-5 of 50M sampled words
-    took 9.0-10.8 s where the counting sorts took 14.9-19.6 s, measured here)."""
+    took 9.0-10.8 s where the counting sorts took 14.9-19.6 s, measured here).
+
+    ``shelf``: a ``distributed.spill.SpillStore`` that keeps each order's arrays on disk
+    as soon as they are made (``Leaf`` entries in the lists; ``shelved`` reads one back):
+    the counting of the next order needs none of them, so the process holds only the
+    order being counted (``kn --memory``). With a shelf the caller also gives up the
+    corpus: its tokens are dropped (``corpus.tokens`` emptied) once the bigrams are
+    counted, as no higher order reads them."""
     if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
         raise TypeError(f"order must be an integer, got {order!r}")
     if order < 1:
@@ -88,10 +95,27 @@ def count_ngrams(corpus: Corpus, order: int) -> NgramCounts:
         if runs is None:  # the bigrams: two counting sorts over the vocabulary (next_order)
             ids, prefix, word, suffix, count, at, runs = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
             nxt = K.next_tokens(tok, sentence_start) if n < order else None
+            sentence_start = None
+            if shelf is not None:
+                corpus.tokens = tok = np.empty(0, dtype=np.int32)
         else:  # the level below, run by run (next_order_runs)
             ids, prefix, word, suffix, count, at, runs = K.next_order_runs(ids, at, runs, nxt, n == order)
+        if shelf is not None:
+            word, prefix, suffix, count = (shelf.wrap(a) for a in (word, prefix, suffix, count))
         c.word.append(word)
         c.prefix.append(prefix)
         c.suffix.append(suffix)
         c.count.append(count)
+        word = prefix = suffix = count = None
     return c
+
+
+def shelved(x) -> np.ndarray:
+    """An array of ``NgramCounts`` (or of an estimate) that may be on a shelf
+    (``count_ngrams``): the array itself, or the shelf's ``Leaf`` read back."""
+    return x if isinstance(x, np.ndarray) or x is None else x.get()
+
+
+def length(x) -> int:
+    """``len`` of an array or of a shelf's ``Leaf`` (without reading it back)."""
+    return len(x) if isinstance(x, np.ndarray) else int(x.shape[0])

@@ -57,14 +57,14 @@ class TextSize(NamedTuple):
     n_oov: int
 
 
-def _count_text(path, vocab_path, unk: bool, order: int):
+def _count_text(path, vocab_path, unk: bool, order: int, shelf=None):
     """(n-gram counts, vocabulary, ``TextSize``) of a text file; the text itself is dropped
-    once counted."""
+    once counted. ``shelf``: ``count_ngrams``'."""
     from ..corpus import load_training_corpus
 
     corpus = load_training_corpus(path, vocab_path, unk=unk)
     stats = TextSize(corpus.n_sentences, corpus.n_words, corpus.n_oov)
-    counts = count_ngrams(corpus, order)
+    counts = count_ngrams(corpus, order, shelf)
     return counts, corpus.vocab, stats
 
 
@@ -224,16 +224,21 @@ class KneserNeyLM(ParamsMixin, KenLMInterface):
         return self
 
     @_threads.scoped
-    def estimate_text(self, path, vocab_path=None, unk: bool = False) -> "tuple[KneserNeyEstimate, TextSize]":
+    def estimate_text(self, path, vocab_path=None, unk: bool = False,
+                      shelf=None) -> "tuple[KneserNeyEstimate, TextSize]":
         """The estimate of a fixed order on a text file, in this process, before its n-grams
         are listed: a ``KneserNeyEstimate`` whose ``write_arpa`` streams the ARPA file a block
         at a time (the bytes ``fit_text(...).write_arpa`` writes, without the whole model in
-        memory), and the text's ``TextSize``. Sets no learned state."""
+        memory), and the text's ``TextSize``. Sets no learned state. ``shelf``: a
+        ``distributed.spill.SpillStore`` that holds on disk the counts and the estimate's
+        arrays that the step at hand does not read (``count_ngrams``, ``KneserNeyEstimate``):
+        a lower peak of memory, the same file."""
         self._check_params()
         if self.order is None:
             raise ValueError("estimate_text estimates a fixed order; at unbounded order use fit_text")
-        counts, vocab, stats = _count_text(path, vocab_path, unk, int(self.order))
-        return KneserNeyEstimate(counts, vocab, self.modified, self.min_counts, self.interpolate, consume=True), stats
+        counts, vocab, stats = _count_text(path, vocab_path, unk, int(self.order), shelf)
+        return KneserNeyEstimate(counts, vocab, self.modified, self.min_counts, self.interpolate, consume=True,
+                                 shelf=shelf), stats
 
     @property
     def vocab(self) -> Vocabulary:

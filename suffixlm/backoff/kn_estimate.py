@@ -22,13 +22,14 @@ from .kn_steps import (
     listed_unigrams,
     srilm_min_counts,
 )
-from ..ngrams import NgramCounts, ngram_rows
+from ..ngrams import NgramCounts, length, ngram_rows, shelved
 
 
-def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndarray]:
+def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray, shelf=None) -> list[np.ndarray]:
     """Counts as SRILM's ``KneserNey::prepareCounts`` leaves them: for n < N the number
     of distinct (n+1)-grams ending in the n-gram, except n-grams starting with a
-    non-event (``<s>``; ``<unk>`` in a closed vocabulary), which keep their counts."""
+    non-event (``<s>``; ``<unk>`` in a closed vocabulary), which keep their counts.
+    ``shelf`` (``count_ngrams``'): the counts are read from it and the results put on it."""
     from . import _kn_kernels as K
 
     out = []
@@ -37,11 +38,13 @@ def kneser_ney_counts(counts: NgramCounts, nonevent: np.ndarray) -> list[np.ndar
     for n in range(1, N + 1):
         raw = counts.count[n - 1]
         if n == N:
-            out.append(raw.copy())
+            out.append(raw.copy() if isinstance(raw, np.ndarray) else raw)  # a shelf's file is never written again
             continue
         if n > 1:
-            first = first[counts.prefix[n - 1]]
-        out.append(K.kneser_ney_order_counts(raw, counts.suffix[n], first, nonevent))
+            first = first[shelved(counts.prefix[n - 1])]
+        kn = K.kneser_ney_order_counts(shelved(raw), shelved(counts.suffix[n]), first, nonevent)
+        out.append(kn if shelf is None else shelf.wrap(kn))
+        raw = kn = None
     return out
 
 
@@ -52,6 +55,14 @@ class _Order:
     found: np.ndarray     # float32[m] probability found by the back-off walk
     acc: np.ndarray       # float32[m] back-off weights summed on the way
     bow: np.ndarray | None = None  # float32[m] back-off weight of the n-gram as a context
+    # lp, explicit and bow may be a shelf's leaves (``_estimate``): read them with ``shelved``
+
+    def shelve(self, shelf) -> None:
+        """Put lp, explicit and bow on ``shelf`` (None: keep them in memory)."""
+        if shelf is not None:
+            self.lp, self.explicit = shelf.wrap(self.lp), shelf.wrap(self.explicit)
+            if self.bow is not None:
+                self.bow = shelf.wrap(self.bow)
 
 
 def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
@@ -90,23 +101,26 @@ class KneserNeyEstimate:
     bytes as the model's ``write_arpa``). Either, once: each frees the estimate as it goes.
 
     ``counts`` (list of n-grams per order, the ARPA header), ``n_parameters``, ``info``
-    (as ``estimate_kneser_ney``'s) and ``vocab`` are set at construction.
+    (as ``estimate_kneser_ney``'s) and ``vocab`` are set at construction. ``shelf``: the
+    ``distributed.spill.SpillStore`` ``counts`` were counted onto (``count_ngrams``); the
+    estimate keeps there too whatever its current step does not read (``_estimate``).
     """
 
     #: n-grams per piece of ``sections`` (one task of the writer's threads)
     BLOCK = 1 << 16
 
     def __init__(self, counts: NgramCounts, vocab: Vocabulary, modified: bool = True,
-                 min_counts: list[int] | None = None, interpolate: bool = True, consume: bool = False):
+                 min_counts: list[int] | None = None, interpolate: bool = True, consume: bool = False,
+                 shelf=None):
         self.vocab = vocab
         self._ngrams = counts
         self._consume = consume
         self._orders, self._node, self._nonevent, self.info = _estimate(counts, vocab, modified, min_counts,
-                                                                        interpolate, consume)
+                                                                        interpolate, consume, shelf)
         N = len(self._orders)
-        unigrams = listed_unigrams(self._orders[0].explicit, self._nonevent)
-        self.counts = [len(unigrams)] + [int(np.count_nonzero(o.explicit)) for o in self._orders[1:]]
-        bows = [int(np.count_nonzero(self._node[n - 1] & self._orders[n - 1].explicit)) for n in range(2, N)]
+        unigrams = listed_unigrams(shelved(self._orders[0].explicit), self._nonevent)
+        self.counts = [len(unigrams)] + [int(np.count_nonzero(shelved(o.explicit))) for o in self._orders[1:]]
+        bows = [int(np.count_nonzero(self._node[n - 1] & shelved(self._orders[n - 1].explicit))) for n in range(2, N)]
         if N > 1:
             bows.append(int(np.count_nonzero(self._node[0][unigrams])))
         self.n_parameters = sum(self.counts) + sum(bows)
@@ -120,7 +134,8 @@ class KneserNeyEstimate:
     def _entries(self, n: int, idx: np.ndarray):
         """``_listed`` of the n-grams ``idx`` of order n."""
         o = self._orders[n - 1]
-        return _listed(self._ngrams.word[:n], self._ngrams.prefix[:n], o.lp, o.bow, self._node[n - 1], idx)
+        return _listed([shelved(w) for w in self._ngrams.word[:n]], [shelved(p) for p in self._ngrams.prefix[:n]],
+                       shelved(o.lp), shelved(o.bow), self._node[n - 1], idx)
 
     def _free(self, n: int, listed: bool) -> None:
         """Drop order n's estimate; ``listed``: its rows are out, too."""
@@ -135,8 +150,9 @@ class KneserNeyEstimate:
         N = len(self._orders)
         ngrams = [None] * N
         for n in range(N, 0, -1):
-            o = self._orders[n - 1]
-            idx = listed_unigrams(o.explicit, self._nonevent) if n == 1 else np.flatnonzero(o.explicit)
+            explicit = shelved(self._orders[n - 1].explicit)
+            idx = listed_unigrams(explicit, self._nonevent) if n == 1 else np.flatnonzero(explicit)
+            explicit = None
             ngrams[n - 1] = self._entries(n, idx)
             self._free(n, True)
         return BackoffLM(self.vocab, ngrams)
@@ -148,18 +164,20 @@ class KneserNeyEstimate:
         is dropped once its pieces are made (a piece holds what it reads)."""
         self._take()
         N = len(self._orders)
+        words, prefixes = [], []  # the counts' arrays of the orders begun, each read once (``shelved``)
 
         def pieces(n):
             o, node = self._orders[n - 1], self._node[n - 1]
-            word, prefix = self._ngrams.word[:n], self._ngrams.prefix[:n]
+            words.append(shelved(self._ngrams.word[n - 1]))
+            prefixes.append(shelved(self._ngrams.prefix[n - 1]))
+            word, prefix = words[:n], prefixes[:n]
+            lp, bow, explicit = shelved(o.lp), shelved(o.bow), shelved(o.explicit)
             if n == 1:
-                yield functools.partial(_listed, word, prefix, o.lp, o.bow, node,
-                                        listed_unigrams(o.explicit, self._nonevent))
+                yield functools.partial(_listed, word, prefix, lp, bow, node, listed_unigrams(explicit, self._nonevent))
             else:
-                for a in range(0, len(o.explicit), self.BLOCK):
-                    yield functools.partial(_listed_block, o.explicit, a, a + self.BLOCK, word, prefix, o.lp, o.bow,
-                                            node)
-            o = node = word = prefix = None
+                for a in range(0, len(explicit), self.BLOCK):
+                    yield functools.partial(_listed_block, explicit, a, a + self.BLOCK, word, prefix, lp, bow, node)
+            o = node = word = prefix = lp = bow = explicit = None
             self._free(n, False)
             if n == N:
                 for k in range(1, N + 1):
@@ -189,9 +207,12 @@ def _listed_block(explicit: np.ndarray, a: int, b: int, *arrays):
 
 
 def _estimate(counts: NgramCounts, vocab: Vocabulary, modified: bool, min_counts, interpolate: bool,
-              consume: bool):
+              consume: bool, shelf=None):
     """The estimate of every order: (``_Order`` per order, context-node flags per order,
-    non-events, info). With ``consume``, the counts' suffix links are dropped once used."""
+    non-events, info). With ``consume``, the counts' suffix links are dropped once used.
+    ``shelf`` (``count_ngrams``'): the counts' arrays are read from it as each step needs
+    them, and each order's lp, explicit and bow go onto it once made, so that memory
+    holds the arrays of about one order at a time (``kn --memory``); the same numbers."""
     from . import _kn_kernels as K
 
     N = counts.order
@@ -204,79 +225,87 @@ def _estimate(counts: NgramCounts, vocab: Vocabulary, modified: bool, min_counts
     if not vocab.has_unk:
         nonevent[UNK_ID] = True
     vocab_size = int(V - nonevent.sum())
-    kn = kneser_ney_counts(counts, nonevent)
+    kn = kneser_ney_counts(counts, nonevent, shelf)
     counts.count = []  # raw counts are only needed for the KN counts
     info: dict = {"discounts": [], "count_of_counts": [], "retries": [], "bad_bows": [], "fixups": []}
     orders: list[_Order] = []
     # contexts holding a closed-vocabulary <unk> get no probabilities
-    has_unk = [counts.word[0] == UNK_ID] if not vocab.has_unk else None
+    has_unk = [shelved(counts.word[0]) == UNK_ID] if not vocab.has_unk else None
     for n in range(1, N + 1):
-        coc = count_of_counts(kn[n - 1], counts.word[n - 1], nonevent)
+        knc, word = shelved(kn[n - 1]), shelved(counts.word[n - 1])
+        coc = count_of_counts(knc, word, nonevent)
         # an order above the longest sentence has no n-gram: its discounts are never used
-        d = estimate_discounts(coc, modified, n) if len(kn[n - 1]) else (0.5, 1.0, 1.5)
+        d = estimate_discounts(coc, modified, n) if len(knc) else (0.5, 1.0, 1.5)
         info["count_of_counts"].append([int(x) for x in coc[1:]])
         info["discounts"].append(d)
-        word = counts.word[n - 1]
         if n == 1:
-            lp, explicit, n_retry = estimate_unigrams(kn[0], nonevent, int(min_counts[0]), d, vocab_size,
+            lp, explicit, n_retry = estimate_unigrams(knc, nonevent, int(min_counts[0]), d, vocab_size,
                                                       bool(interpolate))
             info["retries"].append(n_retry)
             info["bad_bows"].append(0)
             orders.append(_Order(lp, explicit, lp.copy(), np.zeros(V, dtype=np.float32)))
-            kn[0] = None
+            kn[0] = knc = None
             continue
-        if n >= 3:
-            orders[n - 3].found = orders[n - 3].acc = None  # recomputed in the fixup pass
         prev = orders[-1]
-        n_ctx = len(counts.word[n - 2])
-        start, end = context_ranges(counts.prefix[n - 1], n_ctx)
+        n_ctx = length(counts.word[n - 2])
+        prefix, suffix = shelved(counts.prefix[n - 1]), shelved(counts.suffix[n - 1])
+        start, end = context_ranges(prefix, n_ctx)
         skip = has_unk[n - 2] if has_unk is not None else np.zeros(n_ctx, dtype=bool)
-        lower = K.lower_order_lp(prev.found, prev.acc, counts.suffix[n - 1])
+        lower = K.lower_order_lp(prev.found, prev.acc, suffix)
         if n == N:  # no walk of this order reads them
             prev.found = prev.acc = None
         if has_unk is not None:
-            has_unk.append(has_unk[n - 2][counts.prefix[n - 1]] | (word == UNK_ID))
+            has_unk.append(has_unk[n - 2][prefix] | (word == UNK_ID))
         lp, explicit, n_retry = K.estimate_order(
-            start, end, skip, kn[n - 1], word, lower, nonevent,
+            start, end, skip, knc, word, lower, nonevent,
             int(min_counts[n - 1]), float(d[0]), float(d[1]), float(d[2]), vocab_size, bool(interpolate), False)
-        kn[n - 1] = None
+        kn[n - 1] = knc = word = None
         info["retries"].append(int(n_retry))
         bow, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
         start = end = skip = lower = None  # not held through the walk
         info["bad_bows"].append(int(n_bad))
-        orders[-1].bow = bow
+        prev.bow = bow
         # the highest order's walk would serve no higher one
-        found, acc = _walk(orders[-1], lp, explicit, counts.suffix[n - 1], counts.prefix[n - 1], bow) \
-            if n < N else (None, None)
+        found, acc = _walk(prev, lp, explicit, suffix, prefix, bow) if n < N else (None, None)
+        prev.found = prev.acc = None  # recomputed in the fixup pass
+        prev.shelve(shelf)  # order n - 1 is done
         orders.append(_Order(lp, explicit, found, acc))
-        found = acc = bow = lp = explicit = None  # not held into the next order
+        found = acc = bow = lp = explicit = prefix = suffix = prev = None  # not held into the next order
+    orders[-1].shelve(shelf)
 
     # nodes: contexts of explicit n-grams and their suffixes
     def context_nodes():
-        node = [np.zeros(len(o.lp), dtype=bool) for o in orders]
+        node = [np.zeros(length(o.lp), dtype=bool) for o in orders]
         none = np.zeros(0, dtype=bool)
         for n in range(N - 1, 0, -1):
-            K.mark_contexts(node[n - 1], counts.prefix[n], orders[n].explicit, counts.suffix[n],
-                            node[n] if n < N - 1 else none)
+            K.mark_contexts(node[n - 1], shelved(counts.prefix[n]), shelved(orders[n].explicit),
+                            shelved(counts.suffix[n]), node[n] if n < N - 1 else none)
         return node
 
     node = context_nodes()
     # fixups: every node and every prefix of a node needs an explicit probability
     mark = [x.copy() for x in node]
     for n in range(N - 1, 1, -1):
-        mark[n - 2][counts.prefix[n - 1][mark[n - 1]]] = True
+        mark[n - 2][shelved(counts.prefix[n - 1])[mark[n - 1]]] = True
     info["fixups"].append(0)
-    orders[0].found, orders[0].acc = orders[0].lp.copy(), np.zeros(V, dtype=np.float32)
+    lp1 = shelved(orders[0].lp)
+    orders[0].found, orders[0].acc = lp1.copy(), np.zeros(V, dtype=np.float32)
+    lp1 = None
     for n in range(2, N):  # the highest order has no fixups, so no walk
-        o = orders[n - 1]
-        o.found, o.acc = _walk(orders[n - 2], o.lp, o.explicit, counts.suffix[n - 1], counts.prefix[n - 1],
-                               orders[n - 2].bow)
-        orders[n - 2].found = orders[n - 2].acc = None
-        fix = mark[n - 1] & ~o.explicit
+        o, prev = orders[n - 1], orders[n - 2]
+        lp, explicit = shelved(o.lp), shelved(o.explicit)
+        o.found, o.acc = _walk(prev, lp, explicit, shelved(counts.suffix[n - 1]), shelved(counts.prefix[n - 1]),
+                               shelved(prev.bow))
+        prev.found = prev.acc = None
+        fix = mark[n - 1] & ~explicit
         info["fixups"].append(int(fix.sum()))
         if fix.any():
-            fixup_order(o.lp, o.explicit, o.found, o.acc, fix)
-        fix = o = None
+            if shelf is not None:  # changed: put back as new leaves (a leaf's file is never rewritten)
+                lp, explicit = lp.copy(), explicit.copy()
+            fixup_order(lp, explicit, o.found, o.acc, fix)
+            if shelf is not None:
+                o.lp, o.explicit = shelf.wrap(lp), shelf.wrap(explicit)
+        fix = o = prev = lp = explicit = None
     if N > 1:
         info["fixups"].append(0)
     orders[max(N - 2, 0)].found = orders[max(N - 2, 0)].acc = None

@@ -132,8 +132,10 @@ def _plan(budget, train_file, order, spill, progress):
               help="Estimate within about SIZE of memory (plus ~160 MB for the program itself), like lmplz -S: "
                    "the text is counted in shards, the n-grams merged and estimated in partitions sized to fit, "
                    "what does not fit spilled to --temp-dir, and the ARPA file streamed out; the same bytes as "
-                   "without it. E.g. 2G, 500M, 80% (of this machine's memory). With --prune or --binary the model "
-                   "is gathered in memory after the estimate. With --workers, the budget of each worker.")
+                   "without it. A budget that holds the whole estimate runs it in memory, the arrays a step does not "
+                   "read kept in --temp-dir past half the budget. E.g. 2G, 500M, 80% (of this machine's memory). "
+                   "With --prune or --binary the model is gathered in memory after the estimate. With --workers, the "
+                   "budget of each worker.")
 @click.option("--temp-dir", "temp_dir", default=None, metavar="DIR",
               help="Where --memory spills (default: $TMPDIR, else /tmp): a private directory made there and "
                    "removed on exit, on an error, on Ctrl-C and on SIGTERM/SIGHUP; one left by a run killed "
@@ -210,10 +212,12 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                 if budget is not None:
                     text, plan = _plan(budget, train_file, order, spill, progress)
                 if spill is not None and plan.in_memory:
-                    progress.line(f"memory budget {human_bytes(budget)}: it holds the estimate in memory")
+                    progress.line(f"memory budget {human_bytes(budget)}: it holds the estimate in memory"
+                                  + (", each step's idle arrays on disk" if plan.shelve and stream else ""))
                     with progress.stage(f"counting and estimating order-{order} Kneser-Ney on {train_file}"):
-                        if stream:
-                            streamed, stats = lm.estimate_text(text, vocab_path, unk=unk)
+                        if stream:  # past half the budget, what the step at hand does not read waits on disk
+                            streamed, stats = lm.estimate_text(text, vocab_path, unk=unk,
+                                                               shelf=spill.shelf() if plan.shelve else None)
                         else:
                             lm.fit_text(text, vocab_path, unk=unk)
                     if streamed is None:
@@ -259,10 +263,10 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             else:
                 lm.write_arpa(output)
         t2 = time.perf_counter()
-        if spill is not None and not quiet and spill.store.written:
-            st = spill.store
-            progress.line(f"spilled {human_bytes(st.written)} to {temp_dir or tempfile.gettempdir()} "
-                          f"(at most {human_bytes(st.peak_disk)} at once); removed")
+        written, peak_disk = spill.disk_use() if spill is not None else (0, 0)
+        if written and not quiet:
+            progress.line(f"spilled {human_bytes(written)} to {temp_dir or tempfile.gettempdir()} "
+                          f"(at most {human_bytes(peak_disk)} at once); removed")
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     if quiet:

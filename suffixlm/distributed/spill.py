@@ -88,10 +88,13 @@ class Leaf:
 class SpillStore:
     """The arrays of stored results, least recently used first; those beyond
     ``cache_bytes`` in memory are written to ``directory``. Safe to use from several
-    threads (one lock, reentrant: a leaf may be freed while the store works)."""
+    threads (one lock, reentrant: a leaf may be freed while the store works). ``shelf``
+    (``SpillClient.shelf``): with no cache, every array goes to disk as it comes and
+    leaves memory as soon as its reader lets go (views written as they are)."""
 
-    def __init__(self, directory: str, cache_bytes: int, min_spill: int = MIN_SPILL_BYTES):
+    def __init__(self, directory: str, cache_bytes: int, min_spill: int = MIN_SPILL_BYTES, shelf: bool = False):
         self.directory = directory
+        self.shelf = shelf
         self.cache_bytes = int(cache_bytes)
         self.min_spill = int(min_spill)
         self.in_memory: OrderedDict = OrderedDict()  # id(leaf) -> weak reference, in memory, oldest first
@@ -111,7 +114,7 @@ class SpillStore:
     def _wrap_array(self, value):
         if not isinstance(value, np.ndarray) or value.dtype.hasobject:
             return value
-        if value.base is not None:
+        if value.base is not None and not self.shelf:  # (a shelf writes it at once)
             value = value.copy()  # a view would keep its whole base in memory, uncounted
         if value.nbytes < self.min_spill:
             return value
@@ -128,7 +131,7 @@ class SpillStore:
         with self.lock:
             self.in_memory[id(leaf)] = weakref.ref(leaf)
             self.held += leaf.nbytes
-            self.trim(keep=leaf)
+            self.trim(keep=None if self.shelf else leaf)
 
     def load(self, leaf: Leaf) -> np.ndarray:
         with self.lock:
@@ -149,7 +152,7 @@ class SpillStore:
         """Spill the least recently used arrays until those in memory fit the cache
         (``keep``, just made or read, stays)."""
         with self.lock:
-            while self.held > self.cache_bytes and len(self.in_memory) > 1:
+            while self.held > self.cache_bytes and len(self.in_memory) > (0 if keep is None else 1):
                 key, ref = next(iter(self.in_memory.items()))
                 leaf = ref()
                 if leaf is keep:
@@ -279,6 +282,7 @@ class SpillClient:
         with open(os.path.join(self.directory, OWNER_FILE), "w") as fh:
             fh.write(_owner_line())
         self.store = SpillStore(self.directory, cache_bytes, min_spill)
+        self.shelves: list[SpillStore] = []
         self.results: dict | None = {}
         self._keys = itertools.count()
         self._old_handlers: dict = {}
@@ -341,6 +345,23 @@ class SpillClient:
 
     def scheduler_info(self):
         return {"workers": {"this process": {}}}
+
+    def shelf(self) -> SpillStore:
+        """A store of its own in the spill directory that keeps nothing in memory: each
+        array given to it is written at once and read back, afresh, each time it is asked
+        for. Where the in-memory estimator keeps what its current step does not read
+        (``ngrams.count_ngrams``)."""
+        directory = os.path.join(self.directory, f"shelf-{len(self.shelves)}")
+        os.mkdir(directory)
+        store = SpillStore(directory, 0, self.store.min_spill, shelf=True)
+        self.shelves.append(store)
+        return store
+
+    def disk_use(self) -> tuple[int, int]:
+        """(bytes written in all, the most on disk at once: at most the sum of each
+        store's) of the spill store and the shelves."""
+        stores = [self.store] + self.shelves
+        return sum(st.written for st in stores), sum(st.peak_disk for st in stores)
 
     # ---------------------------------------------------------------- clean-up
     def close(self) -> None:

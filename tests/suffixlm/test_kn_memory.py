@@ -153,7 +153,7 @@ def test_plan_scales_with_text_and_budget():
     mb = 1 << 20
     p = B.plan_memory(1024 * mb, 5 * mb, 5)
     assert p.n_shards == 1 and p.partitions(1_000_000) == 1 and p.in_memory
-    assert not B.plan_memory(64 * mb, 5 * mb, 5).in_memory
+    assert not B.plan_memory(32 * mb, 5 * mb, 5).in_memory
     assert p.cache + p.task <= p.budget
     small = B.plan_memory(64 * mb, 5 * mb, 5)
     assert small.n_shards == math.ceil(5 * mb * B.COUNT_BYTES_PER_TEXT_BYTE / small.task)
@@ -166,6 +166,71 @@ def test_plan_scales_with_text_and_budget():
         B.plan_memory(2 * mb, 10**12, 5)
     with pytest.raises(B.BudgetError, match="too small .* give at least"):
         small.partitions(10**12)
+
+
+def test_plan_shelves_past_half_the_budget():
+    """The in-memory estimator is taken while its shelved peak fits the budget, and
+    shelves once its whole peak would take more than half of it."""
+    mb = 1 << 20
+    text = 50 * mb
+    whole = text * B.IN_MEMORY_BYTES_PER_TEXT_BYTE
+    shelved = text * B.SHELVED_BYTES_PER_TEXT_BYTE
+    roomy = B.plan_memory(int(whole / B.SHELVE_SHARE) + mb, text, 5)
+    assert roomy.in_memory and not roomy.shelve
+    tight = B.plan_memory(int(whole / B.SHELVE_SHARE) - mb, text, 5)
+    assert tight.in_memory and tight.shelve
+    least = B.plan_memory(int(shelved / (B.TASK_SHARE + B.CACHE_SHARE)) + mb, text, 5)
+    assert least.in_memory and least.shelve and whole > least.budget * (B.TASK_SHARE + B.CACHE_SHARE)
+    assert not B.plan_memory(int(shelved / (B.TASK_SHARE + B.CACHE_SHARE)) - mb, text, 5).in_memory
+
+
+@pytest.mark.parametrize("order,args", [
+    (5, ["--min-count", "none"]),
+    (4, []),
+    (3, ["--original"]),
+    (4, ["--no-unk", "--min-count", "1,2,3"]),
+    (1, []),
+])
+def test_shelved_estimate_identical(sampled_corpus, tmp_path, order, args):
+    """The in-memory estimator with every array it is not using on a shelf (the counts
+    as they are made, each order's estimate once done, the fix-ups' changes as new
+    files) writes the ARPA file of the estimator without one, byte for byte, and its
+    files are gone when the client closes."""
+    from suffixlm.backoff.kn import KneserNeyLM
+
+    ref = _single(sampled_corpus, tmp_path, "--order", str(order), *args)
+    min_counts = None
+    if "--min-count" in args:
+        v = args[args.index("--min-count") + 1]
+        min_counts = [1] if v == "none" else [int(x) for x in v.split(",")]
+    lm = KneserNeyLM(order, modified="--original" not in args, min_counts=min_counts)
+    with SpillClient(1 << 30, str(tmp_path), min_spill=0) as c:
+        shelf = c.shelf()
+        est, _ = lm.estimate_text(sampled_corpus, unk="--no-unk" not in args, shelf=shelf)
+        out = tmp_path / "shelved.arpa"
+        est.write_arpa(out)
+        assert shelf.written > 0 and shelf.read > 0 and shelf.held == 0
+        assert c.disk_use()[0] == shelf.written
+    assert out.read_bytes() == ref
+    assert _spill_dirs(tmp_path) == []
+
+
+def test_cli_memory_shelves_identical(sampled_corpus, tmp_path):
+    """A budget the whole in-memory estimate would take more than half of: the estimator
+    shelves (reported), the same ARPA file, the temporary directory removed."""
+    ref = _single(sampled_corpus, tmp_path, "--order", "5", "--min-count", "none")
+    budget = int(os.path.getsize(sampled_corpus) * B.IN_MEMORY_BYTES_PER_TEXT_BYTE / 0.6)
+    plan = B.plan_memory(budget, os.path.getsize(sampled_corpus), 5)
+    assert plan.in_memory and plan.shelve
+    out = tmp_path / "m.arpa"
+    tmp = tmp_path / "spill"
+    tmp.mkdir()
+    r = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(out), "--order", "5", "--min-count", "none",
+                                  "--memory", str(budget), "--temp-dir", str(tmp)])
+    assert r.exit_code == 0, r.output
+    assert "idle arrays on disk" in r.output and "spilled" in r.output
+    assert out.read_bytes() == ref
+    assert os.listdir(tmp) == []
 
 
 def _budget_for(path, order, shards) -> int:
@@ -204,9 +269,10 @@ def test_api_any_shards_and_partitions_identical(sampled_corpus, tmp_path, order
     assert _spill_dirs(tmp_path) == []
 
 
-@pytest.mark.parametrize("shards", [1, 6, 9])
+@pytest.mark.parametrize("shards", [1, 9, 12])
 def test_cli_memory_identical(sampled_corpus, tmp_path, shards):
-    """``--memory`` at budgets that hold the in-memory estimate, or cut the text into 6 and 9 shards: the same ARPA file,
+    """``--memory`` at budgets that hold the in-memory estimate, or cut the text into 9 and 12 shards (too small for
+    the in-memory estimator even shelved): the same ARPA file,
     the temporary directory removed, the plan reported."""
     ref = _single(sampled_corpus, tmp_path, "--order", "4")
     budget = _budget_for(sampled_corpus, 4, shards)
