@@ -30,15 +30,12 @@ import codecs
 import contextlib
 import errno
 import gzip
-import hashlib
 import io
 import json
 import math
 import os
 import re
-import secrets
 import shutil
-import socket
 import stat
 import struct
 import sys
@@ -738,6 +735,9 @@ def _finish(text: io.TextIOWrapper | None, gz: gzip.GzipFile | None) -> None:
 def _host_tag() -> str:
     """8 hex digits naming this machine in temporary file names (a process id means
     something on its own machine only)."""
+    import hashlib  # here, not at import: a command that writes no file never needs them (~6 ms)
+    import socket
+
     return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 
 
@@ -748,6 +748,8 @@ def _temporary_stem(name: str) -> str:
     raw = os.fsencode(name)
     if len(raw) <= 200:
         return name
+    import hashlib
+
     return os.fsdecode(raw[:100]) + "~" + hashlib.sha256(raw).hexdigest()[:16]
 
 
@@ -797,6 +799,8 @@ def _create_temporary(directory: str, name: str) -> tuple[int, str]:
     """A new file ``.<name>.<host>.<pid>.<random>.tmp`` in ``directory`` (hidden, and
     named so that ``remove_stale_temporaries`` can tell whose it is), after removing
     the stale ones of earlier writers of ``name``."""
+    import secrets
+
     remove_stale_temporaries(directory, name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     prefix = f".{_temporary_stem(name)}.{_host_tag()}.{os.getpid()}"

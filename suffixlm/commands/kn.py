@@ -152,6 +152,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
     from ..corpus import CorpusError
     from ..backoff.kn import DiscountWarning, KneserNeyLM
     from ..distributed.budget import BudgetError
+    from ..distributed.spill import SpillError
     from ..io import write_error_message
     from ..memory import human_bytes, return_freed_memory_to_os
     from .params import check_output, check_text_input, report_stream
@@ -242,6 +243,8 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                         lm.fit_text(train_file, vocab_path, unk=unk, client=client)
         except (CorpusError, BudgetError) as e:
             raise click.ClickException(str(e)) from None
+        except SpillError as e:
+            raise click.ClickException(e.strerror) from None
         except Exception as e:
             if type(e).__name__ != "KilledWorker":
                 raise

@@ -43,6 +43,11 @@ DIR_PREFIX = "suffixlm-spill-"
 OWNER_FILE = "owner"
 
 
+class SpillError(OSError):
+    """A spill file could not be written (a full or read-only ``--temp-dir``): its message
+    is one line naming the directory, the size and the reason."""
+
+
 def tree_map(fn, value):
     """``value`` with ``fn`` applied to what it holds: tuples, lists and dicts are walked."""
     if isinstance(value, tuple):
@@ -171,8 +176,17 @@ class SpillStore:
     def _spill(self, leaf: Leaf) -> None:
         if leaf.path is None:
             path = os.path.join(self.directory, f"{next(self._names)}.bin")
-            with open(path, "wb") as fh:
-                np.ascontiguousarray(leaf.array).tofile(fh)
+            try:
+                with open(path, "wb") as fh:  # a write of the file object (numpy's tofile drops errno)
+                    fh.write(memoryview(np.ascontiguousarray(leaf.array).reshape(-1)).cast("B"))
+            except OSError as e:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                from ..memory import human_bytes
+
+                reason = os.strerror(e.errno).lower() if e.errno else str(e)
+                raise SpillError(e.errno, f"cannot spill {human_bytes(leaf.nbytes)} to {self.directory}: {reason} "
+                                 "(free some space there, or give --temp-dir elsewhere)") from None
             leaf.path = path
             self.on_disk += leaf.nbytes
             self.peak_disk = max(self.peak_disk, self.on_disk)

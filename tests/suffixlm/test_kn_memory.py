@@ -233,6 +233,32 @@ def test_cli_memory_shelves_identical(sampled_corpus, tmp_path):
     assert os.listdir(tmp) == []
 
 
+@pytest.mark.parametrize("shelved", [True, False])
+def test_cli_memory_full_temp_dir_is_one_line(sampled_corpus, tmp_path, monkeypatch, shelved):
+    """A spill write that fails (here every spill file is /dev/full: no space left) ends
+    the command with one line naming the directory and the way out, no traceback, no
+    output file, the temporary directory removed; on the shelved in-memory path and on
+    the partitioned one."""
+    from suffixlm.distributed import spill
+
+    real_open = open
+    monkeypatch.setattr(spill, "open", lambda path, mode="r", *a, **k: real_open(
+        "/dev/full", mode) if str(path).endswith(".bin") and "w" in mode else real_open(path, mode, *a, **k),
+        raising=False)
+    size = os.path.getsize(sampled_corpus)
+    budget = int(size * B.IN_MEMORY_BYTES_PER_TEXT_BYTE / 0.6) if shelved else _budget_for(sampled_corpus, 5, 9)
+    assert B.plan_memory(budget, size, 5).in_memory == shelved
+    out = tmp_path / "m.arpa"
+    tmp = tmp_path / "spill"
+    tmp.mkdir()
+    r = CliRunner().invoke(main, ["kn", sampled_corpus, "-o", str(out), "--order", "5", "--min-count", "none",
+                                  "--memory", str(budget), "--temp-dir", str(tmp), "-q"])
+    assert r.exit_code == 1, r.output
+    assert "cannot spill" in r.output and "no space left on device" in r.output and str(tmp) in r.output
+    assert "Traceback" not in r.output and "--temp-dir elsewhere" in r.output
+    assert not out.exists() and os.listdir(tmp) == []
+
+
 def _budget_for(path, order, shards) -> int:
     """A budget whose plan cuts ``path`` into ``shards`` shards."""
     size = os.path.getsize(path)
