@@ -144,11 +144,14 @@ class SpillStore:
                 self.in_memory.move_to_end(id(leaf))
                 return leaf.array
             count = int(np.prod(leaf.shape, dtype=np.int64))
+            array = None
             if self.shelf and count and os.path.getsize(leaf.path) == leaf.nbytes:
                 # mapped copy-on-write: pages come from the page cache as they are read, no
-                # copy, and leave with the last view (a writer gets its own pages)
-                array = np.asarray(np.memmap(leaf.path, dtype=leaf.dtype, mode="c", shape=leaf.shape))
-            else:
+                # copy, and leave with the last view (a writer gets its own pages); a file
+                # system that cannot map files is read instead
+                with contextlib.suppress(OSError, ValueError):
+                    array = np.asarray(np.memmap(leaf.path, dtype=leaf.dtype, mode="c", shape=leaf.shape))
+            if array is None:
                 array = np.fromfile(leaf.path, dtype=leaf.dtype, count=count)
                 if array.size != count:
                     raise OSError(f"spill file {leaf.path} was cut short")

@@ -78,6 +78,29 @@ def test_store_spills_and_reads_back(tmp_path):
     assert not os.path.exists(d)
 
 
+def test_shelf_keeps_nothing_in_memory(tmp_path):
+    """A shelf writes every array (a view as it is) at once and holds none; each read is
+    its file afresh, so a reader that changes what it read leaves the file as it was."""
+    with SpillClient(1 << 30, str(tmp_path)) as c:
+        shelf = c.shelf()
+        base = np.arange(100_000, dtype=np.int32)
+        view = base[10:50_010]
+        leaf = shelf.wrap(view)
+        assert shelf.held == 0 and shelf.written == view.nbytes and len(shelf.in_memory) == 0
+        a = leaf.get()
+        assert a.dtype == np.int32 and np.array_equal(a, view) and shelf.held == 0
+        a[:] = -1
+        b = leaf.get()
+        assert np.array_equal(b, view) and shelf.read == 2 * view.nbytes
+        assert shelf.wrap(np.zeros(3, dtype=np.int8)).__class__ is np.ndarray  # under min_spill: kept as it is
+        assert c.disk_use() == (view.nbytes, view.nbytes)
+        del leaf, a, b
+        assert os.listdir(os.path.join(c.directory, "shelf-0")) == []
+    assert _spill_dirs(tmp_path) == []
+    with SpillClient(1 << 30, str(tmp_path), min_spill=0) as c:  # an empty array: a file of no bytes
+        assert c.shelf().wrap(np.zeros(0, dtype=np.float32)).get().shape == (0,)
+
+
 def test_store_keeps_results_within_the_cache(tmp_path):
     """Results that fit the cache are never written; beyond it, the least recently used go."""
     mb = 1 << 20
