@@ -59,10 +59,8 @@ class _Order:
 
     def shelve(self, shelf) -> None:
         """Put lp, explicit and bow on ``shelf`` (None: keep them in memory)."""
-        if shelf is not None:
-            self.lp, self.explicit = shelf.wrap(self.lp), shelf.wrap(self.explicit)
-            if self.bow is not None:
-                self.bow = shelf.wrap(self.bow)
+        if shelf is not None:  # (wrap passes None through: the highest order has no bow)
+            self.lp, self.explicit, self.bow = (shelf.wrap(a) for a in (self.lp, self.explicit, self.bow))
 
 
 def _walk(order_prev: _Order, lp, explicit, suffix, prefix, bow_prev):
