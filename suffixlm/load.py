@@ -22,6 +22,17 @@ def _regular_head(path, n: int) -> bytes | None:
         return f.read(n)
 
 
+def is_binary_model(path) -> bool:
+    """Whether ``path`` is a regular file that starts as a suffixlm binary model (False
+    when it cannot be read: loading it says why)."""
+    from .backoff.binary import MAGIC
+
+    try:
+        return _regular_head(path, len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 def load_model(path: str | os.PathLike, arpa: bool = False, only_for=None):
     """A suffixlm binary model (:class:`suffixlm.backoff.binary.BinaryLM`, memory-mapped), an
     ARPA file (``arpa=True``, or recognised by its content) as a

@@ -133,9 +133,14 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
         from .params import check_output
 
         check_output(write_lm, [model_path, test_path, mix_lm] + [m for m, _ in extra])  # before any work
-    from ..memory import return_freed_memory_to_os
+    from ..load import is_binary_model
 
-    return_freed_memory_to_os()
+    if arpa_path is not None or mix_lm is not None or not is_binary_model(model_path):
+        from ..memory import return_freed_memory_to_os
+
+        # a parsed model's big arrays go back to the system once freed; a binary model is
+        # mapped, and the test text's arrays are reused faster from the heap (20 ms of 0.2 s)
+        return_freed_memory_to_os()
     from .params import check_text_input
 
     check_text_input(test_path, "the test text")

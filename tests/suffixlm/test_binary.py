@@ -271,6 +271,17 @@ def test_load_methods(good):
     assert np.array_equal(lazy._D, read._D)
 
 
+def test_is_binary_model(good, tmp_path):
+    from suffixlm.load import is_binary_model
+
+    arpa, p = good
+    arpa.write_arpa(tmp_path / "m.arpa")
+    (tmp_path / "short").write_bytes(p.read_bytes()[:5])
+    assert is_binary_model(p) and is_binary_model(str(p))
+    for other in ("m.arpa", "short", "missing", "."):  # an ARPA file, a prefix, no file, a directory
+        assert not is_binary_model(tmp_path / other)
+
+
 def test_foreign_states_are_the_empty_context(good):
     arpa, p = good
     m = BinaryLM(p)
