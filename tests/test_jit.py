@@ -87,3 +87,58 @@ def test_njit_forms():
 
     assert bare(1) == 2 and called(3) == 6
     assert isinstance(bare, numba.core.registry.CPUDispatcher) or not hasattr(bare, "py_func")
+
+
+DEPENDENT_RUN = textwrap.dedent('''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    from pkg import b
+    out = {"g": b.g(1), "hits": sum(b.g.stats.cache_hits.values()), "misses": sum(b.g.stats.cache_misses.values())}
+    print(json.dumps(out))
+''')
+
+
+def test_a_kernel_is_compiled_again_when_a_module_it_imports_changes(tmp_path):
+    """numba stamps a kernel's cache with its own file only; the dependency stamp also
+    covers the modules it imports (a kernel called, a constant read): a change there
+    makes the cache stale, as after a ``git pull`` into an editable install."""
+    from suffixlm._jit import dependency_stamp
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from suffixlm._jit import njit\n\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    (pkg / "c.py").write_text("K = 3\n")
+    (pkg / "b.py").write_text("from suffixlm._jit import njit\nfrom .a import f\nfrom .c import K  # a constant\n\n\n"
+                              "@njit(cache=True)\ndef g(x):\n    return f(x) * K\n")
+
+    def run():
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+        env.pop("NUMBA_DISABLE_JIT", None)
+        p = subprocess.run([sys.executable, "-c", DEPENDENT_RUN, str(tmp_path)], env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def edit(name, text):
+        path = pkg / name
+        before = path.stat()
+        path.write_text(text)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # a later time, whatever the clock
+
+    assert run() == {"g": 6, "hits": 0, "misses": 1}
+    assert run() == {"g": 6, "hits": 1, "misses": 0}
+    edit("a.py", "from suffixlm._jit import njit\n\n\n@njit(cache=True)\ndef f(x):\n    return x + 2\n")
+    assert run() == {"g": 9, "hits": 0, "misses": 1}  # numba's own stamp would have given 6 from the cache
+    edit("c.py", "K = 4\n")
+    assert run() == {"g": 12, "hits": 0, "misses": 1}
+    assert run() == {"g": 12, "hits": 1, "misses": 0}
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import pkg.b  # noqa: F401  (the stamp reads the package's files)
+
+        assert [m for m, _, _ in dependency_stamp("pkg.b")] == ["pkg.a", "pkg.b", "pkg.c", "suffixlm._jit"]
+    finally:
+        sys.path.remove(str(tmp_path))
+        for m in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.")]:
+            del sys.modules[m]
