@@ -63,13 +63,17 @@ from .params import (
               help="Open vocabulary: unseen test words are scored as <unk> (SRILM's -unk, as `suffixlm kn`).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SEED_MAX))
 @checkpoint_options()
+@click.option("--write-binary", "binary_path", default=None, type=click.Path(dir_okay=False), metavar="OUT.bin",
+              help="Also write the model as a binary model there: its exact back-off form (`suffixlm export`'s), "
+                   "memory-mapped at load and queried at a back-off model's speed, for decoders; what `suffixlm "
+                   "build-binary MODEL OUT.bin` writes. The model file is written first.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 @distributed_options
 @threads_option
 def command(train_file, output, order, penalty, lam_text, alpha, base, signed, discount, solver, epochs, batch_size,
             batch_growth, tol, init, valid_file, vocab_file, min_count, unk, seed, checkpoint_path, checkpoint_every,
-            resume, quiet, as_json, workers, scheduler, memory_limit):
+            resume, binary_path, quiet, as_json, workers, scheduler, memory_limit):
     """Train a log-linear language model on TRAIN.txt (one sentence per line).
 
     With --workers/--scheduler the text's (context, target) events are counted on Dask
@@ -90,6 +94,13 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     for path, what in ((train_file, "the training text"), (valid_file, "the validation text")):
         check_text_input(path, what)
     check_output(output, inputs, binary=True)  # before any work: the model never replaces an input, and can be written
+    if binary_path is not None:
+        if str(binary_path) == "-":
+            raise click.UsageError("--write-binary names a file (the binary model is memory-mapped where it lies)")
+        check_output(binary_path, inputs + [output, checkpoint_path], binary=True)
+        for other, what in ((output, "the model file -o"), (checkpoint_path, "the checkpoint --checkpoint")):
+            if other not in (None, "-") and _same_path(binary_path, other):
+                raise click.UsageError(f"--write-binary {binary_path} is {what} {other}: give another name")
     if lam == "auto" and valid_file is None:
         raise click.UsageError("--lam auto needs --valid VALID.txt to choose lambda on")
     if base is None:
@@ -140,6 +151,13 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         raise click.ClickException(str(e)) from None
     with writing(output), training_interrupts(ck, output, saving=True):
         model.save(output, inputs=[p for p in inputs if p is not None])
+    binary_info = None
+    if binary_path is not None:
+        from ..backoff.binary import to_binary
+
+        with writing(binary_path), progress.stage(f"writing {binary_path} (the binary model)"):
+            binary_info = to_binary(model, binary_path,
+                                    sources=[p for p in inputs + [output, checkpoint_path] if p not in (None, "-")])
     if ck is not None:
         ck.remove()  # the model it led to is written
     summary = {
@@ -161,6 +179,9 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
         "prox_seconds": model.prox_seconds_,
         "gradient_seconds": model.gradient_seconds_,
     }
+    if binary_info is not None:
+        summary["binary"] = binary_path
+        summary["binary_bytes"] = binary_info["file_size"]
     if valid is not None:
         summary["valid_ppl"] = model.corpus_perplexity(valid)
     if grid_results:
@@ -170,7 +191,18 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
 
         click.echo(json.dumps(summary), err=report_stream(output))
     elif not quiet:
-        click.echo(f"wrote {output}" + (f" (valid ppl {summary['valid_ppl']:.2f})" if valid is not None else ""), err=True)
+        click.echo(f"wrote {output}" + (f" and {binary_path}" if binary_info is not None else "")
+                   + (f" (valid ppl {summary['valid_ppl']:.2f})" if valid is not None else ""), err=True)
+
+
+def _same_path(a, b) -> bool:
+    """Whether the paths ``a`` and ``b`` name the same file (existing or not)."""
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def fit_lm(lm, corpus, valid, lam, progress, ck=None):

@@ -378,6 +378,32 @@ def test_command_line(tmp_path):
     os.chmod(binary, 0o644)
 
 
+def test_train_writes_the_binary_model_build_binary_writes(tmp_path):
+    """``suffixlm train --write-binary OUT.bin`` writes, after the model file, the bytes
+    ``suffixlm build-binary MODEL OUT.bin`` writes; it never names the model file, an
+    input, the checkpoint or standard output, and it is refused before any training."""
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    train.write_text("\n".join(_random_corpus(21, n=150)) + "\n")
+    test.write_text("\n".join(_random_corpus(22, n=30)) + "\n")
+    model, binary, built = tmp_path / "m.slm", tmp_path / "m.bin", tmp_path / "built.bin"
+    r = run("train", train, "-o", model, "--order", 3, "--write-binary", binary, "--json", "-q", "--epochs", 30)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output.strip().splitlines()[-1])
+    assert summary["binary"] == str(binary) and summary["binary_bytes"] == binary.stat().st_size
+    assert run("build-binary", model, built, "-q").exit_code == 0
+    assert binary.read_bytes() == built.read_bytes()
+    a, b = run("ppl", "--json", binary, test), run("ppl", "--json", model, test)
+    assert json.loads(a.output)["ppl"] == pytest.approx(json.loads(b.output)["ppl"], rel=1e-6)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    new = tmp_path / "new.slm"
+    for bad, why in ((new, "is the model file"), (train, "input file"), ("-", "names a file"),
+                     (tmp_path / "ck.json", "is the checkpoint"), (tmp_path / "no" / "x.bin", "")):
+        r = CliRunner().invoke(main, ["train", str(train), "-o", str(new), "--order", "3", "--write-binary", str(bad),
+                                      "--checkpoint", str(tmp_path / "ck.json"), "-q"])
+        assert r.exit_code != 0 and why in r.output, (bad, r.output)
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # nothing written, nothing lost
+
+
 def test_sentences_are_split_as_every_reader_splits(tmp_path):
     """score and score_batch split and look words up in compiled code: the same words as
     io.split_words (ASCII white space only) and the same ids as the vocabulary."""
