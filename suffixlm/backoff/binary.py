@@ -108,6 +108,8 @@ def write_binary(lm, path, sources=()) -> dict:
         raise OSError("the binary model format is little-endian; this machine is not")
     if getattr(lm, "restricted", False):
         raise ValueError("this model holds only the n-grams of one text (read with only_for); not writing it")
+    if lm.order > MAX_ORDER:  # what read_header accepts
+        raise ValueError(f"order {lm.order}: the binary format holds models of order {MAX_ORDER} at most")
     D, S = build_table(lm)
     blob = ("\n".join(lm.vocab.words) + "\n").encode("utf-8")
     head, v_off, t_off, size = binary_bytes_header(lm, D, S, blob)

@@ -113,31 +113,65 @@ def numpy_time():
         _numpy_seconds += time.perf_counter() - t
 
 
+class _PartArrays:
+    """``build_table``'s per-part arrays, indexed by temporary id, grown (doubled) as ids
+    come: length (words), the EXTENDS and EXPLICIT flags, log10 p and back-off weight. A
+    unigram's length is 1; a part the model does not list keeps p = -inf and weight 0."""
+
+    def __init__(self, capacity: int, order: int):
+        self.length = np.ones(capacity, dtype=np.uint8 if order < 256 else np.int32)  # unbounded orders too
+        self.extends = np.zeros(capacity, dtype=bool)
+        self.explicit = np.zeros(capacity, dtype=bool)
+        self.prob = np.full(capacity, -np.inf, dtype=np.float32)
+        self.bw = np.zeros(capacity, dtype=np.float32)
+
+    def room(self, n: int) -> None:
+        """Make ids below ``n`` valid."""
+        have = len(self.length)
+        if n <= have:
+            return
+        size = max(n, 2 * have)
+        for name, fill in (("length", 1), ("extends", False), ("explicit", False), ("prob", -np.inf), ("bw", 0.0)):
+            old = getattr(self, name)
+            new = np.full(size, fill, dtype=old.dtype)
+            new[:have] = old
+            setattr(self, name, new)
+
+
 def build_table(lm) -> tuple[np.ndarray, int]:
     """(the table int64[2 (V + S + N + 1)], S) of a :class:`suffixlm.backoff.arpa.BackoffLM` of
     order N: every contiguous part of every explicit n-gram (KenLM stores them all; a part
     the model does not list is a "blank" carrying the backed-off probability), the parts
-    of each length in a region of their own, then the regions' directory."""
+    of each length in a region of their own, then the regions' directory.
+
+    Parts get temporary ids in order of first appearance (a hash map of their keys that
+    grows as they come, from the number of n-grams); each part's length, flags,
+    probability and back-off weight go into per-id arrays as it is met (about 10 bytes a
+    part), rather than lists of id arrays kept to the end (8 bytes for every part of
+    every n-gram: 150M of them for a 10M-word 5-gram model)."""
     V = len(lm.vocab)
     N = lm.order
-    windows = sum(len(rows) * (n - 1) * n // 2 for n, (rows, _, _, _) in enumerate(lm.ngrams, start=1))
-    tmp = Int64Map(max(windows, 1))
+    total = sum(len(rows) for rows, _, _, _ in lm.ngrams)
+    tmp = Int64Map(max(total, 1))
     next_id = V
-    extends, explicit, lengths = [], [], []
-    for n, (rows, _, bow, _) in enumerate(lm.ngrams, start=1):
+    parts = _PartArrays(V + total + 1, N)
+    for n, (rows, lp, bow, hb) in enumerate(lm.ngrams, start=1):
         rows = rows.astype(np.int64)
         for end in range(1, n + 1):
             ids = rows[:, end - 1]
             for start in range(end - 2, -1, -1):
                 ids, next_id = tmp.insert(ids * V + rows[:, start], next_id)
-                lengths.append((ids, end - start))
+                parts.room(next_id)
+                parts.length[ids] = end - start
                 if end < n:
-                    extends.append(ids)
+                    parts.extends[ids] = True
             if end < n:
-                extends.append(rows[:, end - 1])
-        explicit.append(ids)
+                parts.extends[rows[:, end - 1]] = True
+        parts.explicit[ids] = True
+        parts.prob[ids] = lp
+        parts.bw[ids] = np.where(hb, bow, np.float32(0.0))
         if n < N:
-            extends.append(ids[bow != 0])
+            parts.extends[ids[bow != 0]] = True
     T = next_id
     H = T - V
     if T >= 2 ** 31 - 1:
@@ -146,20 +180,11 @@ def build_table(lm) -> tuple[np.ndarray, int]:
     t_key[:V] = np.arange(V)
     used = tmp.keys != -1
     t_key[tmp.vals[used].astype(np.int64)] = tmp.keys[used]
-    del tmp
-    t_len = np.ones(T, dtype=np.int64)
-    for ids, L in lengths:
-        t_len[ids] = L
-    del lengths
-    flags = np.zeros(T, dtype=np.int64)
-    prob = np.full(T, -np.inf, dtype=np.float32)
-    bw = np.zeros(T, dtype=np.float32)
-    for ids in extends:
-        flags[ids] |= tnp.EXTENDS
-    for ids, (_, lp, bow, hb) in zip(explicit, lm.ngrams):
-        flags[ids] |= tnp.EXPLICIT
-        prob[ids] = lp
-        bw[ids] = np.where(hb, bow, np.float32(0.0))
+    del tmp, used
+    t_len, prob, bw = parts.length[:T], parts.prob[:T], parts.bw[:T]
+    flags = np.where(parts.extends[:T], np.int64(tnp.EXTENDS), np.int64(0))
+    flags[parts.explicit[:T]] |= tnp.EXPLICIT
+    del parts
     per_len = np.bincount(t_len[V:], minlength=N + 1)
     sizes = [0, 0] + [int(math.ceil(per_len[L] / LOAD)) + (1 if per_len[L] else 0) for L in range(2, N + 1)]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

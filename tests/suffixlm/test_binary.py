@@ -378,6 +378,22 @@ def test_command_line(tmp_path):
     os.chmod(binary, 0o644)
 
 
+def test_orders_past_the_binary_format(tmp_path):
+    """A KN model of unbounded order longer than 255 (the binary header's limit) is
+    refused by the binary writer before it writes anything, and its in-memory table
+    (part lengths past a byte) scores as its sentence walk does."""
+    long = " ".join(f"w{i % 7}" for i in range(300))
+    m = KneserNeyLM(order=None, min_counts=[1]).fit(Corpus.from_strings([long, "w1 w2 w3", long[:200]])).model_
+    assert m.order > 255
+    with pytest.raises(ValueError, match="order 255 at most"):
+        write_binary(m, tmp_path / "x.bin")
+    assert not (tmp_path / "x.bin").exists()
+    sentences = [long, long[:200], "w1 w2 w3 w4", "w6 w5"]
+    want = [sum(lp for lp, _, _ in m.full_scores(s)) for s in sentences]
+    np.testing.assert_allclose(m.score_batch(sentences), want, rtol=1e-6)
+    assert [n for _, n, _ in m.full_scores(long)][-2] > 255  # an n-gram longer than a byte counts
+
+
 def test_train_writes_the_binary_model_build_binary_writes(tmp_path):
     """``suffixlm train --write-binary OUT.bin`` writes, after the model file, the bytes
     ``suffixlm build-binary MODEL OUT.bin`` writes; it never names the model file, an
