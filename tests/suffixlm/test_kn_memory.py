@@ -256,6 +256,25 @@ def test_cli_memory_shelves_identical(sampled_corpus, tmp_path):
     assert os.listdir(tmp) == []
 
 
+def test_cli_memory_warns_where_binary_or_prune_go_beyond_it(tmp_path):
+    """--binary and --prune gather the whole model after the estimate: a budget below
+    what that takes for the text is told so before any work (one warning line), a
+    budget above it is not; the command goes on either way."""
+    from suffixlm.commands import kn as K
+
+    size = os.path.getsize(TINY)
+    for extra, per_byte in ((["--binary"], K.BINARY_BYTES_PER_TEXT_BYTE),
+                            (["--prune", "1e-7"], K.GATHERED_BYTES_PER_TEXT_BYTE)):
+        for budget, warned in ((size * per_byte // 2, True), (size * per_byte * 2, False)):
+            out = tmp_path / ("m.bin" if "--binary" in extra else "m.arpa")
+            r = CliRunner().invoke(main, ["kn", TINY, "-o", str(out), "--order", "3", "--memory", str(budget), "-q",
+                                          *extra])
+            assert r.exit_code == 0, r.output
+            assert ("warning:" in r.output and "beyond --memory" in r.output) == warned, (extra, budget, r.output)
+            assert out.exists()
+            out.unlink()
+
+
 @pytest.mark.parametrize("shelved", [True, False])
 def test_cli_memory_full_temp_dir_is_one_line(sampled_corpus, tmp_path, monkeypatch, shelved):
     """A spill write that fails (here every spill file is /dev/full: no space left) ends
