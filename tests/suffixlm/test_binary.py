@@ -408,7 +408,7 @@ def test_train_writes_the_binary_model_build_binary_writes(tmp_path):
     assert summary["binary"] == str(binary) and summary["binary_bytes"] == binary.stat().st_size
     assert run("build-binary", model, built, "-q").exit_code == 0
     assert binary.read_bytes() == built.read_bytes()
-    a, b = run("ppl", "--json", binary, test), run("ppl", "--json", model, test)
+    a, b = run("ppl", "--json", "-q", binary, test), run("ppl", "--json", "-q", model, test)  # -q: no progress lines
     assert json.loads(a.output)["ppl"] == pytest.approx(json.loads(b.output)["ppl"], rel=1e-6)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     new = tmp_path / "new.slm"
