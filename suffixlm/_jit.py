@@ -90,9 +90,8 @@ def _imports(name: str):
                     base = importlib.util.resolve_name(m.group(1), package)
                 except (ImportError, ValueError):
                     continue
-                items = m.group(2) if m.group(2).startswith("(") else m.group(2).split("#")[0]
-                names = [item.split()[0] for item in re.sub(r"#[^\n]*", "", items).strip("()").split(",")
-                         if item.split()]  # "name" or "name as alias"
+                items = re.sub(r"#[^\n]*", "", m.group(2)).strip().strip("()")
+                names = [item.split()[0] for item in items.split(",") if item.split()]  # "name" or "name as alias"
                 subs = [f"{base}.{n}" for n in names if _source_file(f"{base}.{n}") is not None]
                 deps.update(subs)
                 if len(subs) < len(names):  # names defined in the module or package itself

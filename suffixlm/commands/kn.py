@@ -92,7 +92,8 @@ def _warn_beyond_budget(budget: int, train_file, binary: bool, echo) -> None:
     need = size * (BINARY_BYTES_PER_TEXT_BYTE if binary else GATHERED_BYTES_PER_TEXT_BYTE)
     if need > budget:
         what = "--binary builds the binary model" if binary else "--prune prunes the model"
-        echo(f"warning: {what} in memory after the estimate, up to about {human_bytes(need)} for this text "
+        size_of = "up to about" if binary else "at least about"  # pruning's own work comes on top
+        echo(f"warning: {what} in memory after the estimate, {size_of} {human_bytes(need)} for this text "
              f"(5-grams, no cut-offs), beyond --memory {human_bytes(budget)}; without it the ARPA file is "
              "written within the budget")
 

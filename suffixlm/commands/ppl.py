@@ -139,7 +139,7 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
         from ..memory import return_freed_memory_to_os
 
         # a parsed model's big arrays go back to the system once freed; a binary model is
-        # mapped, and the test text's arrays are reused faster from the heap (20 ms of 0.2 s)
+        # mapped, and the test text's arrays are reused faster from the heap (PTB test: 0.22 -> 0.18 s)
         return_freed_memory_to_os()
     from .params import check_text_input
 
