@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 from array import array
 from collections import Counter
@@ -44,8 +45,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .io import (InputError, atomic_write, decode_line, has_whitespace, input_name, line_blocks, open_error_message,
-                 open_input, split_words, utf8_encodable, word_problem)
+from .io import (BOM, GZIP_MAGIC, WHITESPACE, InputError, atomic_write, decode_line, has_whitespace, input_name,
+                 line_blocks, max_line_bytes, open_error_message, open_input, split_words, splits_plainly, utf8_encodable,
+                 word_problem)
 
 BOS = "<s>"
 EOS = "</s>"
@@ -317,7 +319,12 @@ class Corpus:
     def from_text(cls, path: str | Path, vocab: Vocabulary) -> "Corpus":
         """Encode a text file with a given vocabulary (errors name the file and line)."""
         if not compiled_reader_pays(path):
-            return cls._encoded(read_lines(path), vocab, str(path), f"{input_name(path)}:")
+            whole = encode_plain_text(path, UnknownIsUnk(vocab.index).__getitem__)
+            if whole is None:
+                return cls._encoded(read_lines(path), vocab, str(path), f"{input_name(path)}:")
+            tokens, off, n_words = whole
+            n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
+            return cls(tokens, off, vocab, n_words, n_oov, str(path))
         tokens, off, n_words = encode_text(path, WordTable(vocab.words, frozen=True))
         n_oov = 0 if vocab.has_unk else int(np.count_nonzero(tokens == UNK_ID))
         return cls(tokens, off, vocab, n_words, n_oov, str(path))
@@ -430,6 +437,66 @@ def encode_lines(numbered: Iterable[tuple[int, list[str]]], lookup, where: str) 
         n_words += len(toks)
         offsets.append(len(ids))
     return np.frombuffer(ids, dtype=np.int32).copy(), np.frombuffer(offsets, dtype=np.int64).copy(), n_words
+
+
+#: ASCII white space (``io.WHITESPACE``) by byte value
+_SPACE_BYTE = np.zeros(256, dtype=bool)
+_SPACE_BYTE[[ord(c) for c in WHITESPACE]] = True
+
+
+def encode_plain_text(path, lookup) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """``encode_lines(read_lines(path), lookup, ...)`` for a small regular file read at once:
+    one ``str.split`` of the whole text and the sentences' lengths from its bytes, where the
+    line reader splits and checks line after line (PTB test, 82k words: 18 -> 9 ms). None
+    where the text needs the line reader's own checks or messages: not a regular file of at
+    most ``COMPILED_READER_BYTES`` (nor than the longest line allowed), gzip, a byte-order
+    mark, invalid UTF-8, ``<s>`` or ``</s>`` anywhere, white space that ``str.split`` takes
+    and the readers do not (``io.splits_plainly``), no word at all; ``read_lines`` then
+    gives the same arrays or the error naming the line."""
+    if input_name(path) == "<stdin>":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > min(COMPILED_READER_BYTES, max_line_bytes()):
+                return None
+            raw = fh.read()
+    except (OSError, TypeError, ValueError):
+        return None
+    if raw[:2] == GZIP_MAGIC or raw[:3] == BOM:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "<s>" in text or "</s>" in text or not splits_plainly(text):
+        return None
+    words = text.split()  # here the readers' split: ASCII white space, lines ending at \n, \r\n, \r
+    if not words:
+        return None
+    ids = np.fromiter(map(lookup, words), dtype=np.int32, count=len(words))
+    b = np.frombuffer(raw, dtype=np.uint8)
+    space = _SPACE_BYTE[b]
+    start = ~space
+    start[1:] &= space[:-1]
+    breaks = b == 10
+    breaks[:-1] |= (b[:-1] == 13) & (b[1:] != 10)
+    breaks[-1] |= b[-1] == 13
+    line = np.searchsorted(np.flatnonzero(breaks), np.flatnonzero(start))  # each word's line
+    if line.shape[0] != ids.shape[0]:
+        return None
+    new_sent = np.ones(line.shape[0], dtype=bool)
+    new_sent[1:] = line[1:] != line[:-1]
+    first = np.flatnonzero(new_sent)  # each sentence's first word
+    n_sent = first.shape[0]
+    offsets = np.zeros(n_sent + 1, dtype=np.int64)
+    offsets[1:-1] = first[1:] + 2 * np.arange(1, n_sent)
+    offsets[-1] = ids.shape[0] + 2 * n_sent
+    tokens = np.empty(offsets[-1], dtype=np.int32)
+    tokens[offsets[:-1]] = BOS_ID
+    tokens[offsets[1:] - 1] = EOS_ID
+    tokens[np.arange(ids.shape[0]) + 2 * np.cumsum(new_sent) - 1] = ids
+    return tokens, offsets, int(ids.shape[0])
 
 
 #: bytes ``encode_text`` reads at a time

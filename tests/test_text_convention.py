@@ -185,3 +185,48 @@ def test_kenlm_scoring_splits_sentences_as_the_readers_do():
     with pytest.raises(TypeError, match="single words"):
         lm.score(["a", "b"])
     lm.score(["a\xa0b c"])  # a list of one sentence holding a no-break space: a corpus, not single words
+
+
+PIECES = st.sampled_from(["the", "cat", "<unk>", "a\xa0b", "x\x1cy", "\u2028", "é", "<s>", "</s>", " ", "\t", "\x0b",
+                          "\x0c", "\n", "\r", "\r\n", "  ", "\n\n", "zz"])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(PIECES, max_size=40), bom=st.booleans())
+def test_a_small_text_read_at_once_encodes_as_the_line_reader_does(tmp_path, pieces, bom):
+    """``corpus.encode_plain_text`` (a small file read whole) gives ``encode_lines`` of
+    ``read_lines``'s arrays bit for bit, or hands the text to the line reader (None)."""
+    from suffixlm.corpus import UnknownIsUnk, encode_lines, encode_plain_text, read_lines
+
+    p = tmp_path / "t.txt"
+    p.write_bytes((BOM if bom else b"") + "".join(pieces).encode("utf-8"))
+    lookup = UnknownIsUnk({"<s>": 0, "</s>": 1, "<unk>": 2, "the": 3, "cat": 4, "a\xa0b": 5, "x\x1cy": 6}).__getitem__
+    fast = encode_plain_text(p, lookup)
+    try:
+        slow = encode_lines(read_lines(p), lookup, "t:")
+    except CorpusError:
+        assert fast is None
+        return
+    if fast is None:  # handed over: only for what the line reader must see
+        assert bom or any(c in "".join(pieces) for c in ("<s>", "</s>", "\x1c", "\xa0", "\u2028"))
+        return
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def test_a_small_text_read_at_once_is_the_path_corpus_from_text_takes(tmp_path, monkeypatch):
+    from suffixlm import corpus as C
+
+    p = tmp_path / "t.txt"
+    p.write_bytes(b"the cat\r\n\r\nsat the\rcat\n")
+    vocab = Vocabulary.from_counts({"the": 2, "cat": 2})
+    calls = []
+    real = C.encode_plain_text
+    monkeypatch.setattr(C, "encode_plain_text", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(C, "compiled_reader_pays", lambda path: False)
+    c = C.Corpus.from_text(p, vocab)
+    the, cat = vocab.index["the"], vocab.index["cat"]
+    assert calls and c.n_sentences == 3 and c.n_words == 5 and c.n_oov == 1  # a lone \r ends a line
+    assert c.tokens.tolist() == [0, the, cat, 1, 0, 2, the, 1, 0, cat, 1]

@@ -42,8 +42,12 @@ def region(D: np.ndarray, V: int, S: int, L: int) -> tuple[int, int]:
 
 def home(keys: np.ndarray, n: int) -> np.ndarray:
     """``_binary_kernels.home`` of every key (int64[:] >= 0)."""
-    h = keys.astype(np.uint64) * GOLDEN  # wraps modulo 2**64, as the kernel's uint64 product
-    return (((h >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)).astype(np.int64)
+    h = keys.astype(np.uint64)
+    h *= GOLDEN  # wraps modulo 2**64, as the kernel's uint64 product
+    h >>= np.uint64(32)
+    h *= np.uint64(n)
+    h >>= np.uint64(32)
+    return h.view(np.int64)
 
 
 def find_many(D: np.ndarray, V: int, S: int, L: int, keys: np.ndarray) -> np.ndarray:
@@ -54,25 +58,32 @@ def find_many(D: np.ndarray, V: int, S: int, L: int, keys: np.ndarray) -> np.nda
     key's scan from about 13 slots on average, with a long tail, to a few, and the
     number of vectorised steps with it. On every table ``fill_region`` makes the answer is
     the kernel's."""
-    out = np.full(keys.shape[0], -1, dtype=np.int64)
     B, n = region(D, V, S, L)
     if n == 0 or keys.shape[0] == 0:
-        return out
+        return np.full(keys.shape[0], -1, dtype=np.int64)
     base = V + B
-    idx = np.arange(keys.shape[0])
     h = home(keys, n)
-    for d in range(n):  # a full region without the key ends the scan, as in the kernel
-        t = D[2 * (base + h)]
+    t = D.take(2 * base + 2 * h)
+    hit = (t & KEY_MASK) == keys
+    out = np.where(hit, base + h, -1)
+    go = ~hit & (t != EMPTY)
+    idx = np.flatnonzero(go)
+    keys, h = keys[idx], h[idx]
+    for d in range(1, n):  # a full region without the key ends the scan, as in the kernel
+        h += 1
+        h[h == n] = 0
+        t = D.take(2 * base + 2 * h)
         k = t & KEY_MASK
         hit = k == keys  # never an empty slot: keys are below KEY_MASK
         out[idx[hit]] = base + h[hit]
         go = ~hit & (t != EMPTY)
-        if d:
-            go &= (h - home(k, n)) % n >= d  # the resident's displacement: a key at distance d goes no further
-        if not go.any():
+        r = h - home(k, n)
+        r[r < 0] += n
+        go &= r >= d  # the resident's displacement: a key at distance d goes no further
+        idx = idx[go]
+        if not idx.shape[0]:
             break
-        idx, keys, h = idx[go], keys[go], h[go] + 1
-        h[h == n] = 0
+        keys, h = keys[go], h[go]
     return out
 
 

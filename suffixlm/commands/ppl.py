@@ -134,20 +134,24 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
 
         check_output(write_lm, [model_path, test_path, mix_lm] + [m for m, _ in extra])  # before any work
     from ..load import is_binary_model
+    from ..memory import return_freed_memory_to_os, reuse_freed_memory
 
-    if arpa_path is not None or mix_lm is not None or not is_binary_model(model_path):
-        from ..memory import return_freed_memory_to_os
-
-        # a parsed model's big arrays go back to the system once freed; a binary model is
-        # mapped, and the test text's arrays are reused faster from the heap (PTB test: 0.22 -> 0.18 s)
-        return_freed_memory_to_os()
+    # a binary model alone (the common decoder case): mapped, not parsed, and the text read
+    # at once by Corpus.from_text, with no word lists kept for the model
+    mapped = arpa_path is None and mix_lm is None and debug == 0 and is_binary_model(model_path)
+    if mapped:
+        reuse_freed_memory()  # the text's numpy temporaries reused from the heap (docs in memory.py)
+    else:
+        return_freed_memory_to_os()  # a parsed model's big arrays go back to the system once freed
     from .params import check_text_input
 
     check_text_input(test_path, "the test text")
-    try:
-        lines = [toks for _, toks in read_lines(test_path)]
-    except CorpusError as e:
-        raise click.ClickException(str(e)) from None
+    lines = None
+    if not mapped:
+        try:
+            lines = [toks for _, toks in read_lines(test_path)]
+        except CorpusError as e:
+            raise click.ClickException(str(e)) from None
     # a merge recomputes back-off weights from every n-gram: no restriction to the text
     only_for = None if static and mix_lm is not None else lines
     from ..progress import Progress
@@ -159,7 +163,13 @@ def command(files, arpa_path, as_json, debug, mix_lm, lam, static, write_lm, qui
         with progress.stage("reading and mixing " + ", ".join([mix_lm] + [m for m, _ in extra])):
             model = _mixture(model, mix_lm, lam, extra, static, write_lm, only_for, [model_path, test_path])
     vocab = getattr(model, "vocab", None) or getattr(model, "vocab_", None)
-    corpus = Corpus.from_sentences(lines, vocab, source=str(test_path))
+    if lines is None:
+        try:
+            corpus = Corpus.from_text(test_path, vocab)
+        except CorpusError as e:
+            raise click.ClickException(str(e)) from None
+    else:
+        corpus = Corpus.from_sentences(lines, vocab, source=str(test_path))
     with progress.stage(f"scoring {test_path}"):
         lp = model.log10_probs(corpus)
     try:
