@@ -99,6 +99,7 @@ class _Group(click.Group):
     def invoke(self, ctx):
         _tolerant_text_streams()
         _skip_numba_blas_probe()
+        _quick_exit()
         try:
             rv = super().invoke(ctx)
             sys.stdout.flush()  # here, where a closed or full stdout is reported, not at exit
@@ -123,6 +124,27 @@ class _Group(click.Group):
                 raise
             # a write to stdout or stderr failed (a full disk behind a redirection): one line
             raise click.ClickException(f"cannot write the output: {os.strerror(e.errno).lower()}") from None
+
+
+_exit_registered = False
+
+
+def _quick_exit() -> None:
+    """At exit, after every other exit handler, freeze the objects the cyclic garbage
+    collector tracks (``gc.freeze``): the interpreter's shutdown then frees what reference
+    counts free (files close and flush, temporary directories go) without traversing
+    numba's hundreds of thousands of objects in every collection it runs while clearing
+    the modules. That traversal took 0.11-0.44 s of every command that had started numba,
+    against about 0.03 s after it (measured from the last exit handler to the end of the
+    process); only cyclic garbage, which the process leaves to the system anyway, is not
+    collected. Registered once, at the first command a process runs."""
+    global _exit_registered
+    if not _exit_registered:
+        import atexit
+        import gc
+
+        atexit.register(gc.freeze)
+        _exit_registered = True
 
 
 #: SRILM options (``ngram-count``, ``ngram``) without an option of the same name here

@@ -57,3 +57,29 @@ def test_a_library_process_keeps_numbas_probe():
     r = subprocess.run([sys.executable, "-c", LIBRARY], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["ok"]
+
+
+EXIT = r"""
+import atexit, gc, sys
+registered = []
+real = atexit.register
+atexit.register = lambda f, *a, **k: (registered.append(f), real(f, *a, **k))[1]
+from click.testing import CliRunner
+from suffixlm.cli import main
+for _ in range(2):
+    r = CliRunner().invoke(main, ["kn", sys.argv[1], "-o", sys.argv[2], "-q", "--order", "2"])
+    assert r.exit_code == 0, r.output
+assert registered.count(gc.freeze) == 1, registered
+print("ok")
+"""
+
+
+def test_the_command_freezes_the_collected_objects_once_at_exit(tmp_path):
+    """``cli._quick_exit``: ``gc.freeze`` registered at exit, once per process however many
+    commands run; the process ends cleanly and its output is whole."""
+    (tmp_path / "t.txt").write_text("a b c\nb c a\nc a b a\n")
+    r = subprocess.run([sys.executable, "-c", EXIT, str(tmp_path / "t.txt"), str(tmp_path / "m.arpa")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok"]
+    assert (tmp_path / "m.arpa").read_text().rstrip().endswith("\\end\\")
