@@ -94,10 +94,7 @@ _SPACE = re.compile("[ \t\n\r\x0b\x0c]")
 def split_words(line: str) -> list[str]:
     """The words (or columns) of a line, split on ``WHITESPACE`` only (``str.split()``
     would also split at a no-break space, U+2028, U+001C, ...)."""
-    if line.isascii():  # str.split()'s only other ASCII white space: U+001C..U+001F
-        if "\x1c" not in line and "\x1d" not in line and "\x1e" not in line and "\x1f" not in line:
-            return line.split()
-    elif _OTHER_SPACE.search(line) is None:
+    if splits_plainly(line):
         return line.split()
     return [w for w in _SPACE_RUN.split(line) if w]
 
@@ -105,6 +102,8 @@ def split_words(line: str) -> list[str]:
 def splits_plainly(text: str) -> bool:
     """Whether ``text.split()`` splits ``text`` at ``WHITESPACE`` only, as ``split_words``
     does (no other character that ``str.split`` takes for white space)."""
+    if text.isascii():  # str.split()'s only other ASCII white space: U+001C..U+001F
+        return "\x1c" not in text and "\x1d" not in text and "\x1e" not in text and "\x1f" not in text
     return _OTHER_SPACE.search(text) is None
 
 
