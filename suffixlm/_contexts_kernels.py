@@ -7,6 +7,11 @@ context symbols ``x[i-1], x[i-2], ...`` (stopping after the sentence's ``<s>`` o
 the training tokens it points into. A mismatch or the end of the context stops the
 walk, possibly inside an edge; ``cover`` records how many of the node's collapsed trie
 nodes the context reached.
+
+The queries of a fitted model (``LogLinearLM``'s KenLM API) walk the same paths through
+``node_word_table``, a hash table of the tree's (node, word) pairs giving a child and a
+param in one random access each, where the binary searches take several misses of a
+tree larger than the processor's caches (``walk_hashed``, ``walk_trie``).
 """
 
 from __future__ import annotations
@@ -17,10 +22,133 @@ from ._jit import njit
 from ._tree_kernels import find_sorted, grow
 
 
+#: ``node_word_table``'s hashing constant (Fibonacci hashing).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: Its slots per entry (a load of 0.6: a missing key's linear scan is about 3.6 slots).
+TABLE_SLOTS_PER_ENTRY = 5/3
+#: The packed value of an absent half (child or param) of an entry.
+_NONE32 = 0xFFFFFFFF
+#: ``node_word_table``'s words after its slots.
+_META = 3
+
+
 @njit(cache=True, inline="always")
-def walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens, out_nodes, out_cover, o, write):
+def _nw_home(key, n):
+    """Home slot of ``key`` in a table of ``n`` < 2**32 slots (multiply-shift)."""
+    h = np.uint64(key) * _GOLDEN
+    return np.int64(((h >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(cache=True)
+def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, children, child_first_word, trie):
+    """The query kernels' hash table of the tree's (node, word) pairs: for node j and
+    word v (key ``j * V + v``), the child of j whose edge starts with v and the param
+    (j, v), either -1 where there is none. int64[2 n_slots + 2], linear probing: slot h
+    holds the key at ``2 h`` (-1: empty) and ``child << 32 | param`` at ``2 h + 1`` (an
+    absent half all ones); the last words (``_META``) are ``n_slots``, V and ``trie``
+    (1: every edge is one word long, ``collapsed`` all 1, so a node's depth is its
+    place on the path and the walks need not read ``depth``). A lookup is one random
+    access where the binary searches of ``walk_context`` and ``find_param`` take several
+    (the caller checks that children < 2**31, params < 2**32 - 1 and that the keys fit
+    in int64)."""
+    H = np.full(2 * n_slots + _META, -1, dtype=np.int64)
+    H[2 * n_slots] = n_slots
+    H[2 * n_slots + 1] = V
+    H[2 * n_slots + 2] = 1 if trie else 0
+    for j in range(succ_offsets.shape[0] - 1):
+        for half in range(2):
+            lo = succ_offsets[j] if half == 0 else child_offsets[j]
+            hi = succ_offsets[j + 1] if half == 0 else child_offsets[j + 1]
+            for e in range(lo, hi):
+                key = j * V + (succ_words[e] if half == 0 else child_first_word[e])
+                h = _nw_home(key, n_slots)
+                while H[2 * h] != -1 and H[2 * h] != key:
+                    h += 1
+                    if h == n_slots:
+                        h = 0
+                v = H[2 * h + 1] if H[2 * h] == key else np.int64(-1)
+                if half == 0:
+                    v = (v & ~np.int64(_NONE32)) | e
+                else:
+                    v = (np.int64(children[e]) << 32) | (v & np.int64(_NONE32))
+                H[2 * h] = key
+                H[2 * h + 1] = v
+    return H
+
+
+@njit(cache=True, inline="always")
+def node_word(H, node, word):
+    """The packed entry (``node_word_table``) of (node, word), or -1 (both halves
+    absent)."""
+    m = H.shape[0] - _META
+    n = H[m]
+    key = node * H[m + 1] + word
+    h = _nw_home(key, n)
+    for _ in range(n):
+        t = H[2 * h]
+        if t == key:
+            return H[2 * h + 1]
+        if t == -1:
+            return np.int64(-1)
+        h += 1
+        if h == n:
+            h = 0
+    return np.int64(-1)
+
+
+@njit(cache=True, inline="always")
+def is_trie(H):
+    """Whether ``H`` is a ``node_word_table`` of a tree whose edges are all one word
+    long (a node's depth is then its place on a walk's path)."""
+    return H.shape[0] > 0 and H[H.shape[0] - 1] == 1
+
+
+@njit(cache=True, inline="always")
+def node_word_param(H, node, word):
+    """The param (node, word) from ``node_word_table``, or -1."""
+    q = node_word(H, node, word) & np.int64(_NONE32)
+    return np.int64(-1) if q == _NONE32 else q
+
+
+@njit(cache=True, inline="always")
+def walk_context(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens,
+                 out_nodes, out_cover, o, write):
     """Walk position ``i`` of token array ``x`` with ``avail`` context symbols.
     Writes the path at out[o:] when ``write``; returns the path length."""
+    return walk_hashed(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens,
+                       _NO_TABLE, out_nodes, out_cover, o, write)
+
+
+_NO_TABLE = np.zeros(0, dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def walk_trie(x, i, avail, H, out_nodes, out_cover, o):
+    """``walk_hashed`` on a trie (``is_trie(H)``: edges of one word, so a lookup a
+    word and nothing to compare), the path always written."""
+    node = 0
+    n = 1
+    out_nodes[o] = 0
+    out_cover[o] = 1
+    for d in range(avail):
+        child = node_word(H, node, x[i - d - 1]) >> 32
+        if child < 0:
+            break
+        out_nodes[o + n] = child
+        out_cover[o + n] = 1
+        n += 1
+        node = child
+    return n
+
+
+@njit(cache=True, inline="always")
+def walk_hashed(x, i, avail, depth, context_position, child_offsets, children, child_first_word, tree_tokens, H,
+                out_nodes, out_cover, o, write):
+    """``walk_context``, each child found in the ``node_word_table`` ``H`` (empty: by
+    binary search in the sorted child list): the same path."""
+    if write and is_trie(H):
+        return walk_trie(x, i, avail, H, out_nodes, out_cover, o)
+    hashed = H.shape[0] > 0
     node = 0
     d = 0
     n = 1
@@ -29,10 +157,15 @@ def walk_context(x, i, avail, depth, context_position, child_offsets, children, 
         out_cover[o] = 1
     while d < avail:
         s = x[i - d - 1]
-        e = find_sorted(child_first_word, child_offsets[node], child_offsets[node + 1], s)
-        if e < 0:
-            break
-        child = children[e]
+        if hashed:
+            child = node_word(H, node, s) >> 32
+            if child < 0:
+                break
+        else:
+            e = find_sorted(child_first_word, child_offsets[node], child_offsets[node + 1], s)
+            if e < 0:
+                break
+            child = children[e]
         dc = depth[child]
         w = context_position[child]
         lim = min(dc, avail)

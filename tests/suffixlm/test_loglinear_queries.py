@@ -189,3 +189,58 @@ def test_large_batches_on_threads_are_the_serial_numbers(case, monkeypatch):
             assert m.score_batch(sentences, bos=bos).tolist() == want[bos]
         assert m.score_ids(ids, offsets).tolist() == want_ids
         assert m.score(sentences[5]) == want[True][5]  # one line: one thread
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_node_word_table_is_the_binary_searches(case):
+    """The query kernels' hash table of (node, word) pairs (``node_word_table``) gives
+    every child and param the sorted lists give, and -1 for pairs the tree lacks."""
+    from suffixlm._contexts_kernels import node_word, node_word_param
+
+    _, m = _fit(case, 4, True)
+    t = m.tree_
+    H = m._node_words()
+    assert H.shape[0] > 0 and m._node_words() is H  # made once per tree
+    V = len(m.vocab)
+    rng = np.random.default_rng(0)
+    for j in range(t.n_nodes):
+        kids = dict(zip(t.child_first_word[t.child_offsets[j]:t.child_offsets[j + 1]].tolist(),
+                        t.children[t.child_offsets[j]:t.child_offsets[j + 1]].tolist()))
+        params = {int(v): q for q, v in enumerate(t.succ_words[t.succ_offsets[j]:t.succ_offsets[j + 1]].tolist(),
+                                                   start=int(t.succ_offsets[j]))}
+        for v in set(kids) | set(params) | set(rng.integers(0, V, 4).tolist()):
+            assert node_word(H, j, v) >> 32 == kids.get(v, -1)
+            assert node_word_param(H, j, v) == params.get(v, -1)
+    assert node_word(H, t.n_nodes, 0) == -1  # a node past the tree
+
+
+@pytest.mark.parametrize("unk", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_queries_without_the_node_word_table_are_the_same_numbers(case, unk, monkeypatch):
+    """Every query through the hash table (the default) gives the numbers of the binary
+    searches it replaces (an empty table: what a tree too large for its packing gets),
+    bit for bit: sums, per-word scores, states and distributions."""
+    lines, m = _fit(case, 6, unk)
+    rng = random.Random(8)
+    words = list(m.vocab.words) + ["zebra"]
+    sentences = lines[:20] + ["", "zebra w1", "<s> w2"] + [" ".join(rng.choice(words) for _ in range(rng.randrange(12)))
+                                                          for _ in range(40)]
+
+    def everything(model):
+        ids = [model.vocab.id(w) for s in sentences for w in split_words(s)]
+        states, seen = [], []
+        s = State()
+        model.BeginSentenceWrite(s)
+        for w in " ".join(sentences[:8]).split():
+            o = State()
+            seen.append(model.BaseFullScore(s, w, o))
+            states.append(o)
+            s = o
+        return (model.score_batch(sentences).tolist(), model.score_ids(np.array(ids)).tolist(),
+                [list(model.full_scores(s)) for s in sentences], [st.words for st in states], seen,
+                model.distributions(states[:6]).tolist())
+
+    want = everything(m)
+    _, plain = _fit(case, 6, unk)
+    monkeypatch.setattr(LogLinearLM, "_node_words", lambda self: np.zeros(0, dtype=np.int64))
+    assert everything(plain) == want
