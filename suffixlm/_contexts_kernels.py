@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._address import prefetch
 from ._jit import njit
 from ._tree_kernels import find_sorted, grow
 
@@ -28,8 +29,10 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 TABLE_SLOTS_PER_ENTRY = 5/3
 #: The packed value of an absent half (child or param) of an entry.
 _NONE32 = 0xFFFFFFFF
-#: ``node_word_table``'s words after its slots.
+#: ``node_word_table``'s words after its slots (and a trie's sequence hashes).
 _META = 3
+#: The sequence hash of the empty context (the root's).
+SEED = np.uint64(0x243F6A8885A308D3)
 
 
 @njit(cache=True, inline="always")
@@ -37,6 +40,13 @@ def _nw_home(key, n):
     """Home slot of ``key`` in a table of ``n`` < 2**32 slots (multiply-shift)."""
     h = np.uint64(key) * _GOLDEN
     return np.int64(((h >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def seq_mix(h, w):
+    """The sequence hash ``h`` of a context extended by the word ``w`` (one older)."""
+    h = (h + np.uint64(w) + np.uint64(1)) * _GOLDEN
+    return h ^ (h >> np.uint64(29))
 
 
 @njit(cache=True)
@@ -50,18 +60,46 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
     place on the path and the walks need not read ``depth``). A lookup is one random
     access where the binary searches of ``walk_context`` and ``find_param`` take several
     (the caller checks that children < 2**31, params < 2**32 - 1 and that the keys fit
-    in int64)."""
-    H = np.full(2 * n_slots + _META, -1, dtype=np.int64)
-    H[2 * n_slots] = n_slots
-    H[2 * n_slots + 1] = V
-    H[2 * n_slots + 2] = 1 if trie else 0
-    for j in range(succ_offsets.shape[0] - 1):
+    in int64).
+
+    A trie's pair (j, v) has its home slot at the hash of its word sequence, not of its
+    key: ``seq_mix(SH[j], v)``, SH[j] the sequence hash of node j's context (the root's
+    ``SEED``; a child's is its pair's), kept after the slots. A sentence's walk then
+    knows every home of a word's lookups from the words alone, before any lookup
+    resolves, and prefetches them all (``_lm_kernels._trie_position``): their misses
+    overlap. The key, compared in the slot, stays the exact pair."""
+    N = succ_offsets.shape[0] - 1
+    m = 2 * n_slots + (N if trie else 0)
+    H = np.full(m + _META, -1, dtype=np.int64)
+    H[m] = n_slots
+    H[m + 1] = V
+    H[m + 2] = 1 if trie else 0
+    order = np.empty(max(N, 1), dtype=np.int64)  # parents first (a stack from the root), for SH
+    order[0] = 0
+    top = 1
+    if trie:
+        H[2 * n_slots] = np.int64(SEED)
+    for r in range(N):
+        if trie:
+            top -= 1
+            j = order[top]
+        else:
+            j = r
         for half in range(2):
             lo = succ_offsets[j] if half == 0 else child_offsets[j]
             hi = succ_offsets[j + 1] if half == 0 else child_offsets[j + 1]
             for e in range(lo, hi):
-                key = j * V + (succ_words[e] if half == 0 else child_first_word[e])
-                h = _nw_home(key, n_slots)
+                word = succ_words[e] if half == 0 else child_first_word[e]
+                key = j * V + word
+                if trie:
+                    sh = seq_mix(np.uint64(H[2 * n_slots + j]), word)
+                    h = _nw_home(sh, n_slots)
+                    if half == 1:
+                        H[2 * n_slots + children[e]] = np.int64(sh)
+                        order[top] = children[e]
+                        top += 1
+                else:
+                    h = _nw_home(key, n_slots)
                 while H[2 * h] != -1 and H[2 * h] != key:
                     h += 1
                     if h == n_slots:
@@ -83,7 +121,23 @@ def node_word(H, node, word):
     m = H.shape[0] - _META
     n = H[m]
     key = node * H[m + 1] + word
-    h = _nw_home(key, n)
+    if H[m + 2] == 1:  # a trie: the home at the pair's sequence hash
+        if node < 0 or node >= m - 2 * n:
+            return np.int64(-1)
+        return node_word_at(H, slot_of(H, seq_mix(np.uint64(H[2 * n + node]), word)), key)
+    return node_word_at(H, _nw_home(key, n), key)
+
+
+@njit(cache=True, inline="always")
+def slot_of(H, h):
+    """The home slot of the hash ``h`` in the ``node_word_table`` ``H``."""
+    return _nw_home(h, H[H.shape[0] - _META])
+
+
+@njit(cache=True, inline="always")
+def node_word_at(H, h, key):
+    """The packed entry of ``key`` scanned for from slot ``h``, or -1."""
+    n = H[H.shape[0] - _META]
     for _ in range(n):
         t = H[2 * h]
         if t == key:
@@ -123,15 +177,32 @@ _NO_TABLE = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, inline="always")
+def prefetch_walk(x, i, avail, H):
+    """Prefetch the home slot of every lookup of ``walk_trie(x, i, avail, H, ...)``: the
+    sequence hashes of the context's words alone give them."""
+    h = SEED
+    for d in range(avail):
+        h = seq_mix(h, x[i - d - 1])
+        prefetch(H, 2 * slot_of(H, h))
+
+
+@njit(cache=True, inline="always")
 def walk_trie(x, i, avail, H, out_nodes, out_cover, o):
     """``walk_hashed`` on a trie (``is_trie(H)``: edges of one word, so a lookup a
-    word and nothing to compare), the path always written."""
+    word and nothing to compare; each home slot from the words' sequence hash), the
+    path always written. Every home slot is prefetched first (``prefetch_walk``), so the
+    lookups' misses overlap."""
+    prefetch_walk(x, i, avail, H)
+    V = H[H.shape[0] - _META + 1]
     node = 0
     n = 1
     out_nodes[o] = 0
     out_cover[o] = 1
+    h = SEED
     for d in range(avail):
-        child = node_word(H, node, x[i - d - 1]) >> 32
+        w = x[i - d - 1]
+        h = seq_mix(h, w)
+        child = node_word_at(H, slot_of(H, h), node * V + w) >> 32
         if child < 0:
             break
         out_nodes[o + n] = child

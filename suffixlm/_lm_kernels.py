@@ -33,10 +33,11 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit, prange
-from ._address import array_at
+from ._address import array_at, prefetch
 from ._text_kernels import line_starts, longest_span, text_ids
 from .backoff._kn_tree_kernels import edge_base
-from ._contexts_kernels import is_trie, node_word_param, walk_hashed, walk_trie
+from ._contexts_kernels import (SEED, is_trie, node_word_at, node_word_param, prefetch_walk, seq_mix, slot_of,
+                               walk_hashed, walk_trie)
 from ._tree_kernels import find_sorted
 
 LN10 = np.log(10.0)  # model.LN10 (math.log(10.0)): the same double
@@ -400,6 +401,61 @@ def _score_at_node(succ_offsets, succ_words, H, Q, Nn, ln_unseen, ctx_nodes, fir
 
 
 @njit(cache=True, inline="always")
+def prefetch_position(H, x, i, avail):
+    """Prefetch the home slots of ``_trie_position(H, ..., x, i, avail, ...)``'s lookups."""
+    y = x[i]
+    h = SEED
+    for d in range(1, avail + 1):
+        h = seq_mix(h, x[i - d])
+        prefetch(H, 2 * slot_of(H, h))
+        prefetch(H, 2 * slot_of(H, seq_mix(h, y)))
+
+
+@njit(cache=True, inline="always")
+def _trie_position(H, Q, Nn, ln_unseen, x, i, avail, nodes, cover, hs):
+    """``_score_at_node`` of the word ``x[i]`` after its context walked with ``avail``
+    words, on a trie's ``node_word_table`` (``is_trie(H)``): (ln p, n-gram length, the
+    walk's length, its path left in ``nodes``, ``cover``). Every home slot of the walk
+    and of the word's params along it comes from the words' sequence hashes (``hs``,
+    uint64[avail + 1] of work space) and is prefetched before the first lookup, so the
+    lookups' misses overlap instead of each waiting on the one before."""
+    m = H.shape[0] - 3  # _contexts_kernels._META
+    V = H[m + 1]
+    y = x[i]
+    h = SEED
+    hs[0] = h
+    for d in range(1, avail + 1):
+        h = seq_mix(h, x[i - d])
+        hs[d] = h
+        prefetch(H, 2 * slot_of(H, h))
+        prefetch(H, 2 * slot_of(H, seq_mix(h, y)))
+    node = 0
+    n = 1
+    nodes[0] = 0
+    cover[0] = 1
+    for d in range(1, avail + 1):
+        w = x[i - d]
+        child = node_word_at(H, slot_of(H, hs[d]), node * V + w) >> 32
+        if child < 0:
+            break
+        nodes[n] = child
+        cover[n] = 1
+        n += 1
+        node = child
+    e = -1
+    q = np.int64(-1)
+    for t in range(n):  # the deepest param kept (the search from below stops at the same)
+        qt = node_word_at(H, slot_of(H, seq_mix(hs[t], y)), nodes[t] * V + y) & np.int64(0xFFFFFFFF)
+        if qt != 0xFFFFFFFF:
+            e = t
+            q = qt
+    s = ln_unseen
+    if q >= 0:
+        s = Q[q]
+    return s + Nn[nodes[n - 1]], (e + 1 if e > 0 else 1), n
+
+
+@njit(cache=True, inline="always")
 def _step_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, collapsed, depth, context_position, child_offsets,
                   children, child_first_word, tree_tokens, H, max_depth, x, i, k, n, nodes, cover):
     """``_kenlm_position`` of the word ``x[i]`` (not ``<s>``, nor a missing ``<unk>``)
@@ -528,6 +584,41 @@ def kenlm_sentence(
     k = min(first, max_depth)
     walked = 0
     trie = is_trie(H)  # every walk ends at its node
+    if trie:  # each word's context walked again by _trie_position, its lookups prefetched
+        hs = np.empty(max_depth + 2, dtype=np.uint64)
+        fresh = True  # the word's context is walked with avail k (else: k is set below from its walk)
+        avail = k
+        for i in range(first, x.shape[0] - 1):
+            word = x[i]
+            if i + 2 < x.shape[0]:  # the next word's lookups (its context as long as it can be) on their way
+                prefetch_position(H, x, i + 1, min(max_depth, avail + 1))
+            if word != bos_id and word != unk_state:
+                out_lp[i], out_len[i], n = _trie_position(H, Q, Nn, ln_unseen, x, i, avail, nodes, cover, hs)
+                out_root[i] = 0.0
+                if not fresh:
+                    k = n - 1  # the context kept (what the step before walked)
+                avail = min(max_depth, k + 1)
+                fresh = False
+                continue
+            walked = 0
+            if not fresh:
+                walked = walk_trie(x, i, avail, H, nodes, cover, 0)
+                k = walked - 1
+            lp, root, ngram, keep, walked = _kenlm_position(
+                w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, ln_unseen,
+                S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children,
+                child_first_word, tree_tokens, H, max_depth, x, i, k, walked, True, nodes, cover)
+            out_lp[i] = lp
+            out_root[i] = root
+            out_len[i] = ngram
+            avail = min(max_depth, k + 1)
+            fresh = False
+            if word == unk_state:
+                out_len[i] = 1
+                k = min(1, max_depth)
+                avail = k
+                fresh = True
+        return
     for i in range(first, x.shape[0] - 1):
         word = x[i]
         special = word == bos_id or word == unk_state
@@ -570,7 +661,8 @@ STEP_DTYPES = (np.float64, np.int64, np.int64, np.int64, np.int32, np.int64, np.
 UNK_STATE = -1
 #: The work space of ``kenlm_state_step`` after the arrays in its ``desc``: (dtype, size
 #: as a function of ``max_depth``) of each.
-STATE_SCRATCH = ((np.int64, lambda m: 2 * (m + 2)), (np.int32, lambda m: max(m + 2, 3)))
+STATE_SCRATCH = ((np.int64, lambda m: 2 * (m + 2)), (np.int32, lambda m: max(m + 2, 3)),
+                 (np.uint64, lambda m: m + 2))
 #: ``kenlm_state_step``'s parameters after the work space in its ``desc`` (int64 words;
 #: the last three hold float64 bits)
 STATE_PARAMS = ("max_depth", "radix", "null", "unk_state", "ln_unseen", "bos_log10", "unk_log10")
@@ -726,12 +818,12 @@ def _state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
     node's ``context_position``; a state that is no tree position of this model (another
     model's) is the empty context, as a binary model reads one. ``desc`` also points to
     the call's work space after the arrays (``STATE_SCRATCH``: int64[2 (max_depth + 2)],
-    int32[max_depth + 2]; the caller holds the GIL, so one call at a time uses it).
+    int32[max_depth + 2], uint64[max_depth + 2]; the caller holds the GIL, so one call at a time uses it).
     Returns (ln p, ln p after the root, n-gram length, the state after the word)."""
     (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
      depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
      tree_tokens, H) = step_arrays(desc)
-    D = array_at(desc, 2 * len(STEP_DTYPES) + 4, np.int64)
+    D = array_at(desc, STATE_PARAMS_AT, np.int64)  # the arrays and the work space
     work = array_at(D[2 * len(STEP_DTYPES)], 2 * (max_depth + 2), np.int64)
     nodes = work[:max_depth + 2]
     cover = work[max_depth + 2:]
@@ -752,6 +844,12 @@ def _state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
             x[t] = tree_tokens[end - n_ctx + t]
     x[n_ctx] = word
     x[n_ctx + 1] = 0
+    if state != UNK_STATE and not need_root and is_trie(H):  # the context walked again, its lookups prefetched
+        hs = array_at(D[2 * len(STEP_DTYPES) + 4], max_depth + 2, np.uint64)
+        prefetch_walk(x, n_ctx + 1, min(max_depth, n_ctx + 1), H)  # the next state's walk, meanwhile
+        lp, ngram, _ = _trie_position(H, Q, Nn, ln_unseen, x, n_ctx, n_ctx, nodes, cover, hs)
+        n = walk_trie(x, n_ctx + 1, min(max_depth, n_ctx + 1), H, nodes, cover, 0)
+        return lp, 0.0, ngram, nodes[n - 1] * radix + cover[n - 1]
     walked = 0
     if state != UNK_STATE and n_ctx > 0 and n_ctx == depth[j] - collapsed[j] + k:
         # the context's walk is the node's path from the root: read it up the parents
