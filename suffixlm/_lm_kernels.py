@@ -717,19 +717,24 @@ def _log10_of(word, lp, root, unk_state, bos_log10, unk_log10):
 
 @njit(cache=True)
 def _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10):
+    """``_sentence_sum_into`` with work arrays of its own."""
+    return _sentence_sum_into(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10, np.empty(n),
+                              np.empty(n), np.empty(n, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def _sentence_sum_into(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10, lp, root, ngram):
     """The sum of ``kenlm_sentence``'s log10 probabilities of the words ``x[first:n]``
     (int32 word ids, ``x[0]`` = ``<s>`` when ``first`` is 1, room for a spare slot at
     ``x[n]``), in order, as ``LogLinearLM.score`` adds them: ``<s>`` and ``unk_state``
     (``<unk>`` in a model without it; -1 for none) given ``bos_log10`` / ``unk_log10``
     times the back-off of their context, as ``model._special_log10`` does; the arrays
-    read at ``desc`` (``kenlm_state_step``)."""
+    read at ``desc`` (``kenlm_state_step``); ``lp``, ``root``, ``ngram`` work space of
+    ``n`` or more."""
     (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
      depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
      tree_tokens, H) = step_arrays(desc)
     x[n] = 0
-    lp = np.empty(n)
-    root = np.empty(n)
-    ngram = np.empty(n, dtype=np.int64)
     kenlm_sentence(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
                    ln_unseen, S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position,
                    child_offsets, children, child_first_word, tree_tokens, H, max_depth, x[:n + 1], first, 0, unk_state,
@@ -763,6 +768,44 @@ def kenlm_score_lines(desc, ln_unseen, max_depth, W, blob, text, bos, eos, unk_s
     starts = line_starts(text, sums.shape[0])
     _line_sums(desc, ln_unseen, max_depth, W, blob, text, starts, 0, sums.shape[0], bos, eos, unk_state, bos_log10,
                unk_log10, sums)
+
+
+#: The slots of ``kenlm_score_line_at``'s block (int64): ``desc`` (``kenlm_state_step``'s),
+#: the word table's and its blob's address and length, the addresses of its work arrays
+#: (int32 ids, float64 lp and root, int64 n-gram lengths, ``LINE_WORK_WORDS`` each).
+LINE_BLOCK = ("desc", "W", "W_len", "blob", "blob_len", "ids", "lp", "root", "ngram")
+#: The longest line (in words, about: its bytes / 2) ``kenlm_score_line_at`` scores in its
+#: work space; a longer one gets arrays of its own (``kenlm_score_lines``).
+LINE_WORK_WORDS = 1024
+
+
+@njit(cache=True)
+def kenlm_score_line_at(block, text):
+    """``kenlm_score_lines`` of one line (UTF-8 bytes without a line feed), ``bos`` and
+    ``eos`` true, on the model and word table the block at the address ``block``
+    describes (``LINE_BLOCK``): the per-line path of ``LogLinearLM.score``, which passes
+    no array but the text and allocates no work array (numba's dispatch costs about
+    0.1 µs per array argument; the caller holds the GIL, so one call at a time uses the
+    work space). The same sum."""
+    B = array_at(block, len(LINE_BLOCK), np.int64)
+    desc = B[0]
+    P = array_at(desc, STATE_PARAMS_AT + len(STATE_PARAMS), np.int64)
+    F = array_at(desc, STATE_PARAMS_AT + len(STATE_PARAMS), np.float64)  # the same words, as doubles
+    max_depth, unk_state = P[STATE_PARAMS_AT], P[STATE_PARAMS_AT + 3]
+    ln_unseen, bos_log10, unk_log10 = F[STATE_PARAMS_AT + 4], F[STATE_PARAMS_AT + 5], F[STATE_PARAMS_AT + 6]
+    W = array_at(B[1], B[2], np.int64)
+    blob = array_at(B[3], B[4], np.uint8)
+    if len(text) // 2 + 4 > LINE_WORK_WORDS:
+        sums = np.empty(1)
+        kenlm_score_lines(desc, ln_unseen, max_depth, W, blob, text, True, True, unk_state, bos_log10, unk_log10,
+                          sums)
+        return sums[0]
+    ids = array_at(B[5], LINE_WORK_WORDS, np.int32)
+    ids[0] = 0  # BOS_ID
+    n = text_ids(W, blob, text, 0, len(text), True, 2, 1, ids, 1)  # <unk>, </s>
+    return _sentence_sum_into(desc, ln_unseen, max_depth, ids, n, 1, unk_state, bos_log10, unk_log10,
+                              array_at(B[6], LINE_WORK_WORDS, np.float64), array_at(B[7], LINE_WORK_WORDS, np.float64),
+                              array_at(B[8], LINE_WORK_WORDS, np.int64))
 
 
 @njit(cache=True, parallel=True)

@@ -695,6 +695,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         self._step_fn = None  # kenlm_step's closure (_stepper)
         self.__dict__.pop("BaseScore", None)  # the decoder's closures (_bind_queries) of earlier weights
         self.__dict__.pop("BaseFullScore", None)
+        self.__dict__.pop("score", None)  # and score's (_bind_score)
 
     def _edge_args(self):
         """The closed form of the base inside collapsed edges, for ``score_positions``."""
@@ -908,9 +909,28 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
                 K.kenlm_score_ids_parallel(address, ln_unseen, m, ids, offsets, bos, *specials, sums, bounds)
             return sums
 
+        def line_entry():
+            """``score_line(text: bytes) -> float``: ``_lm_kernels.kenlm_score_line_at``
+            bound to this model's block (made on the first call, with the word table)."""
+            if step.line is None:
+                if step.word_table is None:
+                    from ._text_kernels import word_table_of
+
+                    step.word_table = word_table_of(self.vocab_.words)
+                W, blob = step.word_table
+                work = (np.zeros(K.LINE_WORK_WORDS, dtype=np.int32), np.zeros(K.LINE_WORK_WORDS),
+                        np.zeros(K.LINE_WORK_WORDS), np.zeros(K.LINE_WORK_WORDS, dtype=np.int64))
+                W, blob = np.ascontiguousarray(W, dtype=np.int64), np.ascontiguousarray(blob, dtype=np.uint8)
+                block = np.array([address, W.ctypes.data, W.shape[0], blob.ctypes.data, blob.shape[0],
+                                  *(b.ctypes.data for b in work)], dtype=np.int64)  # K.LINE_BLOCK
+                step.line_hold = (block, work, W, blob)  # alive while their addresses are in use
+                step.line = bound_entry(K.kenlm_score_line_at, int(block.ctypes.data), b"")
+            return step.line
+
         state_step = bound_entry(K.kenlm_state_step, address, null, 1)  # EOS_ID: in every vocabulary
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
         step.score_lines, step.score_ids, step.word_table = score_lines, score_ids, None
+        step.line, step.line_entry = None, line_entry
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
 
     def _context_of(self, words) -> tuple[int, ...]:
@@ -965,6 +985,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         bos, eos = True if bos is None else bool(bos), True if eos is None else bool(eos)
         if sentence.__class__ is str and "\n" not in sentence:
             try:  # words split, looked up and walked in one compiled call (kenlm_score_lines)
+                if bos and eos:  # the compiled line walk, bound for the next calls
+                    return self._bind_score()(sentence.encode())
                 return float(self._stepper().score_lines(sentence.encode(), 1, bos, eos)[0])
             except UnicodeEncodeError:  # a lone surrogate: the words as Python reads them
                 pass
@@ -973,6 +995,28 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         for v in values[first:]:
             total += v
         return total
+
+    def _bind_score(self):
+        """``score`` as a closure bound to this model (replacing the method on the
+        instance; dropped when the weights change, ``_prepare_scoring``): a line without
+        a line feed, ``bos`` and ``eos`` true, goes straight to the compiled line walk
+        (``_lm_kernels.kenlm_score_line_at``), anything else to the method. Returns
+        that line walk (``text: bytes -> float``)."""
+        step = self._stepper()
+        line, weights, method = step.line_entry(), self.weights_, LogLinearLM.score
+
+        def score(sentence, bos=None, eos=None) -> float:
+            if sentence.__class__ is str and (bos is None or bos) and (eos is None or eos) and "\n" not in sentence \
+                    and self.weights_ is weights:
+                try:
+                    return line(sentence.encode())
+                except UnicodeEncodeError:  # a lone surrogate: the words as Python reads them
+                    pass
+            return method(self, sentence, bos, eos)
+
+        score.__doc__ = method.__doc__
+        self.score = score
+        return line
 
     def score_batch(self, sentences, bos: bool = True, eos: bool = True) -> np.ndarray:
         """:meth:`score` of every sentence of ``sentences`` (an iterable of strings) in one

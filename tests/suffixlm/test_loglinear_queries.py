@@ -244,3 +244,25 @@ def test_queries_without_the_node_word_table_are_the_same_numbers(case, unk, mon
     _, plain = _fit(case, 6, unk)
     monkeypatch.setattr(LogLinearLM, "_node_words", lambda self: np.zeros(0, dtype=np.int64))
     assert everything(plain) == want
+
+
+@pytest.mark.parametrize("case", ["trie, kn base, signed", "max, no base"])
+def test_score_line_by_line_through_the_bound_walk(case):
+    """``score(line)`` binds a per-model closure over the compiled line walk
+    (``kenlm_score_line_at``) on its first call: the same sums as ``kenlm_step`` word
+    after word for short, empty, very long (past its work space) and undecodable lines
+    and with ``bos`` / ``eos`` off; new weights drop it."""
+    from suffixlm import _lm_kernels as K
+
+    lines, m = _fit(case, 7, True)
+    long = " ".join(["w1", "w2", "zebra"] * (K.LINE_WORK_WORDS // 2))
+    cases = lines[:15] + ["", "zebra", long, "w1 \ud800 w2", "w1\x0bw2"]
+    want = [KenLMInterface.score(m, s) for s in cases]
+    assert [m.score(s) for s in cases] == want
+    assert "score" in m.__dict__  # bound on the first line
+    assert [m.score(s) for s in cases] == want
+    assert [m.score(s, bos=False) for s in cases] == [KenLMInterface.score(m, s, False, True) for s in cases]
+    assert [m.score(s, eos=0) for s in cases] == [KenLMInterface.score(m, s, True, False) for s in cases]
+    m.weights_ = m.weights_ * 0.5  # other weights: the closure goes to the method, which binds them
+    want2 = [KenLMInterface.score(m, s) for s in cases]
+    assert want2 != want and [m.score(s) for s in cases] == want2
