@@ -405,6 +405,7 @@ def prefetch_position(H, x, i, avail):
     """Prefetch the home slots of ``_trie_position(H, ..., x, i, avail, ...)``'s lookups."""
     y = x[i]
     h = SEED
+    prefetch(H, 2 * slot_of(H, seq_mix(h, y)))
     for d in range(1, avail + 1):
         h = seq_mix(h, x[i - d])
         prefetch(H, 2 * slot_of(H, h))
@@ -415,8 +416,27 @@ def prefetch_position(H, x, i, avail):
 def _trie_position(H, Q, Nn, ln_unseen, x, i, avail, nodes, cover, hs):
     """``_score_at_node`` of the word ``x[i]`` after its context walked with ``avail``
     words, on a trie's ``node_word_table`` (``is_trie(H)``): (ln p, n-gram length, the
-    walk's length, its path left in ``nodes``, ``cover``). Every home slot of the walk
-    and of the word's params along it comes from the words' sequence hashes (``hs``,
+    walk's length, its path left in ``nodes``, ``cover``); ``_trie_lookup``, then the
+    two terms read."""
+    q, ngram, n = _trie_lookup(H, x, i, avail, nodes, cover, hs)
+    return _trie_lp(Q, Nn, ln_unseen, q, nodes[n - 1]), ngram, n
+
+
+@njit(cache=True, inline="always")
+def _trie_lp(Q, Nn, ln_unseen, q, node):
+    """ln p of a word whose deepest param is ``q`` (-1: none) after a context ending at
+    ``node``: ``_score_at_node``'s sum."""
+    s = ln_unseen
+    if q >= 0:
+        s = Q[q]
+    return s + Nn[node]
+
+
+@njit(cache=True, inline="always")
+def _trie_lookup(H, x, i, avail, nodes, cover, hs):
+    """The lookups of ``_trie_position``: (the word's deepest param on the path or -1,
+    the n-gram length, the walk's length). Every home slot of the walk and of the
+    word's params along it comes from the words' sequence hashes (``hs``,
     uint64[avail + 1] of work space) and is prefetched before the first lookup, so the
     lookups' misses overlap instead of each waiting on the one before."""
     m = H.shape[0] - 3  # _contexts_kernels._META
@@ -424,6 +444,7 @@ def _trie_position(H, Q, Nn, ln_unseen, x, i, avail, nodes, cover, hs):
     y = x[i]
     h = SEED
     hs[0] = h
+    prefetch(H, 2 * slot_of(H, seq_mix(h, y)))
     for d in range(1, avail + 1):
         h = seq_mix(h, x[i - d])
         hs[d] = h
@@ -433,26 +454,24 @@ def _trie_position(H, Q, Nn, ln_unseen, x, i, avail, nodes, cover, hs):
     n = 1
     nodes[0] = 0
     cover[0] = 1
-    for d in range(1, avail + 1):
-        w = x[i - d]
-        child = node_word_at(H, slot_of(H, hs[d]), node * V + w) >> 32
+    e = -1  # the deepest node with the word's param (the search from below stops at the same)
+    q = np.int64(-1)
+    for d in range(avail + 1):  # each node's param as soon as the node is known, then its child
+        qt = node_word_at(H, slot_of(H, seq_mix(hs[d], y)), node * V + y) & np.int64(0xFFFFFFFF)
+        if qt != 0xFFFFFFFF:
+            e = d
+            q = qt
+        if d == avail:
+            break
+        w = x[i - d - 1]
+        child = node_word_at(H, slot_of(H, hs[d + 1]), node * V + w) >> 32
         if child < 0:
             break
         nodes[n] = child
         cover[n] = 1
         n += 1
         node = child
-    e = -1
-    q = np.int64(-1)
-    for t in range(n):  # the deepest param kept (the search from below stops at the same)
-        qt = node_word_at(H, slot_of(H, seq_mix(hs[t], y)), nodes[t] * V + y) & np.int64(0xFFFFFFFF)
-        if qt != 0xFFFFFFFF:
-            e = t
-            q = qt
-    s = ln_unseen
-    if q >= 0:
-        s = Q[q]
-    return s + Nn[nodes[n - 1]], (e + 1 if e > 0 else 1), n
+    return q, (e + 1 if e > 0 else 1), n
 
 
 @njit(cache=True, inline="always")
@@ -584,7 +603,7 @@ def kenlm_sentence(
     k = min(first, max_depth)
     walked = 0
     trie = is_trie(H)  # every walk ends at its node
-    if trie:  # each word's context walked again by _trie_position, its lookups prefetched
+    if trie:  # each word's context walked again by _trie_lookup, its lookups prefetched
         hs = np.empty(max_depth + 2, dtype=np.uint64)
         fresh = True  # the word's context is walked with avail k (else: k is set below from its walk)
         avail = k
