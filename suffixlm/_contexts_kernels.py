@@ -93,7 +93,7 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
                 key = j * V + word
                 if trie:
                     sh = seq_mix(np.uint64(H[2 * n_slots + j]), word)
-                    h = _nw_home(sh, n_slots)
+                    h = _seq_home(sh, n_slots)
                     if half == 1:
                         H[2 * n_slots + children[e]] = np.int64(sh)
                         order[top] = children[e]
@@ -130,8 +130,15 @@ def node_word(H, node, word):
 
 @njit(cache=True, inline="always")
 def slot_of(H, h):
-    """The home slot of the hash ``h`` in the ``node_word_table`` ``H``."""
-    return _nw_home(h, H[H.shape[0] - _META])
+    """The home slot of the sequence hash ``h`` (``seq_mix``'s, mixed already) in the
+    ``node_word_table`` ``H``: its top 32 bits onto the slots."""
+    return _seq_home(h, H[H.shape[0] - _META])
+
+
+@njit(cache=True, inline="always")
+def _seq_home(h, n):
+    """``slot_of`` in a table of ``n`` < 2**32 slots."""
+    return np.int64(((h >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
 @njit(cache=True, inline="always")

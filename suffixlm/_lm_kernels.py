@@ -436,20 +436,22 @@ def _trie_lp(Q, Nn, ln_unseen, q, node):
 def _trie_lookup(H, x, i, avail, nodes, cover, hs):
     """The lookups of ``_trie_position``: (the word's deepest param on the path or -1,
     the n-gram length, the walk's length). Every home slot of the walk and of the
-    word's params along it comes from the words' sequence hashes (``hs``,
-    uint64[avail + 1] of work space) and is prefetched before the first lookup, so the
-    lookups' misses overlap instead of each waiting on the one before."""
+    word's params along it comes from the words' sequence hashes (the slots kept in
+    ``hs``, int64[2 (max_depth + 2)] of work space) and is prefetched before the first
+    lookup, so the lookups' misses overlap instead of each waiting on the one before."""
     m = H.shape[0] - 3  # _contexts_kernels._META
     V = H[m + 1]
     y = x[i]
     h = SEED
-    hs[0] = h
-    prefetch(H, 2 * slot_of(H, seq_mix(h, y)))
+    a = hs.shape[0] // 2  # hs[d]: the slot of the walk's d-th child, hs[a + d]: of the d-th node's param
+    hs[a] = slot_of(H, seq_mix(h, y))
+    prefetch(H, 2 * hs[a])
     for d in range(1, avail + 1):
         h = seq_mix(h, x[i - d])
-        hs[d] = h
-        prefetch(H, 2 * slot_of(H, h))
-        prefetch(H, 2 * slot_of(H, seq_mix(h, y)))
+        hs[d] = slot_of(H, h)
+        hs[a + d] = slot_of(H, seq_mix(h, y))
+        prefetch(H, 2 * hs[d])
+        prefetch(H, 2 * hs[a + d])
     node = 0
     n = 1
     nodes[0] = 0
@@ -457,14 +459,14 @@ def _trie_lookup(H, x, i, avail, nodes, cover, hs):
     e = -1  # the deepest node with the word's param (the search from below stops at the same)
     q = np.int64(-1)
     for d in range(avail + 1):  # each node's param as soon as the node is known, then its child
-        qt = node_word_at(H, slot_of(H, seq_mix(hs[d], y)), node * V + y) & np.int64(0xFFFFFFFF)
+        qt = node_word_at(H, hs[a + d], node * V + y) & np.int64(0xFFFFFFFF)
         if qt != 0xFFFFFFFF:
             e = d
             q = qt
         if d == avail:
             break
         w = x[i - d - 1]
-        child = node_word_at(H, slot_of(H, hs[d + 1]), node * V + w) >> 32
+        child = node_word_at(H, hs[d + 1], node * V + w) >> 32
         if child < 0:
             break
         nodes[n] = child
@@ -604,7 +606,7 @@ def kenlm_sentence(
     walked = 0
     trie = is_trie(H)  # every walk ends at its node
     if trie:  # each word's context walked again by _trie_lookup, its lookups prefetched
-        hs = np.empty(max_depth + 2, dtype=np.uint64)
+        hs = np.empty(2 * (max_depth + 2), dtype=np.int64)
         fresh = True  # the word's context is walked with avail k (else: k is set below from its walk)
         avail = k
         for i in range(first, x.shape[0] - 1):
@@ -681,7 +683,7 @@ UNK_STATE = -1
 #: The work space of ``kenlm_state_step`` after the arrays in its ``desc``: (dtype, size
 #: as a function of ``max_depth``) of each.
 STATE_SCRATCH = ((np.int64, lambda m: 2 * (m + 2)), (np.int32, lambda m: max(m + 2, 3)),
-                 (np.uint64, lambda m: m + 2))
+                 (np.int64, lambda m: 2 * (m + 2)))
 #: ``kenlm_state_step``'s parameters after the work space in its ``desc`` (int64 words;
 #: the last three hold float64 bits)
 STATE_PARAMS = ("max_depth", "radix", "null", "unk_state", "ln_unseen", "bos_log10", "unk_log10")
@@ -880,7 +882,8 @@ def _state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
     node's ``context_position``; a state that is no tree position of this model (another
     model's) is the empty context, as a binary model reads one. ``desc`` also points to
     the call's work space after the arrays (``STATE_SCRATCH``: int64[2 (max_depth + 2)],
-    int32[max_depth + 2], uint64[max_depth + 2]; the caller holds the GIL, so one call at a time uses it).
+    int32[max_depth + 2], int64[2 (max_depth + 2)]; the caller holds the GIL, so one call at a time
+    uses it).
     Returns (ln p, ln p after the root, n-gram length, the state after the word)."""
     (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
      depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
@@ -907,7 +910,7 @@ def _state_step(desc, ln_unseen, max_depth, radix, state, word, need_root):
     x[n_ctx] = word
     x[n_ctx + 1] = 0
     if state != UNK_STATE and not need_root and is_trie(H):  # the context walked again, its lookups prefetched
-        hs = array_at(D[2 * len(STEP_DTYPES) + 4], max_depth + 2, np.uint64)
+        hs = array_at(D[2 * len(STEP_DTYPES) + 4], 2 * (max_depth + 2), np.int64)
         prefetch_walk(x, n_ctx + 1, min(max_depth, n_ctx + 1), H)  # the next state's walk, meanwhile
         lp, ngram, _ = _trie_position(H, Q, Nn, ln_unseen, x, n_ctx, n_ctx, nodes, cover, hs)
         n = walk_trie(x, n_ctx + 1, min(max_depth, n_ctx + 1), H, nodes, cover, 0)
