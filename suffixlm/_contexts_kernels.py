@@ -11,7 +11,8 @@ nodes the context reached.
 The queries of a fitted model (``LogLinearLM``'s KenLM API) walk the same paths through
 ``node_word_table``, a hash table of the tree's (node, word) pairs giving a child and a
 param in one random access each, where the binary searches take several misses of a
-tree larger than the processor's caches (``walk_hashed``, ``walk_trie``).
+tree larger than the processor's caches (``walk_hashed``; on a trie ``walk_trie``, its
+slots placed by the words' sequence hashes and prefetched).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ._tree_kernels import find_sorted, grow
 #: ``node_word_table``'s hashing constant (Fibonacci hashing).
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: Its slots per entry (a load of 0.6: a missing key's linear scan is about 3.6 slots).
-TABLE_SLOTS_PER_ENTRY = 5/3
+TABLE_SLOTS_PER_ENTRY = 5 / 3
 #: The packed value of an absent half (child or param) of an entry.
 _NONE32 = 0xFFFFFFFF
 #: ``node_word_table``'s words after its slots (and a trie's sequence hashes).
@@ -53,11 +54,11 @@ def seq_mix(h, w):
 def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, children, child_first_word, trie):
     """The query kernels' hash table of the tree's (node, word) pairs: for node j and
     word v (key ``j * V + v``), the child of j whose edge starts with v and the param
-    (j, v), either -1 where there is none. int64[2 n_slots + 2], linear probing: slot h
-    holds the key at ``2 h`` (-1: empty) and ``child << 32 | param`` at ``2 h + 1`` (an
-    absent half all ones); the last words (``_META``) are ``n_slots``, V and ``trie``
-    (1: every edge is one word long, ``collapsed`` all 1, so a node's depth is its
-    place on the path and the walks need not read ``depth``). A lookup is one random
+    (j, v), either -1 where there is none. int64[2 n_slots (+ N on a trie) + _META],
+    linear probing: slot h holds the key at ``2 h`` (-1: empty) and ``child << 32 |
+    param`` at ``2 h + 1`` (an absent half all ones); the last words are ``n_slots``, V
+    and ``trie`` (1: every edge is one word long, ``collapsed`` all 1, so a node's depth
+    is its place on the path and the walks need not read ``depth``). A lookup is one random
     access where the binary searches of ``walk_context`` and ``find_param`` take several
     (the caller checks that children < 2**31, params < 2**32 - 1 and that the keys fit
     in int64).
