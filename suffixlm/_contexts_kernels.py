@@ -30,8 +30,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 TABLE_SLOTS_PER_ENTRY = 5 / 3
 #: The packed value of an absent half (child or param) of an entry.
 _NONE32 = 0xFFFFFFFF
-#: ``node_word_table``'s words after its slots (and a trie's sequence hashes).
-_META = 3
+#: ``node_word_table``'s words after its slots (and a trie's sequence hashes): n_slots, V, trie.
+TABLE_META = 3
 #: The sequence hash of the empty context (the root's).
 SEED = np.uint64(0x243F6A8885A308D3)
 
@@ -54,7 +54,7 @@ def seq_mix(h, w):
 def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, children, child_first_word, trie):
     """The query kernels' hash table of the tree's (node, word) pairs: for node j and
     word v (key ``j * V + v``), the child of j whose edge starts with v and the param
-    (j, v), either -1 where there is none. int64[2 n_slots (+ N on a trie) + _META],
+    (j, v), either -1 where there is none. int64[2 n_slots (+ N on a trie) + TABLE_META],
     linear probing: slot h holds the key at ``2 h`` (-1: empty) and ``child << 32 |
     param`` at ``2 h + 1`` (an absent half all ones); the last words are ``n_slots``, V
     and ``trie`` (1: every edge is one word long, ``collapsed`` all 1, so a node's depth
@@ -71,7 +71,7 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
     overlap. The key, compared in the slot, stays the exact pair."""
     N = succ_offsets.shape[0] - 1
     m = 2 * n_slots + (N if trie else 0)
-    H = np.full(m + _META, -1, dtype=np.int64)
+    H = np.full(m + TABLE_META, -1, dtype=np.int64)
     H[m] = n_slots
     H[m + 1] = V
     H[m + 2] = 1 if trie else 0
@@ -119,7 +119,7 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
 def node_word(H, node, word):
     """The packed entry (``node_word_table``) of (node, word), or -1 (both halves
     absent)."""
-    m = H.shape[0] - _META
+    m = H.shape[0] - TABLE_META
     n = H[m]
     key = node * H[m + 1] + word
     if H[m + 2] == 1:  # a trie: the home at the pair's sequence hash
@@ -133,7 +133,7 @@ def node_word(H, node, word):
 def slot_of(H, h):
     """The home slot of the sequence hash ``h`` (``seq_mix``'s, mixed already) in the
     ``node_word_table`` ``H``: its top 32 bits onto the slots."""
-    return _seq_home(h, H[H.shape[0] - _META])
+    return _seq_home(h, H[H.shape[0] - TABLE_META])
 
 
 @njit(cache=True, inline="always")
@@ -145,7 +145,7 @@ def _seq_home(h, n):
 @njit(cache=True, inline="always")
 def node_word_at(H, h, key):
     """The packed entry of ``key`` scanned for from slot ``h``, or -1."""
-    n = H[H.shape[0] - _META]
+    n = H[H.shape[0] - TABLE_META]
     for _ in range(n):
         t = H[2 * h]
         if t == key:
@@ -201,7 +201,7 @@ def walk_trie(x, i, avail, H, out_nodes, out_cover, o):
     path always written. Every home slot is prefetched first (``prefetch_walk``), so the
     lookups' misses overlap."""
     prefetch_walk(x, i, avail, H)
-    V = H[H.shape[0] - _META + 1]
+    V = H[H.shape[0] - TABLE_META + 1]
     node = 0
     n = 1
     out_nodes[o] = 0

@@ -36,8 +36,8 @@ from ._jit import njit, prange
 from ._address import array_at, prefetch
 from ._text_kernels import line_starts, longest_span, text_ids
 from .backoff._kn_tree_kernels import edge_base
-from ._contexts_kernels import (SEED, is_trie, node_word_at, node_word_param, prefetch_walk, seq_mix, slot_of,
-                               walk_hashed, walk_trie)
+from ._contexts_kernels import (SEED, TABLE_META, is_trie, node_word_at, node_word_param, prefetch_walk, seq_mix,
+                               slot_of, walk_hashed, walk_trie)
 from ._tree_kernels import find_sorted
 
 LN10 = np.log(10.0)  # model.LN10 (math.log(10.0)): the same double
@@ -416,31 +416,12 @@ def prefetch_position(H, x, i, avail):
 def _trie_position(H, Q, Nn, ln_unseen, x, i, avail, nodes, cover, hs):
     """``_score_at_node`` of the word ``x[i]`` after its context walked with ``avail``
     words, on a trie's ``node_word_table`` (``is_trie(H)``): (ln p, n-gram length, the
-    walk's length, its path left in ``nodes``, ``cover``); ``_trie_lookup``, then the
-    two terms read."""
-    q, ngram, n = _trie_lookup(H, x, i, avail, nodes, cover, hs)
-    return _trie_lp(Q, Nn, ln_unseen, q, nodes[n - 1]), ngram, n
-
-
-@njit(cache=True, inline="always")
-def _trie_lp(Q, Nn, ln_unseen, q, node):
-    """ln p of a word whose deepest param is ``q`` (-1: none) after a context ending at
-    ``node``: ``_score_at_node``'s sum."""
-    s = ln_unseen
-    if q >= 0:
-        s = Q[q]
-    return s + Nn[node]
-
-
-@njit(cache=True, inline="always")
-def _trie_lookup(H, x, i, avail, nodes, cover, hs):
-    """The lookups of ``_trie_position``: (the word's deepest param on the path or -1,
-    the n-gram length, the walk's length). Every home slot of the walk and of the
-    word's params along it comes from the words' sequence hashes (the slots kept in
-    ``hs``, int64[2 (max_depth + 2)] of work space) and is prefetched before the first
-    lookup, so the lookups' misses overlap instead of each waiting on the one before."""
-    m = H.shape[0] - 3  # _contexts_kernels._META
-    V = H[m + 1]
+    walk's length, its path left in ``nodes``, ``cover``). Every home slot of the walk
+    and of the word's params along it comes from the words' sequence hashes (the slots
+    kept in ``hs``, int64[2 (max_depth + 2)] of work space) and is prefetched before the
+    first lookup, so the lookups' misses overlap instead of each waiting on the one
+    before."""
+    V = H[H.shape[0] - TABLE_META + 1]
     y = x[i]
     h = SEED
     a = hs.shape[0] // 2  # hs[d]: the slot of the walk's d-th child, hs[a + d]: of the d-th node's param
@@ -473,7 +454,10 @@ def _trie_lookup(H, x, i, avail, nodes, cover, hs):
         cover[n] = 1
         n += 1
         node = child
-    return q, (e + 1 if e > 0 else 1), n
+    s = ln_unseen
+    if q >= 0:
+        s = Q[q]
+    return s + Nn[nodes[n - 1]], (e + 1 if e > 0 else 1), n
 
 
 @njit(cache=True, inline="always")
@@ -484,15 +468,11 @@ def _step_at_node(succ_offsets, succ_words, Q, Nn, ln_unseen, collapsed, depth, 
     (ln p, n-gram length, words kept, the kept context's walk length, left in
     ``nodes``, ``cover``). The decoder's common case, without the arrays the general
     form needs."""
-    trie = is_trie(H)  # a node's depth is its place on the path: no reads of depth
     lp, e = _score_at_node(succ_offsets, succ_words, H, Q, Nn, ln_unseen, nodes, 0, n - 1, x[i])
-    ngram = (e if trie else depth[nodes[e]]) + 1 if e > 0 else 1
-    if trie:  # called here, not through walk_hashed: this loop then runs 1.5x faster
-        n = walk_trie(x, i + 1, min(max_depth, k + 1), H, nodes, cover, 0)
-    else:
-        n = walk_hashed(x, i + 1, min(max_depth, k + 1), depth, context_position, child_offsets, children,
-                        child_first_word, tree_tokens, H, nodes, cover, 0, True)
-    keep = ((n - 1) if trie else depth[nodes[n - 1]] - collapsed[nodes[n - 1]] + cover[n - 1]) if n > 1 else 0
+    ngram = depth[nodes[e]] + 1 if e > 0 else 1
+    n = walk_hashed(x, i + 1, min(max_depth, k + 1), depth, context_position, child_offsets, children,
+                    child_first_word, tree_tokens, H, nodes, cover, 0, True)
+    keep = depth[nodes[n - 1]] - collapsed[nodes[n - 1]] + cover[n - 1] if n > 1 else 0
     return lp, ngram, keep, n
 
 
@@ -604,8 +584,7 @@ def kenlm_sentence(
     cover = np.empty(max_depth + 2, dtype=np.int64)
     k = min(first, max_depth)
     walked = 0
-    trie = is_trie(H)  # every walk ends at its node
-    if trie:  # each word's context walked again by _trie_lookup, its lookups prefetched
+    if is_trie(H):  # each word's context walked again by _trie_position, its lookups prefetched
         hs = np.empty(2 * (max_depth + 2), dtype=np.int64)
         fresh = True  # the word's context is walked with avail k (else: k is set below from its walk)
         avail = k
@@ -647,13 +626,11 @@ def kenlm_sentence(
             # the common case inline (a call with all the arrays costs as much as the
             # work): the walk ends at its node, so the precomputed terms score the word
             n = walked
-            if n == 0 and trie:
-                n = walk_trie(x, i, k, H, nodes, cover, 0)
-            elif n == 0:
+            if n == 0:
                 n = walk_hashed(x, i, k, depth, context_position, child_offsets, children, child_first_word,
                                 tree_tokens, H, nodes, cover, 0, True)
             walked = n
-            if trie or cover[n - 1] == collapsed[nodes[n - 1]]:
+            if cover[n - 1] == collapsed[nodes[n - 1]]:
                 out_lp[i], out_len[i], k, walked = _step_at_node(
                     succ_offsets, succ_words, Q, Nn, ln_unseen, collapsed, depth, context_position, child_offsets,
                     children, child_first_word, tree_tokens, H, max_depth, x, i, k, n, nodes, cover)
