@@ -32,6 +32,7 @@ import numpy as np
 from .._jit import njit, prange
 from ._table_numpy import EMPTY, EXPLICIT, EXTENDS, GOLDEN, KEY_MASK, MAX_SLOTS  # the layout
 from .._address import array_at, prefetch
+from ._records import bases, bow_of, keyof, prob_of, rec, slot  # either layout
 from .._text_kernels import line_starts, longest_span, text_ids
 
 
@@ -47,11 +48,11 @@ def home(key, size):
 def region(D, V, S, L):
     """(first slot, number of slots) of the parts of L words: the directory after the
     records, checked against the table ((0, 0) where it does not fit)."""
-    i = 2 * (V + S) + 2 * L
+    i = slot(D, V + S) + 2 * L
     if L < 2 or i + 1 >= D.shape[0]:
         return 0, 0
-    B = D[i]
-    n = D[i + 1]
+    B = np.int64(D[i])
+    n = np.int64(D[i + 1])
     if B < 0 or n <= 0 or n > MAX_SLOTS or B + n > S:
         return 0, 0
     return B, n
@@ -62,10 +63,10 @@ def _probe(D, base, n, key):
     """``find`` in the region of ``n`` > 0 slots from record ``base``."""
     h = home(key, n)
     for d in range(n):
-        t = D[2 * (base + h)]
+        t = rec(D, base + h)
         if t == EMPTY:
             return -1
-        tk = t & KEY_MASK
+        tk = keyof(D, t)
         if tk == key:
             return base + h
         if d >= 2:  # Robin Hood: no key lies beyond a resident nearer its own home
@@ -202,7 +203,7 @@ def _state_length(D, V, S, order, state):
     r = state
     while r >= V and r < V + S and k < order:
         k += 1
-        r = (D[2 * r] & KEY_MASK) // V
+        r = keyof(D, rec(D, r)) // V
     if r < 0 or r >= V + S or k >= order:
         return 0
     return k + 1
@@ -218,7 +219,7 @@ def decode_state(D, V, S, order, state, ctxw, crec):
     for i in range(k):  # the context's word i, oldest first, is its (k - i)-th most recent
         crec[k - 1 - i] = r
         if r >= V:
-            key = D[2 * r] & KEY_MASK
+            key = keyof(D, rec(D, r))
             ctxw[k - 1 - i] = key % V
             r = key // V
         else:
@@ -232,7 +233,7 @@ def _suffix_record(D, V, state, k, d):
     chain ``_state_length`` has checked): k - d steps down the record chain."""
     r = state
     for _ in range(k - d):
-        r = (D[2 * r] & KEY_MASK) // V
+        r = keyof(D, rec(D, r)) // V
     return r
 
 
@@ -249,29 +250,30 @@ def _step(D, F, V, S, order, state, w, missing_lp):
     k = _state_length(D, V, S, order, state)
     if w < 0 or w >= V:
         return np.float32(missing_lp), 1, -1
-    f = D[2 * w]
-    lp = F[4 * w + 2]
+    qb = bases(D, V, S, order)
+    f = rec(D, w)
+    lp = prob_of(D, F, w, 1, qb)
     if (f & EXPLICIT) == 0 or lp == -np.inf:  # KenLM's substitute, backed off through the whole context
         lp = np.float32(missing_lp)
         for d in range(1, k + 1):
-            lp = lp + F[4 * _suffix_record(D, V, state, k, d) + 3]
+            lp = lp + bow_of(D, F, _suffix_record(D, V, state, k, d), d, qb)
         return lp, 1, (w if order > 1 else -1)
     nxt = w if ((f & EXTENDS) != 0 and order > 1) else -1
     g = w
     n = 1
     for j in range(1, k + 1):
         c = _suffix_record(D, V, state, k, j)
-        x = (D[2 * c] & KEY_MASK) % V if c >= V else c  # the j-th most recent word
+        x = keyof(D, rec(D, c)) % V if c >= V else c  # the j-th most recent word
         g2 = find(D, V, S, j + 1, g * V + x)
         if g2 < 0:
             break
         g = g2
         n = j + 1
-        lp = F[4 * g + 2]
-        if n <= order - 1 and (D[2 * g] & EXTENDS) != 0:
+        lp = prob_of(D, F, g, n, qb)
+        if n <= order - 1 and (rec(D, g) & EXTENDS) != 0:
             nxt = g
     for d in range(n, k + 1):
-        lp = lp + F[4 * _suffix_record(D, V, state, k, d) + 3]
+        lp = lp + bow_of(D, F, _suffix_record(D, V, state, k, d), d, qb)
     return lp, n, nxt
 
 
@@ -297,7 +299,20 @@ def step_at(params, state, w):
     number). The caller keeps ``D`` and the block alive (``table.TableQueries._bind_queries``
     holds them beside the address)."""
     P = array_at(params, STEP_PARAMS, np.int64)
-    D = array_at(P[0], P[1], np.int64)
+    return _step_in(params, P, array_at(P[0], P[1], np.int64), state, w)
+
+
+@njit(cache=True)
+def step_at_quantised(params, state, w):
+    """``step_at`` on a quantised table (``_records``: the block's table address is that
+    of a uint64 array)."""
+    P = array_at(params, STEP_PARAMS, np.int64)
+    return _step_in(params, P, array_at(P[0], P[1], np.uint64), state, w)
+
+
+@njit(cache=True, inline="always")
+def _step_in(params, P, D, state, w):
+    """``step_at``'s step, on the table ``D`` its block describes."""
     missing_lp = array_at(params + 8 * (STEP_PARAMS - 1), 1, np.float64)[0]
     lp, n, nxt = _step(D, D.view(np.float32), P[2], P[3], P[4], state, w, missing_lp)
     return np.float64(lp), n, nxt
@@ -315,13 +330,13 @@ def state_of(D, V, S, order, words):
     if w < 0 or w >= V:
         return best
     g = w
-    if (D[2 * w] & EXTENDS) != 0:
+    if (rec(D, w) & EXTENDS) != 0:
         best = w
     for j in range(1, min(n, order - 1)):
         g = find(D, V, S, j + 1, g * V + words[n - 1 - j])
         if g < 0:
             break
-        if (D[2 * g] & EXTENDS) != 0:
+        if (rec(D, g) & EXTENDS) != 0:
             best = g
     return best
 
@@ -339,15 +354,15 @@ def regions(D, V, S, order):
 
 
 @njit(cache=True, inline="always")
-def _unigram(D, F, V, w, missing_lp):
+def _unigram(D, F, qb, V, w, missing_lp):
     """The start of word ``w``'s walk: (log10 p of its unigram, its record's flags, 0 for
     an id outside the vocabulary and 1 for a word the model does not list or gives
     -inf (KenLM's substitute, log10 p ``missing_lp``, backed off through the whole
     context), else 2)."""
     if w < 0 or w >= V:
         return np.float32(missing_lp), np.int64(0), 0
-    lp = F[4 * w + 2]
-    f = D[2 * w]
+    lp = prob_of(D, F, w, 1, qb)
+    f = rec(D, w)
     if (f & EXPLICIT) == 0 or lp == -np.inf:
         return np.float32(missing_lp), f, 1
     return lp, f, 2
@@ -358,7 +373,7 @@ AHEAD = 2
 
 
 @njit(cache=True)
-def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_len, ctx, nxt):
+def _walk_span(D, F, qb, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_len, ctx, nxt):
     """The float32 sum of the sentence ``tokens[a:b]`` (``score_sentences``), filling
     ``out_lp`` / ``out_len`` there when they are not empty. It starts from ``<s>``
     (record 0) when ``bos``, else from the empty context.
@@ -387,14 +402,14 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
             u = tokens[i + AHEAD]
             v = tokens[i + AHEAD - 1]
             if u >= 0 and u < V and v >= 0 and v < V:
-                prefetch(D, 2 * (base2 + home(u * V + v, size2)))
-        lp, f, kind = _unigram(D, F, V, w, missing_lp)
+                prefetch(D, slot(D, base2 + home(u * V + v, size2)))
+        lp, f, kind = _unigram(D, F, qb, V, w, missing_lp)
         if kind == 0:
             k = 0
         else:
             if kind == 1:  # KenLM's substitute, backed off through the whole context
                 for d in range(1, k + 1):
-                    lp = lp + F[4 * ctx[0, d - 1] + 3]
+                    lp = lp + bow_of(D, F, ctx[0, d - 1], d, qb)
                 ctx[0, 0] = w
                 ctx[1, 0] = w
                 k = 1 if order > 1 else 0
@@ -413,13 +428,13 @@ def _walk_span(D, F, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_
                         break
                     g = g2
                     n = j + 1
-                    lp = F[4 * g + 2]
+                    lp = prob_of(D, F, g, n, qb)
                     nxt[0, j] = g
                     nxt[1, j] = x
-                    if n <= order - 1 and (D[2 * g] & EXTENDS) != 0:
+                    if n <= order - 1 and (rec(D, g) & EXTENDS) != 0:
                         nk = n
                 for d in range(n, k + 1):
-                    lp = lp + F[4 * ctx[0, d - 1] + 3]
+                    lp = lp + bow_of(D, F, ctx[0, d - 1], d, qb)
                 ctx, nxt = nxt, ctx
                 k = nk
         if fill:
@@ -444,16 +459,16 @@ def _next_sentence(offsets, s, last, sums):
 
 
 @njit(cache=True, inline="always")
-def _backoff(F, lp, R, o, n, k):
+def _backoff(D, F, qb, lp, R, o, n, k):
     """``lp`` plus the back-off weights of the records ``R[o + d - 1]`` (the context's
     last d words), d = n .. k, shortest first, in float32 (KenLM's sums)."""
     for d in range(n, k + 1):
-        lp = lp + F[4 * R[o + d - 1] + 3]
+        lp = lp + bow_of(D, F, R[o + d - 1], d, qb)
     return lp
 
 
 @njit(cache=True)
-def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums):
+def _walk_lanes(D, F, qb, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums):
     """``_walk_span`` of sentences ``first .. last - 1`` into ``sums`` (and ``out_lp``,
     ``out_len`` when they are not empty), ``LANES`` sentences at a time.
 
@@ -514,12 +529,12 @@ def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing
             looked = False  # the word's parts were looked up: the next context is the other one
             if not probing[q]:  # a new word: its unigram, then its bigram's probe (prefetched)
                 w = tokens[i]
-                lp, f, kind = _unigram(D, F, V, w, missing_lp)
+                lp, f, kind = _unigram(D, F, qb, V, w, missing_lp)
                 if kind == 0:
                     k = 0
                 else:
                     if kind == 1:  # KenLM's substitute, backed off through the whole context
-                        lp = _backoff(F, lp, R, cb, 1, k)
+                        lp = _backoff(D, F, qb, lp, R, cb, 1, k)
                         R[cb] = w
                         X[cb] = w
                         k = 1 if order > 1 else 0
@@ -541,21 +556,21 @@ def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing
                 looked = True
                 if g2 >= 0:
                     nn[q] = j + 1
-                    lps[q] = F[4 * g2 + 2]
+                    lps[q] = prob_of(D, F, g2, j + 1, qb)
                     R[nb + j] = g2
                     X[nb + j] = X[cb + j - 1]
-                    if j + 1 <= order - 1 and (D[2 * g2] & EXTENDS) != 0:
+                    if j + 1 <= order - 1 and (rec(D, g2) & EXTENDS) != 0:
                         nkk[q] = j + 1
                     if j + 1 <= k and regs[j + 2, 1] > 0:  # the next probe: its slot prefetched, taken next turn
                         jj[q] = j + 1
                         kq = g2 * V + X[cb + j]
                         key[q] = kq
-                        prefetch(D, 2 * (regs[j + 2, 0] + home(kq, regs[j + 2, 1])))
+                        prefetch(D, slot(D, regs[j + 2, 0] + home(kq, regs[j + 2, 1])))
                         probing[q] = True
                         continue
             if looked:  # back off past the longest part found; the next context is the other one
                 n = nn[q]
-                lp = _backoff(F, lps[q], R, cb, n, k)
+                lp = _backoff(D, F, qb, lps[q], R, cb, n, k)
                 cur[q] = 1 - c
                 cb = nb
                 k = nkk[q]
@@ -588,29 +603,30 @@ def _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing
             if i < end[q]:  # prefetch the next word's unigram record and its bigram's home slot
                 w = tokens[i]
                 if w >= 0 and w < V:
-                    prefetch(D, 2 * w)
+                    prefetch(D, slot(D, w))
                     if kk[q] >= 1 and regs[2, 1] > 0:
-                        prefetch(D, 2 * (regs[2, 0] + home(w * V + X[cb], regs[2, 1])))
+                        prefetch(D, slot(D, regs[2, 0] + home(w * V + X[cb], regs[2, 1])))
 
 
 @njit(cache=True)
 def _walk_space(D, V, S, order):
     """What ``_walk_span`` reads besides the words: (the table as float32, ``regions``,
-    the context's and the next context's records and words, int64[2, order] each)."""
+    the context's and the next context's records and words, int64[2, order] each, the
+    layout's ``_records.bases``)."""
     return (D.view(np.float32), regions(D, V, S, order), np.empty((2, max(order, 1)), dtype=np.int64),
-            np.empty((2, max(order, 1)), dtype=np.int64))
+            np.empty((2, max(order, 1)), dtype=np.int64), bases(D, V, S, order))
 
 
 @njit(cache=True)
 def _span_sums(D, V, S, order, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, lanes, sums):
     """``_walk_span`` of sentences ``first .. last - 1`` into ``sums``, ``LANES`` at a
     time when ``lanes`` (``_walk_lanes``: the same numbers)."""
-    F, regs, ctx, nxt = _walk_space(D, V, S, order)
+    F, regs, ctx, nxt, qb = _walk_space(D, V, S, order)
     if lanes:
-        _walk_lanes(D, F, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums)
+        _walk_lanes(D, F, qb, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums)
         return
     for s in range(first, last):
-        sums[s] = _walk_span(D, F, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
+        sums[s] = _walk_span(D, F, qb, V, order, regs, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp,
                              out_len, ctx, nxt)
 
 
@@ -648,6 +664,7 @@ def srilm_query(D, V, S, order, tokens, starts, positions):
     the longest explicit n-gram, plus the back-off weights of the longer contexts
     summed first, in float32. Returns (log10 p float64[n], n-gram length int64[n])."""
     F = D.view(np.float32)
+    qb = bases(D, V, S, order)
     n_pos = positions.shape[0]
     out = np.empty(n_pos, dtype=np.float64)
     hit = np.zeros(n_pos, dtype=np.int64)
@@ -655,8 +672,8 @@ def srilm_query(D, V, S, order, tokens, starts, positions):
         p = positions[i]
         w = tokens[p]
         logp = np.float32(-np.inf)
-        if w >= 0 and w < V and (D[2 * w] & EXPLICIT) != 0:
-            logp = F[4 * w + 2]
+        if w >= 0 and w < V and (rec(D, w) & EXPLICIT) != 0:
+            logp = prob_of(D, F, w, 1, qb)
             hit[i] = 1
         bow = np.float32(0.0)
         g = w if (w >= 0 and w < V) else -1
@@ -669,11 +686,11 @@ def srilm_query(D, V, S, order, tokens, starts, positions):
             c = x if d == 1 else find(D, V, S, d, c * V + x)
             if c < 0:
                 break
-            bow = bow + F[4 * c + 3]
+            bow = bow + bow_of(D, F, c, d, qb)
             if g >= 0:
                 g = find(D, V, S, d + 1, g * V + x)
-                if g >= 0 and (D[2 * g] & EXPLICIT) != 0:
-                    logp = F[4 * g + 2]
+                if g >= 0 and (rec(D, g) & EXPLICIT) != 0:
+                    logp = prob_of(D, F, g, d + 1, qb)
                     bow = np.float32(0.0)
                     hit[i] = d + 1
         out[i] = np.float64(logp + bow)
@@ -730,7 +747,20 @@ def score_line_at(params, text):
     ``regions``). A sentence of more than ``LINE_WORK_WORDS`` words goes to
     ``score_line``."""
     P = array_at(params, LINE_PARAMS, np.int64)
-    D = array_at(P[0], P[1], np.int64)
+    return _score_line_in(params, P, array_at(P[0], P[1], np.int64), text)
+
+
+@njit(cache=True)
+def score_line_at_quantised(params, text):
+    """``score_line_at`` on a quantised table (``_records``: the block's table address is
+    that of a uint64 array)."""
+    P = array_at(params, LINE_PARAMS, np.int64)
+    return _score_line_in(params, P, array_at(P[0], P[1], np.uint64), text)
+
+
+@njit(cache=True)
+def _score_line_in(params, P, D, text):
+    """``score_line_at``'s walk, on the table ``D`` its block describes."""
     missing_lp = array_at(params + 8 * (STEP_PARAMS - 1), 1, np.float64)[0]
     W = array_at(P[STEP_PARAMS], P[STEP_PARAMS + 1], np.int64)
     blob = array_at(P[STEP_PARAMS + 2], P[STEP_PARAMS + 3], np.uint8)
@@ -745,7 +775,7 @@ def score_line_at(params, text):
     nxt = work[a + 2 * m:a + 4 * m].reshape((2, m))
     ids = work[a + 4 * m:]
     n = text_ids(W, blob, text, 0, len(text), True, 2, 1, ids, 0)
-    total = _walk_span(D, D.view(np.float32), V, order, regs, ids, 0, n, True, missing_lp,
+    total = _walk_span(D, D.view(np.float32), bases(D, V, S, order), V, order, regs, ids, 0, n, True, missing_lp,
                        array_at(P[STEP_PARAMS + 4], 0, np.float64), ids[:0], ctx, nxt)
     return np.float64(total)
 
@@ -759,7 +789,7 @@ def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, mis
     """``score_line`` of lines ``first .. last - 1`` (``line_starts``) into ``sums``;
     when ``lanes``, ``LINE_BLOCK`` lines at a time made ids, then walked by
     ``_walk_lanes`` (the same numbers)."""
-    F, regs, ctx, nxt = _walk_space(D, V, S, order)
+    F, regs, ctx, nxt, qb = _walk_space(D, V, S, order)
     no_lp = np.empty(0, dtype=np.float64)
     if lanes:
         ids = np.empty(0, dtype=np.int64)
@@ -774,14 +804,14 @@ def _line_sums(D, V, S, order, W, blob, text, starts, first, last, bos, eos, mis
             for s in range(b0, b1):
                 n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, n)
                 offsets[s - b0 + 1] = n
-            _walk_lanes(D, F, V, order, regs, ids, offsets, 0, b1 - b0, bos, missing_lp, no_lp, ids[:0],
+            _walk_lanes(D, F, qb, V, order, regs, ids, offsets, 0, b1 - b0, bos, missing_lp, no_lp, ids[:0],
                         sums[b0:b1])
         return
     ids = np.empty(longest_span(starts, first, last) // 2 + 2, dtype=np.int64)
     no_len = ids[:0]
     for s in range(first, last):
         n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, 0)
-        sums[s] = _walk_span(D, F, V, order, regs, ids, 0, n, bos, missing_lp, no_lp, no_len, ctx, nxt)
+        sums[s] = _walk_span(D, F, qb, V, order, regs, ids, 0, n, bos, missing_lp, no_lp, no_len, ctx, nxt)
 
 
 @njit(cache=True)

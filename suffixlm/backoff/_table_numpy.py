@@ -23,6 +23,16 @@ EXTENDS = 1 << 61
 EXPLICIT = 1 << 62
 EMPTY = -1
 MAX_SLOTS = (1 << 32) - 1
+#: The quantised layout (``binary.py``, ``build-binary -q``): one int64 a record, the key in
+#: its low QKEY_BITS bits, the codes of log10 p and of the back-off weight above it, the
+#: flags where the 16-byte layout has them (``_records``)
+QKEY_BITS = 45
+QKEY_MASK = (1 << QKEY_BITS) - 1
+QPROB_SHIFT = QKEY_BITS
+QBOW_SHIFT = QKEY_BITS + 8
+QCODE_MASK = 0xFF
+#: codes (and centres) of each n-gram length's codebook: 256 a length for each value
+QCODES = 256
 
 #: rounds of ``score_sentences``' fixed point before it gives up (see there)
 MAX_ROUNDS = 4

@@ -19,6 +19,12 @@ The file (little-endian)::
     then, each at a multiple of 64 bytes: the vocabulary (UTF-8 words, one per line,
     ids in order) and the table (int64[2 (V + S + order + 1)], ``_binary_kernels``).
 
+A quantised model (``build-binary --quantize BITS``, KenLM's ``-q``; format version 2, its
+header's ``quantization`` giving the bits) has a table of 8-byte records instead, with
+its codebooks and the unigrams' exact values after the directory (uint64, ``_records``;
+:mod:`suffixlm.backoff.quantize`): about half the bytes, each value replaced by its
+bin's centre.
+
 A table up to 64 MB is read into memory at open (milliseconds; the first queries then
 pay no page faults), a larger one is only mapped, its pages read as queries touch them
 (``load=``: "auto", "lazy", "read"). Opening checks everything
@@ -44,10 +50,13 @@ from ..corpus import UNK_ID, Corpus, Vocabulary
 from ..query import UNKNOWN_MISSING_LOG10
 from . import _table_numpy as T
 from . import table
+from ._records import quantised_words
 from .table import TableQueries, build_table
 
 MAGIC = b"suffixlm binary\n"
 VERSION = 1
+#: the version of a quantised model (its table's layout is another: ``_records``)
+QUANTISED_VERSION = 2
 FORMAT = "suffixlm-backoff-binary"
 ALIGN = 64
 MAX_HEADER = 1 << 20
@@ -71,16 +80,20 @@ def _pad(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def binary_bytes_header(lm, D: np.ndarray, S: int, vocab_blob: bytes) -> tuple[bytes, int, int, int]:
+def binary_bytes_header(lm, D: np.ndarray, S: int, vocab_blob: bytes,
+                        quantization: dict | None = None) -> tuple[bytes, int, int, int]:
     """(preamble + header + padding, vocabulary offset, table offset, file size)."""
     V = len(lm.vocab)
     sections = {}
     header = {
-        "format": FORMAT, "version": VERSION, "byteorder": "little", "order": int(lm.order),
+        "format": FORMAT, "version": VERSION if quantization is None else QUANTISED_VERSION,
+        "byteorder": "little", "order": int(lm.order),
         "vocab_size": V, "has_unk": bool(lm.vocab.has_unk), "table_slots": int(S),
         "counts": [int(c) for c in lm.counts], "missing_log10": UNKNOWN_MISSING_LOG10,
         "sections": sections,
     }
+    if quantization is not None:
+        header["quantization"] = dict(quantization)
     # two passes: the header's length fixes the offsets it lists
     for _ in range(2):
         text = json.dumps(header, sort_keys=True).encode("ascii")
@@ -98,10 +111,12 @@ def binary_bytes_header(lm, D: np.ndarray, S: int, vocab_blob: bytes) -> tuple[b
     return head + b"\0" * (v_off - len(head)), v_off, t_off, size
 
 
-def write_binary(lm, path, sources=()) -> dict:
+def write_binary(lm, path, sources=(), quantize: int | None = None, backoff_bits: int | None = None) -> dict:
     """Write the back-off model ``lm`` (a :class:`suffixlm.backoff.arpa.BackoffLM`) as a binary
-    model at ``path``, atomically (``io.atomic_write``; never over one of ``sources``).
-    Returns the header (sizes) written."""
+    model at ``path``, atomically (``io.atomic_write``; never over one of ``sources``);
+    ``quantize``: the bits of each log10 p (and, unless ``backoff_bits``, of each back-off
+    weight) of a quantised model (:mod:`suffixlm.backoff.quantize`). Returns the header
+    (sizes) written."""
     from ..io import atomic_write
 
     if sys.byteorder != "little":
@@ -110,15 +125,25 @@ def write_binary(lm, path, sources=()) -> dict:
         raise ValueError("this model holds only the n-grams of one text (read with only_for); not writing it")
     if lm.order > MAX_ORDER:  # what read_header accepts
         raise ValueError(f"order {lm.order}: the binary format holds models of order {MAX_ORDER} at most")
+    if quantize is None and backoff_bits is not None:
+        raise ValueError("backoff_bits without quantize: give the bits of the probabilities too")
     D, S = build_table(lm)
+    quantization = None
+    if quantize is not None:
+        from .quantize import quantize_table
+
+        backoff_bits = quantize if backoff_bits is None else backoff_bits
+        D = quantize_table(D, len(lm.vocab), S, lm.order, quantize, backoff_bits)
+        quantization = {"prob_bits": int(quantize), "backoff_bits": int(backoff_bits)}
     blob = ("\n".join(lm.vocab.words) + "\n").encode("utf-8")
-    head, v_off, t_off, size = binary_bytes_header(lm, D, S, blob)
+    head, v_off, t_off, size = binary_bytes_header(lm, D, S, blob, quantization)
     with atomic_write(path, inputs=tuple(sources) or getattr(lm, "sources", ())) as fh:
         fh.write(head)
         fh.write(blob)
         fh.write(b"\0" * (t_off - v_off - len(blob)))
         fh.write(memoryview(D).cast("B"))
-    return {"file_size": size, "table_slots": S, "records": int(len(D) // 2), "counts": list(lm.counts)}
+    return {"file_size": size, "table_slots": S, "records": len(lm.vocab) + S, "counts": list(lm.counts),
+            "quantization": quantization}
 
 
 # ---------------------------------------------------------------------------- reading
@@ -149,8 +174,9 @@ def read_header(path) -> tuple[dict, int]:
         _fail(path, "damaged binary model (header is not JSON)")
     if not isinstance(h, dict) or h.get("format") != FORMAT:
         _fail(path, "not a suffixlm binary back-off model")
-    if h.get("version") != VERSION:
-        _fail(path, f"binary model version {h.get('version')!r}; this suffixlm reads version {VERSION}")
+    if h.get("version") not in (VERSION, QUANTISED_VERSION):
+        _fail(path, f"binary model version {h.get('version')!r}; this suffixlm reads versions {VERSION} and "
+                    f"{QUANTISED_VERSION}")
     if h.get("byteorder") != "little" or sys.byteorder != "little":
         _fail(path, "binary model byte order does not match this machine")
 
@@ -166,7 +192,13 @@ def read_header(path) -> tuple[dict, int]:
     integer("file_size", 0, 2 ** 62)
     if h["file_size"] != size:
         _fail(path, f"truncated or damaged binary model ({size} bytes, the header says {h['file_size']})")
-    if (V + S) * V >= 2 ** T.KEY_BITS:
+    quantised = h["version"] == QUANTISED_VERSION
+    q = h.get("quantization")
+    if quantised != (q is not None) or (quantised and not (
+            isinstance(q, dict) and set(q) == {"prob_bits", "backoff_bits"}
+            and all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 8 for b in q.values()))):
+        _fail(path, f"damaged binary model (header field quantization={q!r})")
+    if (V + S) * V >= 2 ** (T.QKEY_BITS if quantised else T.KEY_BITS):
         _fail(path, "damaged binary model (table too large for its keys)")
     if not isinstance(h.get("has_unk"), bool):
         _fail(path, "damaged binary model (header field has_unk)")
@@ -181,7 +213,8 @@ def read_header(path) -> tuple[dict, int]:
     if not isinstance(secs, dict):
         _fail(path, "damaged binary model (no sections)")
     ends = []
-    for name, nbytes in (("vocab", None), ("table", 16 * (V + S + order + 1))):
+    table_bytes = 8 * quantised_words(V, S, order) if quantised else 16 * (V + S + order + 1)
+    for name, nbytes in (("vocab", None), ("table", table_bytes)):
         s = secs.get(name)
         if not (isinstance(s, list) and len(s) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
                                                              and x >= 0 for x in s)):
@@ -232,20 +265,25 @@ class BinaryLM(TableQueries):
         self.order = int(h["order"])
         self._counts = list(h["counts"])
         self._missing = float(h["missing_log10"])
-        n_words = 2 * (V + S + self.order + 1)
+        q = h.get("quantization")
+        #: (bits of each log10 p, bits of each back-off weight) of a quantised model, else None
+        self.quantization = None if q is None else (q["prob_bits"], q["backoff_bits"])
+        n_words, dtype = ((quantised_words(V, S, self.order), np.uint64) if q is not None
+                          else (2 * (V + S + self.order + 1), np.int64))
         self.load = "read" if load == "read" or (load == "auto" and t_n <= AUTO_READ_BYTES) else "lazy"
         if self.load == "lazy":
             # a plain ndarray view of the mapping: numba types an exact ndarray fast (a
             # memmap subclass goes through its slow generic path on every call)
-            D = np.asarray(np.memmap(self.path, dtype=np.int64, mode="r", offset=t_off, shape=(n_words,)))
+            D = np.asarray(np.memmap(self.path, dtype=dtype, mode="r", offset=t_off, shape=(n_words,)))
         else:
-            D = np.empty(n_words, dtype=np.int64)
+            D = np.empty(n_words, dtype=dtype)
             with open(self.path, "rb") as f:
                 f.seek(t_off)
                 if f.readinto(memoryview(D).cast("B")) != t_n:
                     _fail(self.path, "truncated binary model (table)")
             D.flags.writeable = False
-        directory = D[2 * (V + S):].reshape(-1, 2)[2:]
+        at = V + S if q is not None else 2 * (V + S)
+        directory = D[at:at + 2 * (self.order + 1)].view(np.int64).reshape(-1, 2)[2:]
         end = 0
         for B, n in directory.tolist():  # the regions, in order, inside the table (the kernels check them too)
             if B != end or n < 0 or B + n > S:
@@ -282,7 +320,8 @@ class BinaryLM(TableQueries):
             _fail(self.path, "damaged binary model (table checksum)")
 
     def __repr__(self):
-        return f"<suffixlm.backoff.binary.BinaryLM from {self.path!r}: order {self.order}, {len(self.vocab)} words>"
+        q = "" if self.quantization is None else ", quantised to %d/%d bits" % self.quantization
+        return f"<suffixlm.backoff.binary.BinaryLM from {self.path!r}: order {self.order}, {len(self.vocab)} words{q}>"
 
     # ------------------------------------------------------------ SRILM's statistics
     def query(self, corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
@@ -292,7 +331,7 @@ class BinaryLM(TableQueries):
 
         args = (self._D, self._V, self._S, self.order, self._model_tokens(corpus), sentence_starts(corpus),
                 predicted_positions(corpus))
-        if table.numpy_tier(args[4].shape[0]):
+        if self._numpy_tier(args[4].shape[0]):
             with table.numpy_time():
                 return T.srilm_query(*args)
         return table.kernels().srilm_query(*args)
@@ -310,14 +349,15 @@ class BinaryLM(TableQueries):
         mapping[0], mapping[1], mapping[UNK_ID] = 0, 1, UNK_ID
         return mapping[corpus.tokens]
 
-def to_binary(model, path, sources=()) -> dict:
-    """Write any back-off or log-linear model (in memory) as a binary model."""
+def to_binary(model, path, sources=(), quantize: int | None = None, backoff_bits: int | None = None) -> dict:
+    """Write any back-off or log-linear model (in memory) as a binary model (quantised:
+    ``write_binary``)."""
     if hasattr(model, "weights_"):
         from ..export import loglinear_to_backoff
 
         model = loglinear_to_backoff(model)
     elif not hasattr(model, "ngrams"):
         raise TypeError(f"cannot write a {type(model).__name__} as a binary back-off model")
-    return write_binary(model, path, sources)
+    return write_binary(model, path, sources, quantize, backoff_bits)
 
 

@@ -301,9 +301,10 @@ class TableQueries(KenLMInterface):
         D, V, S, order, missing = self._D, self._V, self._S, self.order, self._missing
         params = np.array([address, size, V, S, order, 0], dtype=np.int64)
         params[-1:] = np.array([missing], dtype=np.float64).view(np.int64)  # step_at's STEP_PARAMS
+        quantised = D.dtype == np.uint64  # the 8-byte records (_records)
         self.BaseScore, self.BaseFullScore = decoder_calls(
-            bound_entry(K.step_at, int(params.ctypes.data), -1, 0), int, self._record, self._windex.get,
-            self._word_id, hold=(D, params))  # the table and the block stay alive while their addresses are in use
+            bound_entry(K.step_at_quantised if quantised else K.step_at, int(params.ctypes.data), -1, 0), int,
+            self._record, self._windex.get, self._word_id, hold=(D, params))  # the table and the block stay alive while their addresses are in use
         if TIER == "numpy":
             return
         W, blob, generic = self._W, self._blob, self._score
@@ -313,7 +314,8 @@ class TableQueries(KenLMInterface):
         work[:2 * (order + 1)] = K.regions(D, V, S, order).ravel()
         line_params = np.concatenate([params, [W.ctypes.data, W.shape[0], blob.ctypes.data, blob.shape[0],
                                                work.ctypes.data, work.shape[0]]])
-        score_line = bound_entry(K.score_line_at, int(line_params.ctypes.data), b"")  # K.LINE_PARAMS
+        score_line = bound_entry(K.score_line_at_quantised if quantised else K.score_line_at,
+                                 int(line_params.ctypes.data), b"")  # K.LINE_PARAMS
 
         def score(sentence, bos=None, eos=None) -> float:
             if sentence.__class__ is str and bos is not False and eos is not False:
@@ -340,17 +342,21 @@ class TableQueries(KenLMInterface):
         return self.BaseFullScore(in_state, word, out_state)
 
     def _table_address(self) -> tuple[int, int]:
-        """(address, length) of the table for ``step_at``: a C-contiguous int64 copy
-        when the table is not one (the copy becomes the table)."""
+        """(address, length) of the table for ``step_at``: a C-contiguous copy when the
+        table is not one (the copy becomes the table; int64, or uint64 when quantised)."""
         D = self._D
-        if D.dtype != np.int64 or not D.flags.c_contiguous:
-            self._D = D = np.ascontiguousarray(D, dtype=np.int64)
+        if D.dtype not in (np.int64, np.uint64) or not D.flags.c_contiguous:
+            self._D = D = np.ascontiguousarray(D, dtype=np.uint64 if D.dtype == np.uint64 else np.int64)
         return D.ctypes.data, D.shape[0]
+
+    def _numpy_tier(self, n_tokens: int) -> bool:
+        """``numpy_tier`` for this table (a quantised one is read by the kernels only)."""
+        return numpy_tier(n_tokens) and self._D.dtype == np.int64
 
     def _score(self, sentence, bos=None, eos=None) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``) (KenLM's ``score``); a corpus instead
         of one sentence: scikit-learn's ``score`` (see :mod:`suffixlm.query`)."""
-        if sentence.__class__ is str and not numpy_tier(len(sentence)):
+        if sentence.__class__ is str and not self._numpy_tier(len(sentence)):
             self._bind_queries()  # from now on the per-model closure, compiled
             try:  # words split and looked up in the same compiled call
                 return kernels().score_line(self._D, self._V, self._S, self.order, self._W, self._blob,
@@ -366,7 +372,7 @@ class TableQueries(KenLMInterface):
     def _sentences(self, ids: np.ndarray, offsets: np.ndarray, bos: bool, per_word: bool):
         """(float32 sum of every sentence, log10 p float64[n] and n-gram length int64[n]
         of every word when ``per_word``, else None): in numpy or compiled (STARTUP_S)."""
-        if numpy_tier(ids.shape[0]):
+        if self._numpy_tier(ids.shape[0]):
             with numpy_time():
                 got = tnp.score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing)
             if got is not None:
@@ -398,7 +404,7 @@ class TableQueries(KenLMInterface):
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
         sentences, text = joined_lines(sentences)
-        if text is not None and not numpy_tier(len(text) // 2):
+        if text is not None and not self._numpy_tier(len(text) // 2):
             try:  # no line end inside a sentence: split and looked up in one compiled call
                 data, starts, bounds = line_chunks(text.encode(), len(sentences))
                 K = kernels()
