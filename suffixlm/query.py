@@ -369,7 +369,12 @@ def top_k_of(dist: np.ndarray, vocab, k: int) -> list[tuple[str, float]]:
     k = min(int(k), len(cand))
     if k == 0:
         return []
-    part = cand[np.argpartition(-d[cand], k - 1)[:k]] if k < len(cand) else cand
+    if k < len(cand):  # the k-th largest value; of the words tied at it, the lowest ids
+        t = -np.partition(-d[cand], k - 1)[k - 1]
+        above = cand[d[cand] > t]
+        part = np.concatenate([above, cand[d[cand] == t][:k - len(above)]])
+    else:
+        part = cand
     part = part[np.lexsort((part, -d[part]))]
     return [(vocab.words[i], float(d[i])) for i in part]
 

@@ -7,7 +7,7 @@ The codebooks are trained as KenLM trains them (Federico and Bertoldi 2006, "How
 bits are needed to store probabilities for phrase-based translation?"): for each n-gram
 length from 2 on, the values sorted and cut into bins of equal counts, each bin's centre
 the mean of its values (summed in float64), and each value coded as the nearest centre
-(the lower one on a tie, as KenLM's ``Bins::Encode``). Values that must stay exact get
+(the upper one on a tie, as KenLM's ``Bins::Encode``; distances in float64). Values that must stay exact get
 codes of their own: a back-off weight of 0 (KenLM also reserves its zero back-offs) and a
 log10 p of -inf. Unigrams keep their exact values (KenLM does not quantise them either).
 
@@ -50,16 +50,17 @@ def make_bins(values: np.ndarray, n_bins: int) -> np.ndarray:
 
 def encode(values: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """int64: the code of each value, the index of its nearest centre (``centres``
-    ascending; the lower one on a tie, below the first the first, above the last the
-    last: KenLM's ``Bins::Encode``)."""
+    ascending; the upper one on a tie, below the first the first, above the last the
+    last: KenLM's ``Bins::Encode``, with the distances in float64, where float32 ones
+    can pick the farther centre)."""
     values = np.asarray(values, dtype=np.float32)
     above = np.searchsorted(centres, values, side="left")
     k = centres.shape[0]
     code = np.clip(above, 0, k - 1).astype(np.int64)
     mid = (above > 0) & (above < k)
     i = above[mid]
-    v = values[mid]
-    lower_closer = (v - centres[i - 1]) < (centres[i] - v)
+    v = values[mid].astype(np.float64)
+    lower_closer = (v - centres[i - 1]) < (centres[i].astype(np.float64) - v)
     code[mid] = i - lower_closer
     return code
 

@@ -17,9 +17,16 @@ from .params import threads_option, writing
 @click.option("--verify", is_flag=True,
               help="Check the binary model IN in full (header, vocabulary and the whole table's checksum) and "
                    "write nothing.")
+@click.option("--quantize", "quantize", type=click.IntRange(1, 8), default=None, metavar="BITS",
+              help="Quantise each n-gram's log10 p (of two words and more) to BITS bits (KenLM's `build_binary "
+                   "-q BITS`; here -q is --quiet): a table of 8-byte records instead of 16, about half the file, "
+                   "each value replaced by the centre of its bin (equal-count bins per n-gram length); unigrams "
+                   "stay exact. `suffixlm ppl` on both files shows what it costs.")
+@click.option("--backoff-bits", type=click.IntRange(1, 8), default=None, metavar="BITS",
+              help="With --quantize: the bits of each back-off weight (KenLM's -b; default: --quantize's).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress.")
 @threads_option
-def command(model_path, output, verify, quiet):
+def command(model_path, output, verify, quantize, backoff_bits, quiet):
     """Write IN (an ARPA file, plain or .gz, or a log-linear model file from `suffixlm
     train`, converted exactly as `suffixlm export` does) as the binary model OUT, which
     `suffixlm ppl`, `suffixlm.Model` and decoders open without parsing (it is
@@ -45,6 +52,8 @@ def command(model_path, output, verify, quiet):
         return
     if output is None:
         raise click.UsageError("give IN OUT (or --verify IN)")
+    if backoff_bits is not None and quantize is None:
+        raise click.UsageError("--backoff-bits needs --quantize")
     check_output(output, [model_path])  # before any work
     progress = Progress(quiet)
     with progress.stage(f"reading {model_path}"):
@@ -52,7 +61,7 @@ def command(model_path, output, verify, quiet):
     if isinstance(model, BinaryLM):
         raise click.ClickException(f"{model_path}: a binary model already")
     with writing(output), progress.stage(f"writing {output}"):
-        info = to_binary(model, output, sources=(os.fspath(model_path),))
+        info = to_binary(model, output, sources=(os.fspath(model_path),), quantize=quantize, backoff_bits=backoff_bits)
     if not quiet:
         report_binary(output, info, time.perf_counter() - t0)
 
@@ -63,5 +72,7 @@ def report_binary(output, info: dict, seconds: float) -> None:
 
     counts = ", ".join(f"{c} {n}-grams" for n, c in enumerate(info["counts"], start=1))
     total = max(sum(info["counts"]), 1)
-    click.echo(f"wrote {output} (binary): {counts}; {info['file_size']} bytes "
+    q = info.get("quantization")
+    kind = "binary" if q is None else f"binary, quantised to {q['prob_bits']}/{q['backoff_bits']} bits"
+    click.echo(f"wrote {output} ({kind}): {counts}; {info['file_size']} bytes "
                f"({info['file_size'] / total:.1f} bytes an n-gram) in {seconds:.1f} s", err=report_stream(output))
