@@ -42,11 +42,6 @@ def _layout(D):
     return 0
 
 
-def quantised_words(V: int, S: int, order: int) -> int:
-    """Words of a quantised table: records, directory, unigram values, codebooks."""
-    return V + S + 2 * (order + 1) + V + QCODES * (order + 1)
-
-
 def rec(D, r):
     """Record r's key, flags (and codes) as an int64 (-1: an empty slot)."""
 

@@ -34,6 +34,12 @@ QCODE_MASK = 0xFF
 #: codes (and centres) of each n-gram length's codebook: 256 a length for each value
 QCODES = 256
 
+def quantised_words(V: int, S: int, order: int) -> int:
+    """int64 words of a quantised table (``_records``): the records, the directory, the
+    unigrams' values, the codebooks."""
+    return V + S + 2 * (order + 1) + V + QCODES * (order + 1)
+
+
 #: rounds of ``score_sentences``' fixed point before it gives up (see there)
 MAX_ROUNDS = 4
 

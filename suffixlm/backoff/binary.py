@@ -50,7 +50,6 @@ from ..corpus import UNK_ID, Corpus, Vocabulary
 from ..query import UNKNOWN_MISSING_LOG10
 from . import _table_numpy as T
 from . import table
-from ._records import quantised_words
 from .table import TableQueries, build_table
 
 MAGIC = b"suffixlm binary\n"
@@ -213,7 +212,7 @@ def read_header(path) -> tuple[dict, int]:
     if not isinstance(secs, dict):
         _fail(path, "damaged binary model (no sections)")
     ends = []
-    table_bytes = 8 * quantised_words(V, S, order) if quantised else 16 * (V + S + order + 1)
+    table_bytes = 8 * T.quantised_words(V, S, order) if quantised else 16 * (V + S + order + 1)
     for name, nbytes in (("vocab", None), ("table", table_bytes)):
         s = secs.get(name)
         if not (isinstance(s, list) and len(s) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
@@ -268,7 +267,7 @@ class BinaryLM(TableQueries):
         q = h.get("quantization")
         #: (bits of each log10 p, bits of each back-off weight) of a quantised model, else None
         self.quantization = None if q is None else (q["prob_bits"], q["backoff_bits"])
-        n_words, dtype = ((quantised_words(V, S, self.order), np.uint64) if q is not None
+        n_words, dtype = ((T.quantised_words(V, S, self.order), np.uint64) if q is not None
                           else (2 * (V + S + self.order + 1), np.int64))
         self.load = "read" if load == "read" or (load == "auto" and t_n <= AUTO_READ_BYTES) else "lazy"
         if self.load == "lazy":

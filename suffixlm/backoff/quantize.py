@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _table_numpy as T
-from ._records import quantised_words
 
 #: bits a value's code may have (the record holds 8 for each)
 MAX_BITS = 8
@@ -109,7 +108,7 @@ def quantize_table(D: np.ndarray, V: int, S: int, order: int, prob_bits: int = 8
     n_rec = V + S
     words = D[0:2 * n_rec:2]
     P, B = F[2:4 * n_rec:4], F[3:4 * n_rec:4]
-    Q = np.zeros(quantised_words(V, S, order), dtype=np.uint64)
+    Q = np.zeros(T.quantised_words(V, S, order), dtype=np.uint64)
     Qi = Q.view(np.int64)
     QF = Q.view(np.float32)
     used = words != T.EMPTY
