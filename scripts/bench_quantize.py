@@ -113,6 +113,7 @@ def run_all(args) -> dict:
 def table(p: dict) -> str:
     lines = ["# Quantised binary models: `build-binary --quantize 8` against KenLM's `-q 8 -b 8 trie`", "",
              "```", p["command"], "```", "",
+             f"At {p['machine']['commit'][:7]}, {p['machine']['date']}. "
              "Written by `scripts/bench_quantize.py` (its docstring says what each column is). Each peer in a "
              "process of its own that imports only its own module (kenlm 0.3.0 from PyPI, KenLM's "
              "`build_binary` from kpu/kenlm), interleaved, medians of "
