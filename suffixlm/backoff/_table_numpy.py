@@ -40,6 +40,43 @@ def quantised_words(V: int, S: int, order: int) -> int:
     return V + S + 2 * (order + 1) + V + QCODES * (order + 1)
 
 
+class Records:
+    """The records of a table in either layout (``_records``: int64, 16-byte records;
+    uint64, quantised 8-byte ones), read by numpy: every accessor takes int64 arrays of
+    record numbers (and n-gram lengths)."""
+
+    def __init__(self, D: np.ndarray, V: int, S: int, order: int):
+        self.D, self.F = D, D.view(np.float32)
+        self.quantised = D.dtype == np.uint64
+        self.mask = QKEY_MASK if self.quantised else KEY_MASK
+        self.u = V + S + 2 * (order + 1)  # the quantised layout's unigram values, then its codebooks
+        self.c = self.u + V
+
+    def words(self, r: np.ndarray) -> np.ndarray:
+        """Each record's key and flags (and codes) as int64 (-1: an empty slot)."""
+        return self.D.take(r).view(np.int64) if self.quantised else self.D.take(2 * r)
+
+    def prob(self, r: np.ndarray, L) -> np.ndarray:
+        """float32 log10 p of each record, a part of L words (L: a number or an array)."""
+        return self._value(r, L, 0)
+
+    def bow(self, r: np.ndarray, L) -> np.ndarray:
+        """float32 back-off weight of each record, a part of L words."""
+        return self._value(r, L, 1)
+
+    def _value(self, r, L, j):
+        r = np.asarray(r, dtype=np.int64)
+        if not self.quantised:
+            return self.F.take(4 * r + 2 + j)
+        L = np.broadcast_to(np.asarray(L, dtype=np.int64), r.shape)
+        uni = L <= 1
+        out = np.empty(r.shape, dtype=np.float32)
+        out[uni] = self.F.take(2 * (self.u + r[uni]) + j)
+        code = (self.words(r[~uni]) >> (QBOW_SHIFT if j else QPROB_SHIFT)) & QCODE_MASK
+        out[~uni] = self.F.take(2 * (self.c + L[~uni] * QCODES + code) + j)
+        return out
+
+
 #: rounds of ``score_sentences``' fixed point before it gives up (see there)
 MAX_ROUNDS = 4
 
@@ -47,7 +84,7 @@ MAX_ROUNDS = 4
 def region(D: np.ndarray, V: int, S: int, L: int) -> tuple[int, int]:
     """``_binary_kernels.region``: (first slot, number of slots) of the parts of L words,
     (0, 0) where the directory entry does not fit the table."""
-    i = 2 * (V + S) + 2 * L
+    i = (V + S if D.dtype == np.uint64 else 2 * (V + S)) + 2 * L  # either layout (Records)
     if L < 2 or i + 1 >= D.shape[0]:
         return 0, 0
     B, n = int(D[i]), int(D[i + 1])
@@ -79,8 +116,9 @@ def find_many(D: np.ndarray, V: int, S: int, L: int, keys: np.ndarray) -> np.nda
         return np.full(keys.shape[0], -1, dtype=np.int64)
     base = V + B
     h = home(keys, n)
-    t = D.take(2 * base + 2 * h)
-    hit = (t & KEY_MASK) == keys
+    rec = Records(D, V, S, 0)
+    t = rec.words(base + h)
+    hit = (t & rec.mask) == keys
     out = np.where(hit, base + h, -1)
     go = ~hit & (t != EMPTY)
     idx = np.flatnonzero(go)
@@ -88,9 +126,9 @@ def find_many(D: np.ndarray, V: int, S: int, L: int, keys: np.ndarray) -> np.nda
     for d in range(1, n):  # a full region without the key ends the scan, as in the kernel
         h += 1
         h[h == n] = 0
-        t = D.take(2 * base + 2 * h)
-        k = t & KEY_MASK
-        hit = k == keys  # never an empty slot: keys are below KEY_MASK
+        t = rec.words(base + h)
+        k = t & rec.mask
+        hit = k == keys  # never an empty slot: keys are below the key mask
         out[idx[hit]] = base + h[hit]
         go = ~hit & (t != EMPTY)
         r = h - home(k, n)
@@ -159,8 +197,7 @@ def score_sentences(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarra
     ``build_table`` makes it is reached in the first round (a part's context is a part
     that extends); None when MAX_ROUNDS rounds do not reach it (a damaged table), for the
     caller to use the kernel."""
-    F = D.view(np.float32)
-    P, BOW = F[2::4], F[3::4]  # per record
+    rd = Records(D, V, S, order)
     n_tok = tokens.shape[0]
     k = offsets.shape[0] - 1
     lengths = np.diff(offsets)
@@ -178,15 +215,15 @@ def score_sentences(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarra
         first[starts] = starts
     valid = (ext >= 0) & (ext < V)
     w = np.where(valid, ext, 0)
-    flags = D[2 * w]
+    flags = rd.words(w)
     R = parts(D, V, S, order, ext, first)
     longest = (R >= 0).sum(axis=0)
     extends = np.zeros((order, ext_n), dtype=bool)
     has = R >= 0
-    extends[has] = (D[2 * R[has]] & EXTENDS) != 0
+    extends[has] = (rd.words(R[has]) & EXTENDS) != 0
     tok = np.zeros(ext_n, dtype=bool)
     tok[pos] = True
-    missing = tok & (~valid | ((flags & EXPLICIT) == 0) | (P[w] == -np.inf))
+    missing = tok & (~valid | ((flags & EXPLICIT) == 0) | (rd.prob(w, 1) == -np.inf))
     normal = tok & ~missing
     is_bos = ~tok
 
@@ -216,13 +253,13 @@ def score_sentences(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarra
     e = pos
     ne, ke, ok = n[e], kprev[e], normal[e]
     rec = R[np.maximum(ne - 1, 0), e]
-    lp = np.where(ok, P[np.where(ok, rec, 0)], np.float32(missing_lp)).astype(np.float32)
+    lp = np.where(ok, rd.prob(np.where(ok, rec, 0), np.where(ok, ne, 1)), np.float32(missing_lp)).astype(np.float32)
     lo = np.where(ok, ne, 1)
     lo[~valid[e]] = order  # a word outside the vocabulary: no back-off weights added
     for d in range(1, order):
         add = (lo <= d) & (d <= ke)
         if add.any():
-            lp[add] = lp[add] + BOW[R[d - 1, e[add] - 1]]
+            lp[add] = lp[add] + rd.bow(R[d - 1, e[add] - 1], d)
     out_n = np.where(ok, ne, 1)
     return lp, out_n, _sentence_sums(lp, offsets)
 
@@ -233,8 +270,7 @@ def srilm_query(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, s
     once: (log10 p float64[n], n-gram length int64[n]). The kernel's lookups are parts
     ending at a position (the context of d words ending before p, the d + 1 words ending
     at p), so they all come from one ``parts`` of the text."""
-    F = D.view(np.float32)
-    P, BOW = F[2::4], F[3::4]
+    rd = Records(D, V, S, order)
     R = parts(D, V, S, order, tokens, starts)
     m = positions.shape[0]
     w = tokens[positions]
@@ -242,8 +278,8 @@ def srilm_query(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, s
     logp = np.full(m, -np.inf, dtype=np.float32)
     hit = np.zeros(m, dtype=np.int64)
     expl = np.zeros(m, dtype=bool)
-    expl[valid] = (D[2 * w[valid]] & EXPLICIT) != 0
-    logp[expl] = P[w[expl]]
+    expl[valid] = (rd.words(w[valid]) & EXPLICIT) != 0
+    logp[expl] = rd.prob(w[expl], 1)
     hit[expl] = 1
     bow = np.zeros(m, dtype=np.float32)
     depth = np.minimum(order - 1, positions - starts[positions])
@@ -254,12 +290,12 @@ def srilm_query(D: np.ndarray, V: int, S: int, order: int, tokens: np.ndarray, s
         act, c = act[c >= 0], c[c >= 0]
         if not act.shape[0]:
             break
-        bow[act] = bow[act] + BOW[c]
+        bow[act] = bow[act] + rd.bow(c, d)
         g = R[d, positions[act]]  # the d + 1 words ending at the position
         on = g >= 0
         gi, g = act[on], g[on]
-        ex = (D[2 * g] & EXPLICIT) != 0
-        logp[gi[ex]] = P[g[ex]]
+        ex = (rd.words(g) & EXPLICIT) != 0
+        logp[gi[ex]] = rd.prob(g[ex], d + 1)
         bow[gi[ex]] = 0
         hit[gi[ex]] = d + 1
     return (logp + bow).astype(np.float64), hit

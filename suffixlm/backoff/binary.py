@@ -330,7 +330,7 @@ class BinaryLM(TableQueries):
 
         args = (self._D, self._V, self._S, self.order, self._model_tokens(corpus), sentence_starts(corpus),
                 predicted_positions(corpus))
-        if self._numpy_tier(args[4].shape[0]):
+        if table.numpy_tier(args[4].shape[0]):
             with table.numpy_time():
                 return T.srilm_query(*args)
         return table.kernels().srilm_query(*args)

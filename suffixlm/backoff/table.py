@@ -349,14 +349,10 @@ class TableQueries(KenLMInterface):
             self._D = D = np.ascontiguousarray(D, dtype=np.uint64 if D.dtype == np.uint64 else np.int64)
         return D.ctypes.data, D.shape[0]
 
-    def _numpy_tier(self, n_tokens: int) -> bool:
-        """``numpy_tier`` for this table (a quantised one is read by the kernels only)."""
-        return numpy_tier(n_tokens) and self._D.dtype == np.int64
-
     def _score(self, sentence, bos=None, eos=None) -> float:
         """log10 p(sentence ``</s>`` | ``<s>``) (KenLM's ``score``); a corpus instead
         of one sentence: scikit-learn's ``score`` (see :mod:`suffixlm.query`)."""
-        if sentence.__class__ is str and not self._numpy_tier(len(sentence)):
+        if sentence.__class__ is str and not numpy_tier(len(sentence)):
             self._bind_queries()  # from now on the per-model closure, compiled
             try:  # words split and looked up in the same compiled call
                 return kernels().score_line(self._D, self._V, self._S, self.order, self._W, self._blob,
@@ -372,7 +368,7 @@ class TableQueries(KenLMInterface):
     def _sentences(self, ids: np.ndarray, offsets: np.ndarray, bos: bool, per_word: bool):
         """(float32 sum of every sentence, log10 p float64[n] and n-gram length int64[n]
         of every word when ``per_word``, else None): in numpy or compiled (STARTUP_S)."""
-        if self._numpy_tier(ids.shape[0]):
+        if numpy_tier(ids.shape[0]):
             with numpy_time():
                 got = tnp.score_sentences(self._D, self._V, self._S, self.order, ids, offsets, bool(bos), self._missing)
             if got is not None:
@@ -404,7 +400,7 @@ class TableQueries(KenLMInterface):
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
         sentences, text = joined_lines(sentences)
-        if text is not None and not self._numpy_tier(len(text) // 2):
+        if text is not None and not numpy_tier(len(text) // 2):
             try:  # no line end inside a sentence: split and looked up in one compiled call
                 data, starts, bounds = line_chunks(text.encode(), len(sentences))
                 K = kernels()

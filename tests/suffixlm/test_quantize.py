@@ -104,12 +104,15 @@ def test_quantised_table_round_trip(seed, order):
             assert (bc == 0).all()
 
 
+@pytest.mark.parametrize("tier", ["auto", "numpy", "compiled"])
 @pytest.mark.parametrize("bits", [(8, 8), (3, 2)])
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
-def test_every_query_is_the_exact_one_on_the_centres(tmp_path, monkeypatch, seed, order, bits):
-    """The quantised file through its kernels against the 16-byte kernels (and numpy tier)
-    on the table of centres it codes: the same numbers, states and distributions."""
+def test_every_query_is_the_exact_one_on_the_centres(tmp_path, monkeypatch, seed, order, bits, tier):
+    """The quantised file (batch queries in numpy or compiled: ``tier``) against the exact
+    layout's code on the table of centres it codes: the same numbers, states and
+    distributions."""
+    monkeypatch.setattr(table, "TIER", tier)
     arpa = _models(seed, order)
     write_binary(arpa, tmp_path / "q.bin", quantize=bits[0], backoff_bits=bits[1])
     q = BinaryLM(tmp_path / "q.bin", load=("auto", "lazy", "read", "lazy")[seed])
@@ -181,10 +184,11 @@ def test_damaged_quantised_headers_are_clear_errors(tmp_path):
             BinaryLM(bad)
 
 
-def test_a_damaged_quantised_table_never_crashes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+def test_a_damaged_quantised_table_never_crashes(tmp_path, monkeypatch, tier):
     """Random records (keys, codes, flags) or every slot full: wrong numbers, never a
     crash or a hang; a damaged directory is refused at open; ``verify`` sees the rest."""
-    monkeypatch.setattr(table, "TIER", "compiled")
+    monkeypatch.setattr(table, "TIER", tier)
     arpa = _models(2, 4)
     p = tmp_path / "q.bin"
     write_binary(arpa, p, quantize=8)
