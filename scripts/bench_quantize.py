@@ -5,7 +5,7 @@ process of its own (the kenlm module in a Python that has nothing of ours), inte
 medians: what 8 bits cost in perplexity and what they save in bytes.
 
     python scripts/bench_quantize.py --kenlm-python /path/to/venv-with-kenlm/bin/python \\
-        --build-binary /path/to/kenlm/bin/build_binary --repeats 5 --work /tmp/sbq
+        --build-binary /path/to/kenlm/bin/build_binary --repeats 5 --work /tmp/sbq   # query beside it
     python scripts/bench_quantize.py --table        # benchmarks/quantize.md from quantize.json
 
 The models are those of ``scripts/bench_query.py`` (PTB KN5 with SRILM's default cut-offs,
@@ -19,6 +19,8 @@ of PTB test (``score`` with ``<s>`` and ``</s>``, KenLM's rule) gives the perple
 (``10 ** (-sum / (words + sentences))``) and its change against the exact file of the same
 peer. Bytes per n-gram are the file's; peak MB the worker process's RSS (for ours it
 includes numpy and numba, about 60-90 MB before any model: compare the files' bytes).
+``command s``: the whole command on PTB test, ``suffixlm ppl FILE ptb.test.txt`` for ours,
+KenLM's ``query -v summary FILE < ptb.test.txt`` for KenLM (wall time, medians).
 """
 
 from __future__ import annotations
@@ -88,9 +90,16 @@ def run_all(args) -> dict:
     for name, info in models.items():
         ngrams = n_grams(info["arpa"])
         got = {key: [] for key in files[name]}
+        whole = {key: [] for key in files[name]}
         for _ in range(args.repeats):  # interleaved
             for (peer, kind), f in files[name].items():
                 got[(peer, kind)].append(peak_worker(runs[peer] + ["-c", WORKER, peer, f["path"], test]))
+                cmd = ([str(Path(sys.executable).with_name("suffixlm")), "ppl", f["path"], test] if peer == "suffixlm"
+                       else [args.query, "-v", "summary", f["path"]])
+                with open(test) as stdin:
+                    t0 = time.perf_counter()
+                    subprocess.run(cmd, stdin=stdin, check=True, capture_output=True)
+                    whole[(peer, kind)].append(time.perf_counter() - t0)
         for (peer, kind), rs in got.items():
             out = [r for r, _ in rs]
             row = {"model": name, "peer": peer, "file": kind, "ngrams": ngrams,
@@ -98,7 +107,8 @@ def run_all(args) -> dict:
                    "build_s": files[name][(peer, kind)]["build_s"],
                    "peak_mb": statistics.median(m for _, m in rs),
                    "log10_sum": out[0]["log10_sum"],
-                   "ppl": 10 ** (-out[0]["log10_sum"] / n_tokens)}
+                   "ppl": 10 ** (-out[0]["log10_sum"] / n_tokens),
+                   "command_s": statistics.median(whole[(peer, kind)])}
             for key in ("open_s", "score_s", "basescore_us"):
                 row[key] = statistics.median(r[key] for r in out)
             rows.append(row)
@@ -121,14 +131,15 @@ def table(p: dict) -> str:
              f"ppl: PTB test ({p['tokens']:,} words with `</s>`) by KenLM's `score` with `<s>` and `</s>`; "
              "its change: against the same peer's exact file.", "",
              "| model | peer | file | bytes / n-gram | ppl | ppl change | `score` PTB test s | `BaseScore` µs "
-             "| open (warm) ms | peak MB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| open (warm) ms | peak MB | command s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     names = {"exact": "exact (ours: 16-byte records; KenLM: probing)", "q8": "8 bits (ours: 8-byte records; "
              "KenLM: trie -q 8 -b 8)"}
     for r in p["rows"]:
         lines.append(f"| {r['model']} | {r['peer']} | {names[r['file']]} | {r['bytes_per_ngram']:.1f} | "
                      f"{r['ppl']:.4f} | {r['ppl_change_pct']:+.3f} % | {r['score_s']:.4f} | "
-                     f"{r['basescore_us']:.2f} | {r['open_s'] * 1e3:.2f} | {r['peak_mb']:.0f} |")
+                     f"{r['basescore_us']:.2f} | {r['open_s'] * 1e3:.2f} | {r['peak_mb']:.0f} | "
+                     f"{r['command_s']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -136,6 +147,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kenlm-python", default=None, help="a Python with the kenlm module (and nothing of ours)")
     ap.add_argument("--build-binary", default=None, help="KenLM's build_binary")
+    ap.add_argument("--query", default=None, help="KenLM's query (default: beside --build-binary)")
     ap.add_argument("--work", default="/tmp/suffixlm_bench_query")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--table", action="store_true", help="only rewrite quantize.md from quantize.json")
@@ -145,6 +157,7 @@ def main():
     else:
         if not args.kenlm_python or not args.build_binary:
             ap.error("--kenlm-python and --build-binary are needed (or --table)")
+        args.query = args.query or str(Path(args.build_binary).with_name("query"))
         payload = run_all(args)
         (OUT / "quantize.json").write_text(json.dumps(payload, indent=1) + "\n")
     (OUT / "quantize.md").write_text(table(payload))
