@@ -443,7 +443,8 @@ def test_sentences_are_split_as_every_reader_splits(tmp_path):
     assert b.score_batch([]).tolist() == []
 
 
-def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch):
+@pytest.mark.parametrize("quantize", [None, 8])  # the exact table, and the quantised one (test_quantize.py)
+def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch, quantize):
     """A batch of PARALLEL_MIN_TOKENS words or more is walked in chunks of sentences on
     numba's threads (table.walk_sentences, score_lines_parallel): every sum and every word's numbers are those
     of one thread, bit for bit, whatever the chunks (empty sentences and missing words at
@@ -453,7 +454,7 @@ def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch):
 
     corpus = Corpus.from_strings(_random_corpus(5, n=300, vocab=30))
     arpa = KneserNeyLM(order=4, min_counts=[1]).fit(corpus).model_
-    write_binary(arpa, tmp_path / "m.bin")
+    write_binary(arpa, tmp_path / "m.bin", quantize=quantize)
     b = BinaryLM(tmp_path / "m.bin")
     sentences = _sentences(arpa, n=400, seed=7) + ["", "zebra", ""]
     ids = [[b.vocab.id(w) if w in b.vocab else -1 for w in s.split()] + [1] for s in sentences]
