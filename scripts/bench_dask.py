@@ -24,7 +24,7 @@ from pathlib import Path
 import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import BENCH_DIR, run_sampled, write_json  # noqa: E402
+from _bench_common import BENCH_DIR, machine_info, run_sampled, write_json  # noqa: E402
 
 
 def run(cmd: list[str]) -> dict:
@@ -75,9 +75,11 @@ def main(corpora, order, repeats, workers):
             row["loadavg_after"] = os.getloadavg()
             rows.append(row)
             click.echo(row)
-    write_json("dask_kn.json", {"rows": rows, "repeats": repeats})
+    machine = machine_info()
+    write_json("dask_kn.json", {"rows": rows, "repeats": repeats, "machine": machine})
     lines = ["# suffixlm kn: single process vs Dask workers", "",
-             f"Command: `python scripts/bench_dask.py {' '.join(corpora)} --repeats {repeats}`. "
+             f"Command: `python scripts/bench_dask.py {' '.join(corpora)} --repeats {repeats}`, at "
+             f"{machine['commit'][:7]} ({machine['date']}). "
              f"Order {order}, medians of {repeats} run(s); peak RSS sampled every 50 ms; every distributed ARPA "
              "byte-identical to the single-process one. The Dask runs count, merge and estimate on the workers "
              "(`distributed.kn_counts`, `distributed.kn_estimate`); the driver holds the unigram level and writes "
