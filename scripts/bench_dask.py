@@ -58,7 +58,7 @@ def main(corpora, order, repeats, workers):
                     raise SystemExit(f"{corpus}: the --workers ARPA differs from the single-process one")
             row = {"corpus": corpus, "words": n_words, "order": order, "loadavg_before": load0}
             for k, rs in runs.items():
-                row[k] = {m: statistics.median(r[m] for r in rs) for m in rs[0]}
+                row[k] = {m: round(statistics.median(r[m] for r in rs), 2) for m in rs[0]}
             # a per-worker limit below what the single-process run needs
             # (an idle worker already holds ~110 MB: python, numpy, numba, distributed)
             limit_mb = int(row["single"]["driver_peak_mb"] * 0.6)
