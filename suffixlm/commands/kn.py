@@ -14,7 +14,8 @@ import click
 
 from ..options import INT32_MAX, order_text
 from .params import (
-    ORDER, FiniteFloat, binary_option, dask_client, distributed_options, threads_option, write_backoff, writing,
+    ORDER, FiniteFloat, binary_option, dask_client, distributed_options, threads_option, wants_binary, write_backoff,
+    writing,
 )
 
 
@@ -172,6 +173,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
             as_json, quiet, workers, scheduler, memory_limit):
     """Estimate interpolated Kneser-Ney on TRAIN.txt exactly as SRILM's
     `ngram-count -kndiscount -interpolate -unk` and write MODEL.arpa."""
+    binary = wants_binary(binary)  # --quantize implies --binary
     from ..backoff.arpa import ArpaError
     from ..corpus import CorpusError
     from ..backoff.kn import DiscountWarning, KneserNeyLM

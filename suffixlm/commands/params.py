@@ -134,10 +134,10 @@ def writing(output, errors: tuple = (ValueError,)) -> Iterator[None]:
 
 def write_backoff(model, output, binary: bool) -> None:
     """A back-off model to ``output``: the binary format (``suffixlm build-binary``'s) or ARPA."""
-    if binary:
+    if wants_binary(binary):
         from ..backoff.binary import write_binary
 
-        write_binary(model, output)
+        write_binary(model, output, quantize=quantize_bits())
     else:
         model.write_arpa(output)
 
@@ -376,7 +376,36 @@ def parse_lam(value: str):
     return x
 
 
-#: ``--binary`` of the commands that write a back-off model (kn, prune, export)
-binary_option = click.option(
-    "--binary", is_flag=True,
-    help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) instead of ARPA.")
+def _remember_quantize(ctx, param, value):
+    if value is not None:
+        ctx.meta["suffixlm.quantize"] = value
+    return value
+
+
+def quantize_bits() -> int | None:
+    """The bits of ``--quantize`` in the command running (None: not given, or no command)."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get("suffixlm.quantize")
+
+
+def quantize_option(help: str):
+    """``--quantize BITS``, read by :func:`quantize_bits` (not passed to the command)."""
+    return click.option("--quantize", type=click.IntRange(1, 8), default=None, metavar="BITS", expose_value=False,
+                        callback=_remember_quantize, help=help)
+
+
+def binary_option(f):
+    """``--binary`` and ``--quantize BITS`` of the commands that write a back-off model (kn,
+    prune, export): the command reads ``binary`` (``--quantize`` implies it:
+    :func:`wants_binary`) and :func:`write_backoff` the bits."""
+    f = quantize_option("Write OUTPUT as a quantised binary model (implies --binary): each log10 p and back-off "
+                        "weight in BITS bits, as `suffixlm build-binary --quantize BITS` writes (KenLM's -q / -b).")(f)
+    return click.option(
+        "--binary", is_flag=True,
+        help="Write OUTPUT as a binary model (memory-mapped at load, as `suffixlm build-binary` writes) instead of "
+             "ARPA.")(f)
+
+
+def wants_binary(binary: bool) -> bool:
+    """``--binary``, or ``--quantize`` (which implies it)."""
+    return bool(binary) or quantize_bits() is not None

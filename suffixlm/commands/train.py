@@ -12,7 +12,7 @@ from ..model_selection import PATH_FACTOR, PATH_START, PATH_TOL, PATIENCE
 from ..options import INT32_MAX, LM_BASES, LM_INITS, LM_PENALTIES, LM_SOLVERS, SEED_MAX
 from .params import (
     ORDER, FiniteFloat, checkpoint_options, dask_client, distributed_options, min_word_count, min_word_count_option,
-    parse_lam, threads_option, writing,
+    parse_lam, quantize_bits, quantize_option, threads_option, writing,
 )
 
 
@@ -67,6 +67,8 @@ from .params import (
               help="Also write the model as a binary model there: its exact back-off form (`suffixlm export`'s), "
                    "memory-mapped at load and queried at a back-off model's speed, for decoders; what `suffixlm "
                    "build-binary MODEL OUT.bin` writes. The model file is written first.")
+@quantize_option("With --write-binary: a quantised binary model, each log10 p and back-off weight in BITS bits "
+                 "(`suffixlm build-binary --quantize BITS`, KenLM's -q / -b).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 @distributed_options
@@ -94,6 +96,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
     for path, what in ((train_file, "the training text"), (valid_file, "the validation text")):
         check_text_input(path, what)
     check_output(output, inputs, binary=True)  # before any work: the model never replaces an input, and can be written
+    if quantize_bits() is not None and binary_path is None:
+        raise click.UsageError("--quantize needs --write-binary (the model file itself is never quantised)")
     if binary_path is not None:
         if str(binary_path) == "-":
             raise click.UsageError("--write-binary names a file (the binary model is memory-mapped where it lies)")
@@ -157,7 +161,8 @@ def command(train_file, output, order, penalty, lam_text, alpha, base, signed, d
 
         with writing(binary_path), progress.stage(f"writing {binary_path} (the binary model)"):
             binary_info = to_binary(model, binary_path,
-                                    sources=[p for p in inputs + [output, checkpoint_path] if p not in (None, "-")])
+                                    sources=[p for p in inputs + [output, checkpoint_path] if p not in (None, "-")],
+                                    quantize=quantize_bits())
     if ck is not None:
         ck.remove()  # the model it led to is written
     summary = {

@@ -249,3 +249,39 @@ def test_build_binary_quantize(tmp_path):
         assert r.exit_code == 0, r.output
         ppl[name] = float(r.output.split("ppl=")[1].split()[0])
     assert ppl["q"] != ppl["e"] and abs(ppl["q"] / ppl["e"] - 1) < 0.1
+
+
+def test_commands_that_write_binary_models_quantise_them(tmp_path):
+    """``--quantize BITS`` of kn, prune, export (implies --binary) and of train (with
+    --write-binary): the quantised table of the exact binary the same command writes."""
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(_random_corpus(11, n=300, vocab=25)) + "\n")
+
+    def same_as_quantised(q_path, exact_path, bits):
+        q, e = BinaryLM(q_path), BinaryLM(exact_path)
+        assert q.quantization == (bits, bits) and e.quantization is None
+        want = quantize_table(np.asarray(e._D), e._V, e._S, e.order, bits)
+        assert np.array_equal(np.asarray(q._D), want)
+
+    for bits in (8, 5):
+        assert run("kn", train, "--order", 3, "-o", tmp_path / "k.bin", "--binary", "-q").exit_code == 0
+        r = run("kn", train, "--order", 3, "-o", tmp_path / f"k{bits}.bin", "--quantize", bits, "-q")
+        assert r.exit_code == 0, r.output
+        same_as_quantised(tmp_path / f"k{bits}.bin", tmp_path / "k.bin", bits)
+    assert run("kn", train, "--order", 3, "-o", tmp_path / "k.arpa", "-q").exit_code == 0
+    assert run("prune", tmp_path / "k.arpa", "-o", tmp_path / "p.bin", "-t", 1e-4, "--binary", "-q").exit_code == 0
+    assert run("prune", tmp_path / "k.arpa", "-o", tmp_path / "p8.bin", "-t", 1e-4, "--quantize", 8,
+               "-q").exit_code == 0
+    same_as_quantised(tmp_path / "p8.bin", tmp_path / "p.bin", 8)
+    r = run("train", train, "--order", 3, "-o", tmp_path / "m.slm", "--write-binary", tmp_path / "m8.bin",
+            "--quantize", 8, "-q")
+    assert r.exit_code == 0, r.output
+    assert run("export", tmp_path / "m.slm", "-o", tmp_path / "m.bin", "--binary", "-q").exit_code == 0
+    same_as_quantised(tmp_path / "m8.bin", tmp_path / "m.bin", 8)
+    assert run("export", tmp_path / "m.slm", "-o", tmp_path / "e8.bin", "--quantize", 8, "-q").exit_code == 0
+    same_as_quantised(tmp_path / "e8.bin", tmp_path / "m.bin", 8)
+    # refused before any work
+    r = run("train", train, "--order", 3, "-o", tmp_path / "n.slm", "--quantize", 8, "-q")
+    assert r.exit_code != 0 and "--write-binary" in r.output and not (tmp_path / "n.slm").exists()
+    r = run("kn", train, "--order", 3, "-o", tmp_path / "x.bin", "--quantize", 9, "-q")
+    assert r.exit_code != 0 and not (tmp_path / "x.bin").exists()
