@@ -6,6 +6,7 @@ medians: what 8 bits cost in perplexity and what they save in bytes.
 
     python scripts/bench_quantize.py --kenlm-python /path/to/venv-with-kenlm/bin/python \\
         --build-binary /path/to/kenlm/bin/build_binary --repeats 5 --work /tmp/sbq   # query beside it
+    python scripts/bench_quantize.py ... --busy     # with two busy loops beside it (a section of its own)
     python scripts/bench_quantize.py --table        # benchmarks/quantize.md from quantize.json
 
 The models are those of ``scripts/bench_query.py`` (PTB KN5 with SRILM's default cut-offs,
@@ -75,7 +76,7 @@ def build(args, models: dict, work: Path) -> dict:
 
 def run_all(args) -> dict:
     from _bench_common import machine_info, shared
-    from bench_query import WORKER, n_grams, prepare
+    from bench_query import busy_loops, prepare
 
     work = Path(args.work)
     models = prepare(work)
@@ -85,8 +86,22 @@ def run_all(args) -> dict:
         lines = [x.strip() for x in f]
     n_tokens = sum(len(x.split()) + 1 for x in lines)
     runs = {"kenlm": [args.kenlm_python], "suffixlm": [sys.executable]}
+    busy = busy_loops(2) if args.busy else []
     load = os.getloadavg()[0]
     rows = []
+    try:
+        _measure(args, models, files, runs, test, n_tokens, rows)
+    finally:
+        for p in busy:
+            p.kill()
+    return {"machine": machine_info(), "load_before": load, "busy_loops": len(busy), "repeats": args.repeats,
+            "rows": rows, "tokens": n_tokens, "command": "python scripts/bench_quantize.py " + " ".join(sys.argv[1:])}
+
+
+def _measure(args, models, files, runs, test, n_tokens, rows) -> None:
+    """Every model's four files, interleaved, into ``rows``."""
+    from bench_query import WORKER, n_grams
+
     for name, info in models.items():
         ngrams = n_grams(info["arpa"])
         got = {key: [] for key in files[name]}
@@ -116,20 +131,25 @@ def run_all(args) -> dict:
             exact = next(r for r in rows[-4:] if r["peer"] == row["peer"] and r["file"] == "exact")
             row["ppl_change_pct"] = 100 * (row["ppl"] / exact["ppl"] - 1)
             print(json.dumps(row), file=sys.stderr, flush=True)
-    return {"machine": machine_info(), "load_before": load, "repeats": args.repeats, "rows": rows,
-            "tokens": n_tokens, "command": "python scripts/bench_quantize.py " + " ".join(sys.argv[1:])}
 
 
-def table(p: dict) -> str:
+def table(payloads: list[dict]) -> str:
     lines = ["# Quantised binary models: `build-binary --quantize 8` against KenLM's `-q 8 -b 8 trie`", "",
-             "```", p["command"], "```", "",
-             f"At {p['machine']['commit'][:7]}, {p['machine']['date']}. "
+             "```", *[p["command"] for p in payloads], "```", "",
              "Written by `scripts/bench_quantize.py` (its docstring says what each column is). Each peer in a "
              "process of its own that imports only its own module (kenlm 0.3.0 from PyPI, KenLM's "
-             "`build_binary` from kpu/kenlm), interleaved, medians of "
-             f"{p['repeats']} runs; 1-minute load before: {p['load_before']:.2f}. Machine: 2 CPUs. "
-             f"ppl: PTB test ({p['tokens']:,} words with `</s>`) by KenLM's `score` with `<s>` and `</s>`; "
-             "its change: against the same peer's exact file.", "",
+             "`build_binary` and `query` from kpu/kenlm), interleaved, medians. Machine: 2 CPUs. "
+             "ppl: PTB test by KenLM's `score` with `<s>` and `</s>`; its change: against the same peer's "
+             "exact file.", ""]
+    for p in payloads:
+        lines += _section(p)
+    return "\n".join(lines) + "\n"
+
+
+def _section(p: dict) -> list[str]:
+    lines = [f"## {'with two busy loops beside it' if p.get('busy_loops') else 'quiet machine'} "
+             f"(at {p['machine']['commit'][:7]}, {p['machine']['date']}; 1-minute load before: "
+             f"{p['load_before']:.2f}; {p['repeats']} runs; {p['tokens']:,} words with `</s>`)", "",
              "| model | peer | file | bytes / n-gram | ppl | ppl change | `score` PTB test s | `BaseScore` µs "
              "| open (warm) ms | peak MB | command s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -140,7 +160,8 @@ def table(p: dict) -> str:
                      f"{r['ppl']:.4f} | {r['ppl_change_pct']:+.3f} % | {r['score_s']:.4f} | "
                      f"{r['basescore_us']:.2f} | {r['open_s'] * 1e3:.2f} | {r['peak_mb']:.0f} | "
                      f"{r['command_s']:.3f} |")
-    return "\n".join(lines) + "\n"
+    lines.append("")
+    return lines
 
 
 def main():
@@ -150,18 +171,23 @@ def main():
     ap.add_argument("--query", default=None, help="KenLM's query (default: beside --build-binary)")
     ap.add_argument("--work", default="/tmp/suffixlm_bench_query")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--busy", action="store_true", help="two busy loops beside the measurement")
     ap.add_argument("--table", action="store_true", help="only rewrite quantize.md from quantize.json")
     args = ap.parse_args()
-    if args.table:
-        payload = json.loads((OUT / "quantize.json").read_text())
-    else:
+    path = OUT / "quantize.json"
+    old = json.loads(path.read_text()) if path.exists() else {"runs": []}
+    if "runs" not in old:  # a file of one quiet run
+        old = {"runs": [dict(old, busy_loops=0)]}
+    if not args.table:
         if not args.kenlm_python or not args.build_binary:
             ap.error("--kenlm-python and --build-binary are needed (or --table)")
         args.query = args.query or str(Path(args.build_binary).with_name("query"))
-        payload = run_all(args)
-        (OUT / "quantize.json").write_text(json.dumps(payload, indent=1) + "\n")
-    (OUT / "quantize.md").write_text(table(payload))
-    print(table(payload))
+        new = run_all(args)
+        old["runs"] = [r for r in old["runs"] if r["busy_loops"] != new["busy_loops"]] + [new]
+        path.write_text(json.dumps(old, indent=1) + "\n")
+    text = table(sorted(old["runs"], key=lambda r: r["busy_loops"]))
+    (OUT / "quantize.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
