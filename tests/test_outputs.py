@@ -187,6 +187,27 @@ def test_binary_model_refuses_a_terminal(tmp_path):
     assert len(r.stderr.decode().strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("args", [("kn", TRAIN, "--order", "2", "--binary"),
+                                  ("kn", TRAIN, "--order", "2", "--quantize", "8"),
+                                  ("prune", "ARPA", "-t", "1e-4", "--binary"), ("export", "MODEL", "--quantize", "8")])
+def test_binary_outputs_refuse_a_terminal_before_any_work(tmp_path, args):
+    """``--binary`` / ``--quantize`` of kn, prune and export: a terminal as OUTPUT is refused
+    up front (one line, no progress), not after the estimate."""
+    pytest.importorskip("pty")
+    if "ARPA" in args or "MODEL" in args:
+        (tmp_path / "m.arpa").write_text("\\data\\\nngram 1=3\n\n\\1-grams:\n-1 </s>\n-99 <s>\n-0.5 a\n\n\\end\\\n")
+        args = tuple(str(tmp_path / "m.arpa") if a in ("ARPA", "MODEL") else a for a in args)
+    leader, follower = os.openpty()
+    try:
+        r = _cli(*args, "-o", "-", stdout=follower, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert r.returncode == 1
+    assert b"not written to a terminal" in r.stderr
+    assert len(r.stderr.decode().strip().splitlines()) == 1, r.stderr
+
+
 def test_text_to_stdout_pipe_and_report_on_stderr(tmp_path):
     r = _cli("kn", TRAIN, "-o", "-", "--order", "2", capture_output=True)
     assert r.returncode == 0

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .params import binary_option, threads_option, write_backoff, writing
+from .params import binary_option, threads_option, wants_binary, write_backoff, writing
 
 
 @click.command("export")
@@ -29,7 +29,7 @@ def command(model_path, output, binary, quiet):
     from ..progress import Progress
     from .ppl import load_model
 
-    check_output(output, [model_path])  # before any work
+    check_output(output, [model_path], binary=wants_binary(binary))  # before any work
     t0 = time.perf_counter()
     progress = Progress(quiet)
     with progress.stage(f"reading {model_path}"):

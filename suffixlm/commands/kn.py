@@ -201,7 +201,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
         from .prune import parse_threshold
 
         prune = parse_threshold(prune, "--prune")
-    check_output(output, [train_file, vocab_path])  # before any work
+    check_output(output, [train_file, vocab_path], binary=binary)  # before any work
     budget = _budget_options(memory, temp_dir, order, workers, scheduler, memory_limit)
     if budget is not None and (binary or prune is not None):
         _warn_beyond_budget(budget, train_file, binary, functools.partial(click.echo, err=True))

@@ -11,7 +11,7 @@ import click
 
 from ..options import INT32_MAX
 
-from .params import FiniteFloat, binary_option, threads_option, write_backoff, writing
+from .params import FiniteFloat, binary_option, threads_option, wants_binary, write_backoff, writing
 
 
 def parse_threshold(value, option: str = "--threshold") -> float:
@@ -46,7 +46,7 @@ def command(model_path, output, threshold, min_order, binary, as_json, quiet):
     from ..backoff.prune import prune_entropy
 
     t = parse_threshold(threshold)
-    check_output(output, [model_path])  # before any work
+    check_output(output, [model_path], binary=wants_binary(binary))  # before any work
     from ..progress import Progress
 
     progress = Progress(quiet)
