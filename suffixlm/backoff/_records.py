@@ -102,27 +102,30 @@ def _bases(D, V, S, order):
         return impl
 
 
+def _value_of(D, F, r, L, q, j):
+    """``prob_of`` (j = 0) or ``bow_of`` (j = 1)."""
+
+
+@overload(_value_of)
+def _value(D, F, r, L, q, j):
+    if _layout(D) == 1:
+        return lambda D, F, r, L, q, j: F[4 * r + 2 + j]
+    if _layout(D) == 2:
+        def impl(D, F, r, L, q, j):
+            if L <= 1:
+                return F[2 * (q[0] + r) + j]
+            c = (D[r] >> np.uint64(QBOW_SHIFT if j else QPROB_SHIFT)) & np.uint64(QCODE_MASK)
+            return F[2 * (q[1] + L * QCODES + np.int64(c)) + j]
+        return impl
+
+
 @overload(prob_of)
 def _prob(D, F, r, L, q):
-    if _layout(D) == 1:
-        return lambda D, F, r, L, q: F[4 * r + 2]
-    if _layout(D) == 2:
-        def impl(D, F, r, L, q):
-            if L <= 1:
-                return F[2 * (q[0] + r)]
-            c = (D[r] >> np.uint64(QPROB_SHIFT)) & np.uint64(QCODE_MASK)
-            return F[2 * (q[1] + L * QCODES + np.int64(c))]
-        return impl
+    if _layout(D):
+        return lambda D, F, r, L, q: _value_of(D, F, r, L, q, 0)
 
 
 @overload(bow_of)
 def _bow(D, F, r, L, q):
-    if _layout(D) == 1:
-        return lambda D, F, r, L, q: F[4 * r + 3]
-    if _layout(D) == 2:
-        def impl(D, F, r, L, q):
-            if L <= 1:
-                return F[2 * (q[0] + r) + 1]
-            c = (D[r] >> np.uint64(QBOW_SHIFT)) & np.uint64(QCODE_MASK)
-            return F[2 * (q[1] + L * QCODES + np.int64(c)) + 1]
-        return impl
+    if _layout(D):
+        return lambda D, F, r, L, q: _value_of(D, F, r, L, q, 1)

@@ -34,23 +34,35 @@ QCODE_MASK = 0xFF
 #: codes (and centres) of each n-gram length's codebook: 256 a length for each value
 QCODES = 256
 
+def quantised_bases(V: int, S: int, order: int) -> tuple[int, int]:
+    """(word offset of the unigrams' values, of the codebooks) in a quantised table
+    (``_records``; its kernels' ``bases``): after the records and the directory."""
+    u = V + S + 2 * (order + 1)
+    return u, u + V
+
+
 def quantised_words(V: int, S: int, order: int) -> int:
     """int64 words of a quantised table (``_records``): the records, the directory, the
     unigrams' values, the codebooks."""
-    return V + S + 2 * (order + 1) + V + QCODES * (order + 1)
+    return quantised_bases(V, S, order)[1] + QCODES * (order + 1)
+
+
+def directory_at(D: np.ndarray, V: int, S: int) -> int:
+    """Index in ``D`` of the regions' directory, after the records of either layout."""
+    return V + S if D.dtype == np.uint64 else 2 * (V + S)
 
 
 class Records:
     """The records of a table in either layout (``_records``: int64, 16-byte records;
     uint64, quantised 8-byte ones), read by numpy: every accessor takes int64 arrays of
-    record numbers (and n-gram lengths)."""
+    record numbers (and n-gram lengths). ``order`` is needed for the values only."""
 
-    def __init__(self, D: np.ndarray, V: int, S: int, order: int):
+    def __init__(self, D: np.ndarray, V: int, S: int, order: int | None = None):
         self.D, self.F = D, D.view(np.float32)
         self.quantised = D.dtype == np.uint64
         self.mask = QKEY_MASK if self.quantised else KEY_MASK
-        self.u = V + S + 2 * (order + 1)  # the quantised layout's unigram values, then its codebooks
-        self.c = self.u + V
+        if order is not None:  # the quantised layout's unigram values, then its codebooks
+            self.u, self.c = quantised_bases(V, S, order)
 
     def words(self, r: np.ndarray) -> np.ndarray:
         """Each record's key and flags (and codes) as int64 (-1: an empty slot)."""
@@ -84,7 +96,7 @@ MAX_ROUNDS = 4
 def region(D: np.ndarray, V: int, S: int, L: int) -> tuple[int, int]:
     """``_binary_kernels.region``: (first slot, number of slots) of the parts of L words,
     (0, 0) where the directory entry does not fit the table."""
-    i = (V + S if D.dtype == np.uint64 else 2 * (V + S)) + 2 * L  # either layout (Records)
+    i = directory_at(D, V, S) + 2 * L
     if L < 2 or i + 1 >= D.shape[0]:
         return 0, 0
     B, n = int(D[i]), int(D[i + 1])
@@ -116,7 +128,7 @@ def find_many(D: np.ndarray, V: int, S: int, L: int, keys: np.ndarray) -> np.nda
         return np.full(keys.shape[0], -1, dtype=np.int64)
     base = V + B
     h = home(keys, n)
-    rec = Records(D, V, S, 0)
+    rec = Records(D, V, S)
     t = rec.words(base + h)
     hit = (t & rec.mask) == keys
     out = np.where(hit, base + h, -1)

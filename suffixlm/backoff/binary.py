@@ -281,7 +281,7 @@ class BinaryLM(TableQueries):
                 if f.readinto(memoryview(D).cast("B")) != t_n:
                     _fail(self.path, "truncated binary model (table)")
             D.flags.writeable = False
-        at = V + S if q is not None else 2 * (V + S)
+        at = T.directory_at(D, V, S)
         directory = D[at:at + 2 * (self.order + 1)].view(np.int64).reshape(-1, 2)[2:]
         end = 0
         for B, n in directory.tolist():  # the regions, in order, inside the table (the kernels check them too)

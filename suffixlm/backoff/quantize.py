@@ -116,7 +116,7 @@ def quantize_table(D: np.ndarray, V: int, S: int, order: int, prob_bits: int = 8
     flags = words & (T.EXTENDS | T.EXPLICIT)
     rec = np.where(used, key | flags, np.int64(T.EMPTY))
     directory = D[2 * n_rec:2 * n_rec + 2 * (order + 1)]
-    cb = n_rec + 2 * (order + 1) + V  # _records.bases
+    ub, cb = T.quantised_bases(V, S, order)
     for L in range(2, order + 1):
         first, n = int(directory[2 * L]), int(directory[2 * L + 1])
         lo, hi = V + first, V + first + n
@@ -128,7 +128,6 @@ def quantize_table(D: np.ndarray, V: int, S: int, order: int, prob_bits: int = 8
         QF[2 * (cb + L * T.QCODES) + 1:2 * (cb + L * T.QCODES) + 2 * bc.shape[0]:2] = bc
     Qi[:n_rec] = rec
     Qi[n_rec:n_rec + 2 * (order + 1)] = directory
-    ub = n_rec + 2 * (order + 1)
     QF[2 * ub:2 * (ub + V):2] = P[:V]
     QF[2 * ub + 1:2 * (ub + V):2] = B[:V]
     return Q
@@ -139,23 +138,19 @@ def dequantize_table(Q: np.ndarray, V: int, S: int, order: int) -> np.ndarray:
     the quantised table ``Q`` codes: the same keys, flags, slots and directory, so the
     exact kernels on it give the quantised model's numbers."""
     n_rec = V + S
-    Qi = Q.view(np.int64)
-    QF = Q.view(np.float32)
+    rd = T.Records(Q, V, S, order)
     D = np.full(2 * (n_rec + order + 1), -1, dtype=np.int64)
     F = D.view(np.float32)
-    words = Qi[:n_rec]
+    words = rd.words(np.arange(n_rec))
     used = words != T.EMPTY
     D[0:2 * n_rec:2] = np.where(used, (words & T.QKEY_MASK) | (words & (T.EXTENDS | T.EXPLICIT)), np.int64(T.EMPTY))
-    D[2 * n_rec:] = Qi[n_rec:n_rec + 2 * (order + 1)]
-    ub = n_rec + 2 * (order + 1)
-    cb = ub + V
-    F[2:4 * V:4] = QF[2 * ub:2 * (ub + V):2]
-    F[3:4 * V:4] = QF[2 * ub + 1:2 * (ub + V):2]
-    for L in range(2, order + 1):
-        first, n = int(D[2 * n_rec + 2 * L]), int(D[2 * n_rec + 2 * L + 1])
-        here = np.flatnonzero(used[V + first:V + first + n]) + V + first
-        pcode = (words[here] >> T.QPROB_SHIFT) & T.QCODE_MASK
-        bcode = (words[here] >> T.QBOW_SHIFT) & T.QCODE_MASK
-        F[4 * here + 2] = QF[2 * (cb + L * T.QCODES + pcode)]
-        F[4 * here + 3] = QF[2 * (cb + L * T.QCODES + bcode) + 1]
+    D[2 * n_rec:] = Q.view(np.int64)[n_rec:n_rec + 2 * (order + 1)]
+    for L in range(1, order + 1):  # the unigrams, then the region of each length
+        if L == 1:
+            here = np.arange(V)
+        else:
+            first, n = int(D[2 * n_rec + 2 * L]), int(D[2 * n_rec + 2 * L + 1])
+            here = np.flatnonzero(used[V + first:V + first + n]) + V + first
+        F[4 * here + 2] = rd.prob(here, L)
+        F[4 * here + 3] = rd.bow(here, L)
     return D

@@ -302,9 +302,10 @@ class TableQueries(KenLMInterface):
         params = np.array([address, size, V, S, order, 0], dtype=np.int64)
         params[-1:] = np.array([missing], dtype=np.float64).view(np.int64)  # step_at's STEP_PARAMS
         quantised = D.dtype == np.uint64  # the 8-byte records (_records)
+        # the table and the block stay alive while their addresses are in use
         self.BaseScore, self.BaseFullScore = decoder_calls(
             bound_entry(K.step_at_quantised if quantised else K.step_at, int(params.ctypes.data), -1, 0), int,
-            self._record, self._windex.get, self._word_id, hold=(D, params))  # the table and the block stay alive while their addresses are in use
+            self._record, self._windex.get, self._word_id, hold=(D, params))
         if TIER == "numpy":
             return
         W, blob, generic = self._W, self._blob, self._score
