@@ -18,9 +18,11 @@ import os
 import pkgutil
 import sys
 
-import click
+from . import __version__, threads as _threads
 
-from . import __version__
+_threads.set_blas_threads()  # before anything imports numpy (docs/threads.md)
+
+import click  # noqa: E402
 
 ENTRY_POINT_GROUP = "suffixlm.commands"
 

@@ -68,6 +68,24 @@ def set_wait_policy() -> None:
 
 set_wait_policy()
 
+#: OpenBLAS's thread count in the ``suffixlm`` command unless the environment names one.
+BLAS_THREADS = "1"
+#: The variables OpenBLAS reads for its count, first found wins (any of them set: left alone).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def set_blas_threads() -> None:
+    """``OPENBLAS_NUM_THREADS=1`` unless the environment sets one of the counts OpenBLAS
+    reads (``BLAS_THREAD_VARIABLES``): for the ``suffixlm`` command only, before it imports
+    numpy. OpenBLAS (numpy's BLAS) starts a thread per core when numpy loads, which cost
+    about 0.1 s of CPU of every command's 0.15-0.25 s here (a command's wall time on an idle
+    machine hides it on the second core; on a loaded one it is paid), for BLAS that no
+    command needs: the kernels are numba's, and numpy's products here are of vectors (one
+    thread under 10,000 elements in OpenBLAS, and a few per job above). A process that
+    imports suffixlm as a library keeps its own BLAS threads."""
+    if not any(os.environ.get(v, "").strip() for v in BLAS_THREAD_VARIABLES):
+        os.environ["OPENBLAS_NUM_THREADS"] = BLAS_THREADS
+
 
 def available() -> int:
     """The most threads numba can use in this process (``NUMBA_NUM_THREADS``)."""

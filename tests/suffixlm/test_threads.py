@@ -30,7 +30,8 @@ def _restore_numba_threads():
 
 
 def _python(code: str, **env) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_DISPLAY_ENV")}
+    dropped = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_DISPLAY_ENV") + threads.BLAS_THREAD_VARIABLES
+    e = {k: v for k, v in os.environ.items() if k not in dropped}
     e.update(env)
     return subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=300)
 
@@ -41,6 +42,25 @@ def test_importing_suffixlm_makes_idle_threads_sleep_unless_the_user_chose():
     assert _python(code, OMP_WAIT_POLICY="active").stdout.strip() == "active"
     code = "import crf.model, os; print(os.environ['OMP_WAIT_POLICY'])"  # the CRF package goes through suffixlm
     assert _python(code).stdout.strip() == "PASSIVE"
+
+
+def test_the_command_runs_numpys_blas_on_one_thread_unless_the_user_chose():
+    """``suffixlm.cli`` (the command) sets OPENBLAS_NUM_THREADS=1 before numpy loads, unless
+    the environment names a count OpenBLAS reads; ``import suffixlm`` (a library user's
+    process) leaves BLAS alone."""
+    code = "import os, suffixlm.cli; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    assert _python(code).stdout.strip() == "1"
+    assert _python(code, OPENBLAS_NUM_THREADS="3").stdout.strip() == "3"
+    assert _python(code, OMP_NUM_THREADS="2").stdout.strip() == "None"
+    assert _python(code.replace("suffixlm.cli", "suffixlm")).stdout.strip() == "None"
+    pytest.importorskip("threadpoolctl")
+    code = ("import suffixlm.cli, numpy, threadpoolctl\n"
+            "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'}))")
+    r = _python(code)
+    assert r.returncode == 0, r.stderr
+    if r.stdout.strip() == "[]":
+        pytest.skip("numpy is not built on OpenBLAS here")
+    assert r.stdout.strip() == "[1]"
 
 
 def test_the_openmp_layer_reads_the_policy():
