@@ -36,6 +36,18 @@ def array_at(address, size, dtype):
     return carray(typed_pointer(address, dtype), (size,))
 
 
+def _item_pointer(context, builder, signature, args, as_type):
+    """(codegen) The address of ``array[index]`` (the intrinsic's two arguments) as a
+    pointer to the LLVM type ``as_type``."""
+    from llvmlite import ir
+
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    index = args[1]
+    if signature.args[1].bitwidth < 64:
+        index = builder.sext(index, ir.IntType(64))
+    return builder.bitcast(builder.gep(ary.data, [index]), as_type.as_pointer())
+
+
 @intrinsic
 def prefetch(typingctx, array, index):
     """A hint that ``array[index]`` (1-d) will be read soon: LLVM's ``llvm.prefetch``
@@ -47,11 +59,7 @@ def prefetch(typingctx, array, index):
     def codegen(context, builder, signature, args):
         from llvmlite import ir
 
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        index = args[1]
-        if signature.args[1].bitwidth < 64:
-            index = builder.sext(index, ir.IntType(64))
-        ptr = builder.bitcast(builder.gep(ary.data, [index]), ir.IntType(8).as_pointer())
+        ptr = _item_pointer(context, builder, signature, args, ir.IntType(8))
         i32 = ir.IntType(32)
         fn = builder.module.declare_intrinsic("llvm.prefetch", [ptr.type],
                                               ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]))
@@ -59,6 +67,49 @@ def prefetch(typingctx, array, index):
         return context.get_dummy_value()
 
     return types.none(array, index), codegen
+
+
+@intrinsic
+def load_word(typingctx, buf, index):
+    """The 8 bytes ``buf[index:index + 8]`` (a 1-d uint8 array or bytes) as a uint64, the
+    first byte lowest (little-endian on any machine), read in one unaligned load. Reads
+    past the buffer's end are not checked (numba's bounds checks do not see it either):
+    the caller keeps ``index + 8 <= len(buf)``."""
+    if not (isinstance(buf, types.Buffer) and buf.ndim == 1 and buf.dtype == types.uint8
+            and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        import sys
+
+        from llvmlite import ir
+
+        i64 = ir.IntType(64)
+        value = builder.load(_item_pointer(context, builder, signature, args, i64), align=1)
+        if sys.byteorder == "big":
+            fn = builder.module.declare_intrinsic("llvm.bswap", [i64])
+            value = builder.call(fn, [value])
+        return value
+
+    return types.uint64(buf, index), codegen
+
+
+@intrinsic
+def trailing_zeros(typingctx, x):
+    """The number of zero bits below the lowest set bit of the uint64 ``x`` (64 for 0):
+    LLVM's ``llvm.cttz``, one instruction."""
+    if not (isinstance(x, types.Integer) and x.bitwidth == 64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+
+        i64 = ir.IntType(64)
+        i1 = ir.IntType(1)
+        fn = builder.module.declare_intrinsic("llvm.cttz", [i64], ir.FunctionType(i64, [i64, i1]))
+        return builder.call(fn, [args[0], i1(0)])
+
+    return types.uint64(x), codegen
 
 
 def bound_entry(dispatcher, first, *example):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._address import load_word, trailing_zeros
 from ._jit import njit
 
 #: ids of the markers (``corpus.BOS_ID``, ``EOS_ID``, ``UNK_ID``)
@@ -33,8 +34,9 @@ def _is_space(b):
 
 @njit(cache=True, inline="always")
 def word_hash(buf, start, end):
-    """FNV-1a (64 bits) of the bytes ``buf[start:end]``: every hash table over words'
-    bytes (this module's, the ARPA reader's, the binary model's vocabulary)."""
+    """FNV-1a (64 bits) of the bytes ``buf[start:end]``: the tables that intern words as
+    they are read (this module's, the ARPA reader's); a model's vocabulary for queries
+    hashes with ``head_hash``."""
     h = _FNV_OFFSET
     for k in range(start, end):
         h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
@@ -175,11 +177,16 @@ def index_words(arena, wstart, wlen, n, whash, slots):
 # ---------------------------------------------------------------------------- words
 # A vocabulary as a hash table over the words' UTF-8 bytes, so that a sentence goes into
 # one compiled call as bytes (the binary model's and the log-linear model's ``score``):
-# W = [shift, V, offsets of the words in the blob (V + 1), slots (2 ** (64 - shift)):
-# word id or -1].
+# W = [shift, V, offsets of the words in the blob (V + 1), then 2 ** (64 - shift) slots of
+# two words each: the word's head (its first 8 bytes, little-endian, zeros after a shorter
+# word) and its id | its length in bytes << 32 (-1: an empty slot)]. A word of at most 8
+# bytes is found by its slot alone (one cache line: its head and length are the word);
+# a longer one compares its bytes after the head with the blob.
 
 #: the multiplier of the word table's Fibonacci hashing (the binary table's, ``backoff._table_numpy.GOLDEN``)
 WORD_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: The multiplier that folds a word's 8-byte chunks after its head into its hash.
+_CHUNK_PRIME = np.uint64(0xFF51AFD7ED558CCD)
 
 
 def word_table_of(words) -> tuple[np.ndarray, np.ndarray]:
@@ -193,41 +200,125 @@ def word_table_of(words) -> tuple[np.ndarray, np.ndarray]:
     return word_table(blob, offsets, shift), blob
 
 
+@njit(cache=True, inline="always")
+def head_hash(buf, a, b):
+    """(head, hash) of the word ``buf[a:b]``: its first 8 bytes as a little-endian
+    integer (as int64 bits), and a 64-bit hash of all of its bytes and its length (the
+    8-byte chunks after the head folded in by multiplication)."""
+    n = b - a
+    head = np.uint64(0)
+    m = min(n, 8)
+    for k in range(m):
+        head |= np.uint64(buf[a + k]) << np.uint64(8 * k)
+    h = head * _CHUNK_PRIME
+    k = a + 8
+    while k < b:
+        c = np.uint64(0)
+        for t in range(min(b - k, 8)):
+            c |= np.uint64(buf[k + t]) << np.uint64(8 * t)
+        h = ((h ^ (h >> np.uint64(29))) ^ c) * _CHUNK_PRIME
+        k += 8
+    h = (h ^ np.uint64(n)) * WORD_GOLDEN
+    return np.int64(head), h
+
+
 @njit(cache=True)
 def word_table(blob, offsets, shift):
     """W (above) for the words ``blob[offsets[i]:offsets[i + 1]]``."""
     V = offsets.shape[0] - 1
     T = 1 << (64 - shift)
-    W = np.full(2 + V + 1 + T, -1, dtype=np.int64)
+    W = np.full(3 + V + 2 * T, -1, dtype=np.int64)
     W[0] = shift
     W[1] = V
     W[2:3 + V] = offsets
+    base = 3 + V
     for i in range(V):
-        h = (word_hash(blob, offsets[i], offsets[i + 1]) * WORD_GOLDEN) >> np.uint64(shift)
-        j = np.int64(h)
-        while W[3 + V + j] != -1:
+        head, h = head_hash(blob, offsets[i], offsets[i + 1])
+        j = np.int64(h >> np.uint64(shift))
+        while W[base + 2 * j + 1] != -1:
             j = (j + 1) & (T - 1)
-        W[3 + V + j] = i
+        W[base + 2 * j] = head
+        W[base + 2 * j + 1] = i | ((offsets[i + 1] - offsets[i]) << 32)
     return W
+
+
+@njit(cache=True, inline="always")
+def _find_word(W, blob, text, a, n, head, h, unk):
+    """Id of the word ``text[a:a + n]`` of ``head`` and hash ``h`` (``head_hash``), ``unk``
+    if it is not in the vocabulary: its slot's head and length, then its bytes after the
+    head for a word longer than 8 bytes."""
+    shift = W[0]
+    V = W[1]
+    T = np.int64(1) << (64 - shift)
+    base = 3 + V
+    j = np.int64(h >> np.uint64(shift))
+    for _ in range(T):
+        e = W[base + 2 * j + 1]
+        if e < 0:
+            return unk
+        if (e >> 32) == n and W[base + 2 * j] == head:
+            i = e & 0xFFFFFFFF
+            if n <= 8 or same_bytes(blob, W[2 + i] + 8, text, a + 8, n - 8):
+                return i
+        j = (j + 1) & (T - 1)
+    return unk
 
 
 @njit(cache=True, inline="always")
 def word_id(W, blob, text, a, b, unk):
     """Id of the word ``text[a:b]`` (bytes), ``unk`` if it is not in the vocabulary."""
-    shift = W[0]
-    V = W[1]
-    T = np.int64(1) << (64 - shift)
-    j = np.int64((word_hash(text, a, b) * WORD_GOLDEN) >> np.uint64(shift))
+    head, h = head_hash(text, a, b)
+    return _find_word(W, blob, text, a, b - a, head, h, unk)
+
+
+#: Bytes 0x7F in every lane of a uint64, and 0x80 (``_space_mask``).
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH = np.uint64(0x8080808080808080)
+
+
+@njit(cache=True, inline="always")
+def _space_mask(v):
+    """The high bit of every byte of ``v`` (8 bytes of text) that is white space
+    (``_is_space``: 32, or 9 to 13), no other bit set: each byte's low 7 bits compared
+    in its own lane (no carry crosses a lane), a byte of 128 and up never white space."""
+    low = v & _LOW7
+    from9 = low + np.uint64(0x7777777777777777)  # lane >= 0x80 iff low >= 9
+    from14 = low + np.uint64(0x7272727272727272)  # iff low >= 14
+    t = low ^ np.uint64(0x2020202020202020)  # 0 iff low == 32
+    nonzero = (t + _LOW7) | t  # high bit iff t != 0
+    return ((from9 & ~from14) | ~nonzero) & ~v & _HIGH
+
+
+@njit(cache=True, inline="always")
+def word_end(text, i, end):
+    """The end of the word that starts at ``text[i]`` (not white space), at most ``end``:
+    eight bytes at a time (``_space_mask``) while a whole load fits in ``text``, then
+    byte by byte."""
+    size = len(text)
+    j = i
+    while j < end:
+        if j + 8 > size:
+            while j < end and not _is_space(text[j]):
+                j += 1
+            return j
+        m = _space_mask(load_word(text, j))
+        if m != 0:
+            return min(j + np.int64(trailing_zeros(m) >> np.uint64(3)), end)
+        j += 8
+    return end
+
+
+@njit(cache=True, inline="always")
+def text_word_id(W, blob, text, a, b, unk):
+    """``word_id`` of ``text[a:b]``, a word of at most 8 bytes read in one load where
+    the load fits in ``text``: the same head and hash as ``head_hash``."""
     n = b - a
-    for _ in range(T):
-        i = W[3 + V + j]
-        if i < 0:
-            return unk
-        s = W[2 + i]
-        if W[3 + i] - s == n and same_bytes(blob, s, text, a, n):
-            return i
-        j = (j + 1) & (T - 1)
-    return unk
+    if n > 8 or a + 8 > len(text):
+        return word_id(W, blob, text, a, b, unk)
+    v = load_word(text, a)
+    if n < 8:
+        v &= (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
+    return _find_word(W, blob, text, a, n, np.int64(v), ((v * _CHUNK_PRIME) ^ np.uint64(n)) * WORD_GOLDEN, unk)
 
 
 @njit(cache=True)
@@ -242,10 +333,8 @@ def text_ids(W, blob, text, pos, end, eos, unk, eos_id, out, n):
             i += 1
         if i == end:
             break
-        j = i
-        while j < end and not _is_space(text[j]):
-            j += 1
-        out[n] = word_id(W, blob, text, i, j, unk)
+        j = word_end(text, i, end)
+        out[n] = text_word_id(W, blob, text, i, j, unk)
         n += 1
         i = j
     if eos:
