@@ -1023,10 +1023,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         compiled call (``_lm_kernels.kenlm_score_lines``): float64[k]."""
         sentences, text = joined_lines(sentences)
         if text is not None:
-            try:
-                return self._stepper().score_lines(text.encode(), len(sentences), bool(bos), bool(eos))
-            except UnicodeEncodeError:
-                pass
+            return self._stepper().score_lines(text, len(sentences), bool(bos), bool(eos))
         return KenLMInterface.score_batch(self, sentences, bos, eos)
 
     def score_ids(self, ids, offsets=None, bos: bool = True) -> np.ndarray:

@@ -401,19 +401,16 @@ class TableQueries(KenLMInterface):
         """KenLM's ``score`` of every sentence of ``sentences`` (an iterable of strings)
         in one call: float64[k]."""
         sentences, text = joined_lines(sentences)
-        if text is not None and not numpy_tier(len(text) // 2):
-            try:  # no line end inside a sentence: split and looked up in one compiled call
-                data, starts, bounds = line_chunks(text.encode(), len(sentences))
-                K = kernels()
-                model = (self._D, self._V, self._S, self.order, self._W, self._blob, data)
-                lanes = lanes_pay(self._D)
-                if bounds is None:
-                    sums = K.score_lines(*model, len(sentences), bool(bos), bool(eos), self._missing, lanes)
-                else:
-                    sums = K.score_lines_parallel(*model, starts, bool(bos), bool(eos), self._missing, lanes, bounds)
-                return sums.astype(np.float64)
-            except UnicodeEncodeError:
-                pass
+        if text is not None and not numpy_tier(len(text) // 2):  # split and looked up in one compiled call
+            data, starts, bounds = line_chunks(text, len(sentences))
+            K = kernels()
+            model = (self._D, self._V, self._S, self.order, self._W, self._blob, data)
+            lanes = lanes_pay(self._D)
+            if bounds is None:
+                sums = K.score_lines(*model, len(sentences), bool(bos), bool(eos), self._missing, lanes)
+            else:
+                sums = K.score_lines_parallel(*model, starts, bool(bos), bool(eos), self._missing, lanes, bounds)
+            return sums.astype(np.float64)
         to_id = self._to_id
         ids, offsets = [], [0]
         for s in sentences:

@@ -86,3 +86,27 @@ def test_every_word_of_a_large_vocabulary_is_found_by_both_lookups():
         if w not in vocab:
             buf = np.frombuffer(w.encode() + b"  ", dtype=np.uint8)
             assert K.text_word_id(W, blob, buf, 0, len(w.encode()), -1) == -1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_line_starts_in_numpy_are_the_kernels(seed):
+    from suffixlm.query import line_starts
+
+    rng = random.Random(seed)
+    for _ in range(50):
+        text = bytes(rng.choice(b"ab \n") for _ in range(rng.randint(0, 40)))
+        data = np.frombuffer(text, dtype=np.uint8)
+        for n_lines in (0, 1, text.count(b"\n"), text.count(b"\n") + 1, text.count(b"\n") + 3):
+            assert line_starts(data, n_lines).tolist() == K.line_starts(data, n_lines).tolist(), (text, n_lines)
+
+
+def test_joined_lines_gives_the_kernels_text_or_none():
+    from suffixlm.query import joined_lines
+
+    assert joined_lines(["a b", "c"]) == (["a b", "c"], b"a b\nc")
+    assert joined_lines(s for s in ["é", b"\xe2\x82\xac"]) == (["é", "€"], "é\n€".encode())  # any iterable, bytes decoded
+    assert joined_lines([]) == ([], b"")
+    assert joined_lines(["a\nb", "c"])[1] is None  # a line end inside a sentence
+    assert joined_lines(["a", "\udc80"])[1] is None  # a lone surrogate: no UTF-8
+    with pytest.raises(TypeError, match="Cannot convert int"):
+        joined_lines(["a", 3])
