@@ -104,7 +104,8 @@ def test_joined_lines_gives_the_kernels_text_or_none():
     from suffixlm.query import joined_lines
 
     assert joined_lines(["a b", "c"]) == (["a b", "c"], b"a b\nc")
-    assert joined_lines(s for s in ["é", b"\xe2\x82\xac"]) == (["é", "€"], "é\n€".encode())  # any iterable, bytes decoded
+    # any iterable; bytes decoded
+    assert joined_lines(s for s in ["é", b"\xe2\x82\xac"]) == (["é", "€"], "é\n€".encode())
     assert joined_lines([]) == ([], b"")
     assert joined_lines(["a\nb", "c"])[1] is None  # a line end inside a sentence
     assert joined_lines(["a", "\udc80"])[1] is None  # a lone surrogate: no UTF-8
