@@ -71,13 +71,13 @@ def prefetch(typingctx, array, index):
 
 @intrinsic
 def load_word(typingctx, buf, index):
-    """The 8 bytes ``buf[index:index + 8]`` (a 1-d uint8 array or bytes) as a uint64, the
-    first byte lowest (little-endian on any machine), read in one unaligned load. Reads
-    past the buffer's end are not checked (numba's bounds checks do not see it either):
-    the caller keeps ``index + 8 <= len(buf)``."""
-    if not (isinstance(buf, types.Buffer) and buf.ndim == 1 and buf.dtype == types.uint8
+    """The 8 bytes ``buf[index:index + 8]`` (a contiguous 1-d uint8 array, or bytes) as a
+    uint64, the first byte lowest (little-endian on any machine), read in one unaligned
+    load. Reads past the buffer's end are not checked (numba's bounds checks do not see
+    it either): the caller keeps ``index + 8 <= len(buf)``."""
+    if not (isinstance(buf, types.Buffer) and buf.ndim == 1 and buf.dtype == types.uint8 and buf.layout == "C"
             and isinstance(index, types.Integer)):
-        return None
+        return None  # a strided array's next bytes are not its next items
 
     def codegen(context, builder, signature, args):
         import sys
