@@ -218,8 +218,14 @@ def head_hash(buf, a, b):
             c |= np.uint64(buf[k + t]) << np.uint64(8 * t)
         h = ((h ^ (h >> np.uint64(29))) ^ c) * _CHUNK_PRIME
         k += 8
-    h = (h ^ np.uint64(n)) * WORD_GOLDEN
-    return np.int64(head), h
+    return np.int64(head), _with_length(h, n)
+
+
+@njit(cache=True, inline="always")
+def _with_length(h, n):
+    """The word hash: ``h`` (its head times ``_CHUNK_PRIME``, its later chunks folded in)
+    with its length ``n`` mixed in (``head_hash``, ``text_word_id``)."""
+    return (h ^ np.uint64(n)) * WORD_GOLDEN
 
 
 @njit(cache=True)
@@ -276,6 +282,17 @@ _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _HIGH = np.uint64(0x8080808080808080)
 
 
+#: A line feed in every lane (``line_starts``).
+_FEEDS = np.uint64(0x0A0A0A0A0A0A0A0A)
+
+
+@njit(cache=True, inline="always")
+def _zero_lanes(t):
+    """The high bit of every zero byte of ``t``, no other bit set (each lane on its own:
+    its low 7 bits plus 0x7F carry into its high bit, never into the next lane)."""
+    return ~(((t & _LOW7) + _LOW7) | t) & _HIGH
+
+
 @njit(cache=True, inline="always")
 def _space_mask(v):
     """The high bit of every byte of ``v`` (8 bytes of text) that is white space
@@ -284,9 +301,7 @@ def _space_mask(v):
     low = v & _LOW7
     from9 = low + np.uint64(0x7777777777777777)  # lane >= 0x80 iff low >= 9
     from14 = low + np.uint64(0x7272727272727272)  # iff low >= 14
-    t = low ^ np.uint64(0x2020202020202020)  # 0 iff low == 32
-    nonzero = (t + _LOW7) | t  # high bit iff t != 0
-    return ((from9 & ~from14) | ~nonzero) & ~v & _HIGH
+    return ((from9 & ~from14) & ~v & _HIGH) | _zero_lanes(v ^ np.uint64(0x2020202020202020))
 
 
 @njit(cache=True, inline="always")
@@ -318,7 +333,7 @@ def text_word_id(W, blob, text, a, b, unk):
     v = load_word(text, a)
     if n < 8:
         v &= (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
-    return _find_word(W, blob, text, a, n, np.int64(v), ((v * _CHUNK_PRIME) ^ np.uint64(n)) * WORD_GOLDEN, unk)
+    return _find_word(W, blob, text, a, n, np.int64(v), _with_length(v * _CHUNK_PRIME, n), unk)
 
 
 @njit(cache=True)
@@ -354,8 +369,16 @@ def line_starts(text, n_lines):
     pos = 0
     n_text = len(text)
     for s in range(n_lines):
-        while pos < n_text and text[pos] != 10:
-            pos += 1
+        while pos < n_text:  # the next line feed, eight bytes at a time while a load fits
+            if pos + 8 > n_text:
+                while pos < n_text and text[pos] != 10:
+                    pos += 1
+                break
+            m = _zero_lanes(load_word(text, pos) ^ _FEEDS)
+            if m != 0:
+                pos += np.int64(trailing_zeros(m) >> np.uint64(3))
+                break
+            pos += 8
         pos = min(pos + 1, n_text + 1)
         starts[s + 1] = pos
     return starts

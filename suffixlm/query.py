@@ -296,26 +296,17 @@ def line_chunks(text: bytes, n_lines: int):
     threads) for the first ``n_lines`` lines of ``text`` (UTF-8 bytes): ``(text, None,
     None)`` for a text too short for threads (:data:`PARALLEL_MIN_TOKENS`, words counted
     as :data:`BYTES_PER_WORD` bytes) or one thread in force, else (its bytes as a uint8
-    array, as a parallel kernel takes them; :func:`line_starts`;
+    array, as a parallel kernel takes them; ``_text_kernels.line_starts``;
     :func:`sentence_chunks`)."""
     n_words = len(text) // BYTES_PER_WORD
     if n_words < PARALLEL_MIN_TOKENS:
         return text, None, None
+    from ._text_kernels import line_starts
+
     data = np.frombuffer(text, dtype=np.uint8)
     starts = line_starts(data, n_lines)
     bounds = sentence_chunks(starts, n_words)
     return (text, None, None) if bounds is None else (data, starts, bounds)
-
-
-def line_starts(data: np.ndarray, n_lines: int) -> np.ndarray:
-    """``_text_kernels.line_starts`` in numpy (a vectorised search for the line feeds: a
-    fifth of the kernel's time on PTB test): int64[n_lines + 1], line s at
-    ``data[starts[s]:starts[s + 1] - 1]``, a line past the text's end empty."""
-    feeds = np.flatnonzero(data == 10)[:n_lines]
-    starts = np.full(n_lines + 1, len(data) + 1, dtype=np.int64)
-    starts[0] = 0
-    starts[1:len(feeds) + 1] = feeds + 1
-    return starts
 
 
 def joined_lines(sentences) -> tuple[list, bytes | None]:
@@ -334,7 +325,7 @@ def joined_lines(sentences) -> tuple[list, bytes | None]:
         data = text.encode()
     except UnicodeEncodeError:
         return sentences, None
-    feeds = np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # numpy: str.count takes 10 times as long
+    feeds = np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # numpy: str.count is far slower
     return sentences, (data if feeds == max(len(sentences) - 1, 0) else None)
 
 

@@ -80,9 +80,8 @@ def set_blas_threads() -> None:
     numpy. OpenBLAS (numpy's BLAS) starts a thread per core when numpy loads, which cost
     about 0.1 s of CPU of every command's 0.15-0.25 s here (a command's wall time on an idle
     machine hides it on the second core; on a loaded one it is paid), for BLAS that no
-    command needs: the kernels are numba's, and numpy's products here are of vectors (one
-    thread under 10,000 elements in OpenBLAS, and a few per job above). A process that
-    imports suffixlm as a library keeps its own BLAS threads."""
+    command needs: the kernels are numba's, and numpy's products here are of vectors. A
+    process that imports suffixlm as a library keeps its own BLAS threads."""
     if not any(os.environ.get(v, "").strip() for v in BLAS_THREAD_VARIABLES):
         os.environ["OPENBLAS_NUM_THREADS"] = BLAS_THREADS
 
