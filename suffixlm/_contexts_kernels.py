@@ -115,6 +115,78 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
     return H
 
 
+@njit(cache=True)
+def forward_table(H, succ_offsets, succ_words, child_offsets, children, child_first_word):
+    """A trie's ``node_word_table`` ``H`` with each entry's child half replaced by the
+    pair's *right* extension: for the pair (j, v), the node of j's context followed by
+    v (where ``H``'s child is v followed by it), or none (all ones). The params' halves,
+    the slots and the sequence hashes are ``H``'s, so a lookup is ``H``'s. A sentence's
+    batch walk (``_lm_kernels.forward_sentence``) then reads, in the one lookup of each
+    param (node, word) along the word's context, the next word's context node at the
+    same depth plus one: the next walk is known without a lookup of its own, half the
+    lookups of ``_lm_kernels._trie_position``.
+
+    The right extension of node u (its context c_1 .. c_d, c_d the last word, which is
+    u's first edge) is found at the pair (node of c_1 .. c_(d-1), c_d), its suffix link
+    and first word, made parents first. An empty array where ``H`` is no trie's, where
+    some node's pair is not in ``H`` (a context set not closed under dropping its last
+    word: the walk could then not follow the links), or where some param's word is no
+    param of its node's parent (the context without its first word): with the params so
+    closed, and the extensions too (a trie's), a word's lookups along its context can
+    stop at the first missing pair, as no longer context has a pair of that word."""
+    m = H.shape[0] - TABLE_META
+    if m < 0 or H[m + 2] != 1:
+        return np.zeros(0, dtype=np.int64)
+    n_slots = H[m]
+    V = H[m + 1]
+    N = child_offsets.shape[0] - 1
+    F = H.copy()
+    for s in range(n_slots):
+        if F[2 * s] != -1:
+            F[2 * s + 1] |= ~np.int64(_NONE32)
+    link = np.empty(max(N, 1), dtype=np.int64)  # the suffix link: the context without its last word
+    first = np.empty(max(N, 1), dtype=np.int64)  # the context's last word (the node's first edge)
+    stack = np.empty(max(N, 1), dtype=np.int64)
+    parent = np.empty(max(N, 1), dtype=np.int64)
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        j = stack[top]
+        if j > 0:  # every param's word a param of the parent too (the walk stops at a missing pair)
+            for e in range(succ_offsets[j], succ_offsets[j + 1]):
+                if node_word(H, parent[j], succ_words[e]) & np.int64(_NONE32) == _NONE32:
+                    return np.zeros(0, dtype=np.int64)
+        for e in range(child_offsets[j], child_offsets[j + 1]):
+            u = children[e]
+            w = child_first_word[e]
+            parent[u] = j
+            if j == 0:
+                link[u] = 0
+                first[u] = w
+            else:
+                c = node_word(H, link[j], w) >> 32
+                if c < 0:
+                    return np.zeros(0, dtype=np.int64)
+                link[u] = c
+                first[u] = first[j]
+            a = link[u]
+            key = a * V + first[u]
+            h = slot_of(H, seq_mix(np.uint64(H[2 * n_slots + a]), first[u]))
+            for _ in range(n_slots):
+                if H[2 * h] == key or H[2 * h] == -1:
+                    break
+                h += 1
+                if h == n_slots:
+                    h = 0
+            if H[2 * h] != key:
+                return np.zeros(0, dtype=np.int64)
+            F[2 * h + 1] = (np.int64(u) << 32) | (F[2 * h + 1] & np.int64(_NONE32))
+            stack[top] = u
+            top += 1
+    return F
+
+
 @njit(cache=True, inline="always")
 def node_word(H, node, word):
     """The packed entry (``node_word_table``) of (node, word), or -1 (both halves

@@ -36,8 +36,8 @@ from ._jit import njit, prange
 from ._address import array_at, prefetch
 from ._text_kernels import line_starts, longest_span, text_ids
 from .backoff._kn_tree_kernels import edge_base
-from ._contexts_kernels import (SEED, TABLE_META, is_trie, node_word_at, node_word_param, prefetch_walk, seq_mix,
-                               slot_of, walk_hashed, walk_trie)
+from ._contexts_kernels import (SEED, TABLE_META, is_trie, node_word, node_word_at, node_word_param, prefetch_walk,
+                               seq_mix, slot_of, walk_hashed, walk_trie)
 from ._tree_kernels import find_sorted
 
 LN10 = np.log(10.0)  # model.LN10 (math.log(10.0)): the same double
@@ -664,7 +664,10 @@ STATE_SCRATCH = ((np.int64, lambda m: 2 * (m + 2)), (np.int32, lambda m: max(m +
 #: ``kenlm_state_step``'s parameters after the work space in its ``desc`` (int64 words;
 #: the last three hold float64 bits)
 STATE_PARAMS = ("max_depth", "radix", "null", "unk_state", "ln_unseen", "bos_log10", "unk_log10")
-STATE_PARAMS_AT = 2 * len(STEP_DTYPES) + 2 * len(STATE_SCRATCH)
+#: Where ``desc`` holds the address and length of the trie's ``forward_table`` (after the
+#: work space; length 0: none yet, the sentence walks look every context up)
+STATE_FORWARD = 2 * len(STEP_DTYPES) + 2 * len(STATE_SCRATCH)
+STATE_PARAMS_AT = STATE_FORWARD + 2
 
 
 @njit(cache=True, inline="always")
@@ -713,30 +716,134 @@ def _log10_of(word, lp, root, unk_state, bos_log10, unk_log10):
     return v
 
 
-@njit(cache=True)
-def _sentence_sum(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10):
-    """``_sentence_sum_into`` with work arrays of its own."""
-    return _sentence_sum_into(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10, np.empty(n),
-                              np.empty(n), np.empty(n, dtype=np.int64))
+@njit(cache=True, inline="always")
+def _sentence_work(n, max_depth):
+    """``_sentence_sum_into``'s work arrays for sentences of up to ``n`` positions."""
+    return np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(2 * (max_depth + 2), dtype=np.int64)
 
 
 @njit(cache=True, inline="always")
-def _sentence_sum_into(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10, lp, root, ngram):
+def _plain_words(x, first, n, unk_state):
+    """Whether none of ``x[first:n]`` is ``<s>`` or ``unk_state``."""
+    for p in range(first, n):
+        if x[p] == 0 or x[p] == unk_state:  # BOS_ID
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _prefetch_homes(F, x, i, depth):
+    """Prefetch the home slots of the word ``x[i]``'s pairs along its context's walk,
+    ``depth`` + 1 of them (``forward_sentence``'s lookups): the words give them."""
+    h = SEED
+    z = x[i]
+    prefetch(F, 2 * slot_of(F, seq_mix(h, z)))
+    for d in range(1, depth + 1):
+        h = seq_mix(h, x[i - d])
+        prefetch(F, 2 * slot_of(F, seq_mix(h, z)))
+
+
+@njit(cache=True, inline="always")
+def forward_sentence(F, Q, Nn, ln_unseen, max_depth, x, first, n, out_lp, out_root, out_len, walk):
+    """``kenlm_sentence`` of ``x[first:n]`` on a trie, none of them ``<s>`` nor a
+    missing ``<unk>``, through the trie's ``forward_table`` ``F``: the same ``out_lp``,
+    ``out_root``, ``out_len``. Each word's params are looked up along its context's walk,
+    from the empty context on, up to the first pair missing (no longer context has one:
+    ``forward_table``'s closure), and the same lookups give the next word's walk (the
+    right extensions), which ``_trie_position`` looks up again: half the lookups or
+    fewer, the same nodes (the walk of a context of ``avail`` words is the chain of
+    extensions cut at ``avail``, as every left part of a context is one), the same sums.
+    The home slots come from the words alone and are prefetched two words ahead; a
+    word's ``Q`` and ``Nn`` terms are read after the next word's lookups (prefetched
+    meanwhile). ``walk``: int64[2 (max_depth + 2)] of work space."""
+    V = F[F.shape[0] - TABLE_META + 1]
+    half = walk.shape[0] // 2
+    k = min(first, max_depth)
+    walk[0] = 0
+    n_path = 1
+    if k > 0:
+        r = node_word(F, 0, x[first - 1]) >> 32
+        if r >= 0:
+            walk[1] = r
+            n_path = 2
+    if first < n:
+        _prefetch_homes(F, x, first, n_path - 1)
+    if first + 1 < n:
+        _prefetch_homes(F, x, first + 1, min(max_depth, n_path))
+    path = 0  # the word's walk is walk[path:path + n_path], the next one's is made at the other half
+    fresh = True
+    last = -1  # the word before, its terms pending: its param (-1: none) and its context's node
+    last_q = np.int64(-1)
+    last_node = np.int64(0)
+    for i in range(first, n):
+        y = x[i]
+        node = walk[path + n_path - 1]
+        prefetch(Nn, node)
+        if i + 2 < n:  # the lookups of the word after next on their way
+            _prefetch_homes(F, x, i + 2, min(max_depth, n_path + 1))
+        nxt = half - path
+        walk[nxt] = 0
+        m = 1
+        chain = True
+        e = -1
+        q = np.int64(-1)
+        h = SEED
+        for d in range(n_path):
+            if d > 0:
+                h = seq_mix(h, x[i - d])
+            rec = node_word_at(F, slot_of(F, seq_mix(h, y)), walk[path + d] * V + y)
+            if rec == -1:  # nor has any longer context a pair of y (forward_table's closure)
+                break
+            qt = rec & np.int64(0xFFFFFFFF)
+            if qt != 0xFFFFFFFF:
+                e = d
+                q = qt
+            r = rec >> 32
+            if chain and r >= 0:
+                walk[nxt + m] = r
+                m += 1
+            else:
+                chain = False
+        if q >= 0:
+            prefetch(Q, q)
+        if last >= 0:
+            out_lp[last] = (Q[last_q] if last_q >= 0 else ln_unseen) + Nn[last_node]
+        last, last_q, last_node = i, q, node
+        out_root[i] = 0.0
+        out_len[i] = e + 1 if e > 0 else 1
+        if not fresh:
+            k = n_path - 1
+        fresh = False
+        n_path = min(m, min(max_depth, k + 1) + 1)
+        path = nxt
+    if last >= 0:
+        out_lp[last] = (Q[last_q] if last_q >= 0 else ln_unseen) + Nn[last_node]
+
+
+@njit(cache=True, inline="always")
+def _sentence_sum_into(desc, ln_unseen, max_depth, x, n, first, unk_state, bos_log10, unk_log10, lp, root, ngram,
+                       walk):
     """The sum of ``kenlm_sentence``'s log10 probabilities of the words ``x[first:n]``
     (int32 word ids, ``x[0]`` = ``<s>`` when ``first`` is 1, room for a spare slot at
     ``x[n]``), in order, as ``LogLinearLM.score`` adds them: ``<s>`` and ``unk_state``
     (``<unk>`` in a model without it; -1 for none) given ``bos_log10`` / ``unk_log10``
     times the back-off of their context, as ``model._special_log10`` does; the arrays
     read at ``desc`` (``kenlm_state_step``); ``lp``, ``root``, ``ngram`` work space of
-    ``n`` or more."""
+    ``n`` or more, ``walk`` of 2 (max_depth + 2). Through the trie's ``forward_table``
+    where ``desc`` has one (``STATE_FORWARD``) and the words are plain (``forward_sentence``)."""
     (w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum, S, expS, Z, Q, Nn,
      depth, ln_d1_cum, n_events, nonevent, context_position, child_offsets, children, child_first_word,
      tree_tokens, H) = step_arrays(desc)
     x[n] = 0
-    kenlm_sentence(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
-                   ln_unseen, S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position,
-                   child_offsets, children, child_first_word, tree_tokens, H, max_depth, x[:n + 1], first, 0, unk_state,
-                   lp, root, ngram)
+    D = array_at(desc, STATE_FORWARD + 2, np.int64)
+    if D[STATE_FORWARD + 1] > 0 and _plain_words(x, first, n, unk_state):
+        forward_sentence(array_at(D[STATE_FORWARD], D[STATE_FORWARD + 1], np.int64), Q, Nn, ln_unseen, max_depth, x,
+                         first, n, lp, root, ngram, walk)
+    else:
+        kenlm_sentence(w, node_parent, collapsed, succ_offsets, succ_words, param_parent, param_node, lnB, gcum,
+                       ln_unseen, S, expS, Z, Q, Nn, depth, ln_d1_cum, n_events, nonevent, context_position,
+                       child_offsets, children, child_first_word, tree_tokens, H, max_depth, x[:n + 1], first, 0,
+                       unk_state, lp, root, ngram)
     total = 0.0
     for p in range(first, n):
         total += _log10_of(x[p], lp[p], root[p], unk_state, bos_log10, unk_log10)
@@ -749,11 +856,13 @@ def _line_sums(desc, ln_unseen, max_depth, W, blob, text, starts, first, last, b
     """``kenlm_score_lines`` of lines ``first .. last - 1`` (``starts``:
     ``_text_kernels.line_starts``) into ``sums``."""
     ids = np.empty(longest_span(starts, first, last) // 2 + 4, dtype=np.int32)  # <s>, words, </s>, a spare slot
+    lp, root, ngram, walk = _sentence_work(ids.shape[0], max_depth)
     begin = 1 if bos else 0
     ids[0] = 0  # BOS_ID
     for s in range(first, last):
         n = text_ids(W, blob, text, starts[s], starts[s + 1] - 1, eos, 2, 1, ids, begin)  # <unk>, </s>
-        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, ids, n, begin, unk_state, bos_log10, unk_log10)
+        sums[s] = _sentence_sum_into(desc, ln_unseen, max_depth, ids, n, begin, unk_state, bos_log10, unk_log10, lp,
+                                     root, ngram, walk)
 
 
 @njit(cache=True)
@@ -801,9 +910,11 @@ def kenlm_score_line_at(block, text):
     ids = array_at(B[5], LINE_WORK_WORDS, np.int32)
     ids[0] = 0  # BOS_ID
     n = text_ids(W, blob, text, 0, len(text), True, 2, 1, ids, 1)  # <unk>, </s>
+    D = array_at(desc, STATE_PARAMS_AT, np.int64)
+    walk = array_at(D[2 * len(STEP_DTYPES)], 2 * (max_depth + 2), np.int64)  # the state step's work (STATE_SCRATCH)
     return _sentence_sum_into(desc, ln_unseen, max_depth, ids, n, 1, unk_state, bos_log10, unk_log10,
                               array_at(B[6], LINE_WORK_WORDS, np.float64), array_at(B[7], LINE_WORK_WORDS, np.float64),
-                              array_at(B[8], LINE_WORK_WORDS, np.int64))
+                              array_at(B[8], LINE_WORK_WORDS, np.int64), walk)
 
 
 @njit(cache=True, parallel=True)
@@ -821,6 +932,7 @@ def kenlm_score_lines_parallel(desc, ln_unseen, max_depth, W, blob, text, starts
 def _id_sums(desc, ln_unseen, max_depth, ids, offsets, first, last, bos, unk_state, bos_log10, unk_log10, sums):
     """``kenlm_score_ids`` of sentences ``first .. last - 1``."""
     x = np.empty(longest_span(offsets, first, last) + 2, dtype=np.int32)
+    lp, root, ngram, walk = _sentence_work(x.shape[0], max_depth)
     begin = 1 if bos else 0
     x[0] = 0  # BOS_ID
     for s in range(first, last):
@@ -828,7 +940,8 @@ def _id_sums(desc, ln_unseen, max_depth, ids, offsets, first, last, bos, unk_sta
         for t in range(offsets[s], offsets[s + 1]):
             x[n] = ids[t]
             n += 1
-        sums[s] = _sentence_sum(desc, ln_unseen, max_depth, x, n, begin, unk_state, bos_log10, unk_log10)
+        sums[s] = _sentence_sum_into(desc, ln_unseen, max_depth, x, n, begin, unk_state, bos_log10, unk_log10, lp,
+                                     root, ngram, walk)
 
 
 @njit(cache=True)

@@ -883,10 +883,28 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         specials = (-1 if has_unk else UNK_ID, -99.0, UNKNOWN_MISSING_LOG10)  # _special_log10's
         null = to_state(())
         params = [m, radix, null, specials[0]] + np.array([ln_unseen, *specials[1:]]).view(np.int64).tolist()
-        desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])] + params, dtype=np.int64)
+        desc = np.array([v for x in held for v in (x.ctypes.data, x.shape[0])] + [0, 0] + params, dtype=np.int64)
         address = int(desc.ctypes.data)  # K.STATE_PARAMS_AT: the parameters (K.STATE_PARAMS)
 
+        def forward():
+            """Give ``desc`` the trie's ``forward_table`` (K.STATE_FORWARD), made on the first
+            sentence scored in a batch or a line: the sentence walks then look half as much up
+            (``_lm_kernels.forward_sentence``). A copy of the ``node_word_table`` (its bytes
+            again); none for a tree that is no trie."""
+            if step.forward is None:
+                from . import _contexts_kernels as C
+
+                t = self.tree_
+                H = held[23]
+                F = (C.forward_table(H, t.succ_offsets, t.succ_words, t.child_offsets, t.children,
+                                         t.child_first_word) if H.shape[0]
+                     else np.zeros(0, dtype=np.int64))
+                step.forward = F
+                if F.shape[0]:
+                    desc[K.STATE_FORWARD:K.STATE_FORWARD + 2] = (F.ctypes.data, F.shape[0])
+
         def score_lines(text: bytes, n_lines: int, bos: bool, eos: bool) -> np.ndarray:
+            forward()
             if step.word_table is None:  # made on the first sentence scored so
                 from ._text_kernels import word_table_of
 
@@ -901,6 +919,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             return sums
 
         def score_ids(ids: np.ndarray, offsets: np.ndarray, bos: bool) -> np.ndarray:
+            forward()
             sums = np.empty(len(offsets) - 1)
             bounds = sentence_chunks(offsets, len(ids))
             if bounds is None:
@@ -913,6 +932,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             """``score_line(text: bytes) -> float``: ``_lm_kernels.kenlm_score_line_at``
             bound to this model's block (made on the first call, with the word table)."""
             if step.line is None:
+                forward()
                 if step.word_table is None:
                     from ._text_kernels import word_table_of
 
@@ -930,7 +950,7 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
         state_step = bound_entry(K.kenlm_state_step, address, null, 1)  # EOS_ID: in every vocabulary
         step.state_step, step.to_state, step.words_of = state_step, to_state, words_of
         step.score_lines, step.score_ids, step.word_table = score_lines, score_ids, None
-        step.line, step.line_entry = None, line_entry
+        step.line, step.line_entry, step.forward = None, line_entry, None
         step.begin, step.null, step.hold = to_state((BOS_ID,)), null, (held, desc)
 
     def _context_of(self, words) -> tuple[int, ...]:

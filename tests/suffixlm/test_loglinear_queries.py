@@ -266,3 +266,82 @@ def test_score_line_by_line_through_the_bound_walk(case):
     m.weights_ = m.weights_ * 0.5  # other weights: the closure goes to the method, which binds them
     want2 = [KenLMInterface.score(m, s) for s in cases]
     assert want2 != want and [m.score(s) for s in cases] == want2
+
+
+@pytest.mark.parametrize("unk", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_walks_through_the_forward_table_are_the_same_numbers(case, unk, monkeypatch):
+    """On a trie, batches and lines are walked through the ``forward_table`` (a word's
+    lookups along its context also give the next word's context): the numbers of the
+    walks that look every context up, bit for bit, ``<s>`` and ``<unk>`` inside
+    sentences included; no such table on a collapsed tree."""
+    from suffixlm import _contexts_kernels as C
+
+    lines, m = _fit(case, 9, unk)
+    rng = random.Random(12)
+    words = list(m.vocab.words) + ["zebra"]
+    sentences = lines[:25] + ["", "zebra w1", "w1 <s> w2", "<unk> w3", " ".join(["w1", "w2"] * 40)] + \
+        [" ".join(rng.choice(words) for _ in range(rng.randrange(14))) for _ in range(60)]
+
+    def everything(model):
+        ids, offsets = [], [0]
+        for s in sentences:
+            ids += [model.vocab.id(w) for w in split_words(s)] + [1]  # </s>
+            offsets.append(len(ids))
+        return ([model.score_batch(sentences, bos=bos, eos=eos).tolist() for bos in (True, False)
+                 for eos in (True, False)],
+                [model.score_ids(np.array(ids), np.array(offsets), bos=bos).tolist() for bos in (True, False)],
+                [model.score(s) for s in sentences])
+
+    want = everything(m)
+    trie = bool(C.is_trie(m._node_words()))
+    assert (m._stepper().forward.shape[0] > 0) == trie
+    assert trie or case.startswith("max") or case == "trie, no base"  # the last two collapse edges
+    _, plain = _fit(case, 9, unk)
+    monkeypatch.setattr(C, "forward_table", lambda *a: np.zeros(0, dtype=np.int64))
+    assert everything(plain) == want
+    assert plain._stepper().forward.shape[0] == 0
+
+
+def test_forward_table_holds_the_right_extensions():
+    """Each pair (node, word) of the ``forward_table`` has the param of the
+    ``node_word_table`` and, as its other half, the node of the node's context followed
+    by the word (found here from every node's context, by brute force); a tree whose
+    params are not closed under dropping the context's first word gets none."""
+    from suffixlm import _contexts_kernels as C
+
+    _, m = _fit("trie, kn base, signed", 10, True)
+    t = m.tree_
+    H = m._node_words()
+    arrays = (t.succ_offsets, t.succ_words, t.child_offsets, t.children, t.child_first_word)
+    F = C.forward_table(H, *arrays)
+    assert F.shape == H.shape
+    context = {0: ()}  # node: its words, oldest first (a child's edge word is one older)
+    stack = [0]
+    while stack:
+        j = stack.pop()
+        for e in range(t.child_offsets[j], t.child_offsets[j + 1]):
+            u = int(t.children[e])
+            context[u] = (int(t.child_first_word[e]),) + context[j]
+            stack.append(u)
+    node_of = {c: j for j, c in context.items()}
+    n_slots, V = int(H[-C.TABLE_META]), len(m.vocab)
+    pairs = 0
+    for s in range(n_slots):
+        if H[2 * s] == -1:
+            continue
+        j, v = divmod(int(H[2 * s]), V)
+        assert F[2 * s] == H[2 * s] and F[2 * s + 1] & 0xFFFFFFFF == H[2 * s + 1] & 0xFFFFFFFF
+        assert F[2 * s + 1] >> 32 == node_of.get(context[j] + (v,), -1)
+        pairs += 1
+    assert pairs > 50 and sum(F[2 * s + 1] >> 32 >= 0 for s in range(n_slots)) == len(context) - 1
+    # a param whose word is no param of its node's parent: the walks could not stop early
+    depth2 = next(j for j, c in context.items() if len(c) == 2 and t.succ_offsets[j + 1] > t.succ_offsets[j])
+    v = int(t.succ_words[t.succ_offsets[depth2]])
+    parent = node_of[context[depth2][1:]]
+    broken = H.copy()
+    for s in range(n_slots):
+        if broken[2 * s] == parent * V + v:
+            broken[2 * s + 1] |= 0xFFFFFFFF
+    assert C.forward_table(broken, *arrays).shape == (0,)
+    assert C.forward_table(np.zeros(0, dtype=np.int64), *arrays).shape == (0,)
