@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._address import prefetch
-from ._jit import njit
+from ._jit import njit, prange
 from ._tree_kernels import find_sorted, grow
 
 
@@ -115,59 +115,77 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
     return H
 
 
-@njit(cache=True)
-def forward_table(H, succ_offsets, succ_words, child_offsets, children, child_first_word):
+@njit(cache=True, parallel=True)
+def forward_table(H, node_parent, succ_offsets, param_parent, child_offsets, children, child_first_word):
     """A trie's ``node_word_table`` ``H`` with each entry's child half replaced by the
     pair's *right* extension: for the pair (j, v), the node of j's context followed by
     v (where ``H``'s child is v followed by it), or none (all ones). The params' halves,
     the slots and the sequence hashes are ``H``'s, so a lookup is ``H``'s. A sentence's
     batch walk (``_lm_kernels.forward_sentence``) then reads, in the one lookup of each
-    param (node, word) along the word's context, the next word's context node at the
-    same depth plus one: the next walk is known without a lookup of its own, half the
-    lookups of ``_lm_kernels._trie_position``.
+    param (node, word) along the word's context, the next word's context node one
+    deeper: the next walk is known without lookups of its own, half the lookups of
+    ``_lm_kernels._trie_position``.
 
     The right extension of node u (its context c_1 .. c_d, c_d the last word, which is
-    u's first edge) is found at the pair (node of c_1 .. c_(d-1), c_d), its suffix link
-    and first word, made parents first. An empty array where ``H`` is no trie's, where
-    some node's pair is not in ``H`` (a context set not closed under dropping its last
-    word: the walk could then not follow the links), or where some param's word is no
-    param of its node's parent (the context without its first word): with the params so
-    closed, and the extensions too (a trie's), a word's lookups along its context can
-    stop at the first missing pair, as no longer context has a pair of that word."""
+    u's first edge) is found at the pair (node of c_1 .. c_(d-1), c_d): u's suffix link
+    (the link of u's parent followed, in ``H``, by u's edge word) and first word, made a
+    depth at a time on numba's threads. An empty array where ``H`` is no trie's, where a
+    node's parent does not come before it, where some node's pair is not in ``H`` (a
+    context set not closed under dropping its last word: the walk could not follow the
+    links), or where some param's word is no param of its node's parent (``param_parent``
+    -1 below the root): with the params so closed, and the extensions too (a trie's), a
+    word's lookups along its context can stop at the first missing pair, as no longer
+    context has a pair of that word."""
     m = H.shape[0] - TABLE_META
-    if m < 0 or H[m + 2] != 1:
+    N = succ_offsets.shape[0] - 1
+    if m < 0 or H[m + 2] != 1 or N < 1 or node_parent.shape[0] != N:
         return np.zeros(0, dtype=np.int64)
+    for q in range(succ_offsets[1], param_parent.shape[0]):
+        if param_parent[q] < 0:
+            return np.zeros(0, dtype=np.int64)
     n_slots = H[m]
     V = H[m + 1]
-    N = child_offsets.shape[0] - 1
+    word = np.zeros(N, dtype=np.int64)  # each node's edge word
+    for j in range(N):
+        for e in range(child_offsets[j], child_offsets[j + 1]):
+            word[children[e]] = child_first_word[e]
+    depth = np.zeros(N, dtype=np.int64)
+    for u in range(1, N):
+        if not 0 <= node_parent[u] < u:
+            return np.zeros(0, dtype=np.int64)
+        depth[u] = depth[node_parent[u]] + 1
+    deepest = 0
+    for u in range(N):
+        deepest = max(deepest, depth[u])
+    start = np.zeros(deepest + 2, dtype=np.int64)  # the nodes by depth: level[start[d]:start[d + 1]]
+    for u in range(N):
+        start[depth[u] + 1] += 1
+    for d in range(deepest + 1):
+        start[d + 1] += start[d]
+    fill = start[:deepest + 1].copy()
+    level = np.empty(N, dtype=np.int64)
+    for u in range(N):
+        level[fill[depth[u]]] = u
+        fill[depth[u]] += 1
     F = H.copy()
-    for s in range(n_slots):
+    for s in prange(n_slots):
         if F[2 * s] != -1:
             F[2 * s + 1] |= ~np.int64(_NONE32)
-    link = np.empty(max(N, 1), dtype=np.int64)  # the suffix link: the context without its last word
-    first = np.empty(max(N, 1), dtype=np.int64)  # the context's last word (the node's first edge)
-    stack = np.empty(max(N, 1), dtype=np.int64)
-    parent = np.empty(max(N, 1), dtype=np.int64)
-    stack[0] = 0
-    top = 1
-    while top > 0:
-        top -= 1
-        j = stack[top]
-        if j > 0:  # every param's word a param of the parent too (the walk stops at a missing pair)
-            for e in range(succ_offsets[j], succ_offsets[j + 1]):
-                if node_word(H, parent[j], succ_words[e]) & np.int64(_NONE32) == _NONE32:
-                    return np.zeros(0, dtype=np.int64)
-        for e in range(child_offsets[j], child_offsets[j + 1]):
-            u = children[e]
-            w = child_first_word[e]
-            parent[u] = j
-            if j == 0:
+    link = np.zeros(N, dtype=np.int64)  # the suffix link: the context without its last word
+    first = np.zeros(N, dtype=np.int64)  # the context's last word (the node's first edge)
+    bad = np.zeros(deepest + 1, dtype=np.int64)
+    for d in range(1, deepest + 1):
+        for t in prange(start[d], start[d + 1]):
+            u = level[t]
+            j = node_parent[u]
+            if d == 1:
                 link[u] = 0
-                first[u] = w
+                first[u] = word[u]
             else:
-                c = node_word(H, link[j], w) >> 32
+                c = node_word(H, link[j], word[u]) >> 32
                 if c < 0:
-                    return np.zeros(0, dtype=np.int64)
+                    bad[d] = 1
+                    continue
                 link[u] = c
                 first[u] = first[j]
             a = link[u]
@@ -180,10 +198,11 @@ def forward_table(H, succ_offsets, succ_words, child_offsets, children, child_fi
                 if h == n_slots:
                     h = 0
             if H[2 * h] != key:
-                return np.zeros(0, dtype=np.int64)
+                bad[d] = 1
+                continue
             F[2 * h + 1] = (np.int64(u) << 32) | (F[2 * h + 1] & np.int64(_NONE32))
-            stack[top] = u
-            top += 1
+        if bad[d]:
+            return np.zeros(0, dtype=np.int64)
     return F
 
 

@@ -313,7 +313,8 @@ def test_forward_table_holds_the_right_extensions():
     _, m = _fit("trie, kn base, signed", 10, True)
     t = m.tree_
     H = m._node_words()
-    arrays = (t.succ_offsets, t.succ_words, t.child_offsets, t.children, t.child_first_word)
+    held = m._stepper().hold[0]
+    arrays = [held[i] for i in (1, 3, 5, 19, 20, 21)]  # node_parent, succ_offsets, param_parent, the children
     F = C.forward_table(H, *arrays)
     assert F.shape == H.shape
     context = {0: ()}  # node: its words, oldest first (a child's edge word is one older)
@@ -336,12 +337,12 @@ def test_forward_table_holds_the_right_extensions():
         pairs += 1
     assert pairs > 50 and sum(F[2 * s + 1] >> 32 >= 0 for s in range(n_slots)) == len(context) - 1
     # a param whose word is no param of its node's parent: the walks could not stop early
-    depth2 = next(j for j, c in context.items() if len(c) == 2 and t.succ_offsets[j + 1] > t.succ_offsets[j])
-    v = int(t.succ_words[t.succ_offsets[depth2]])
-    parent = node_of[context[depth2][1:]]
-    broken = H.copy()
-    for s in range(n_slots):
-        if broken[2 * s] == parent * V + v:
-            broken[2 * s + 1] |= 0xFFFFFFFF
-    assert C.forward_table(broken, *arrays).shape == (0,)
+    param_parent = arrays[2].copy()
+    param_parent[np.flatnonzero(param_parent >= 0)[-1]] = -1
+    assert C.forward_table(H, arrays[0], arrays[1], param_parent, *arrays[3:]).shape == (0,)
+    # a node before its parent; no table; another tree's table
+    node_parent = arrays[0].copy()
+    node_parent[1] = len(node_parent) - 1
+    assert C.forward_table(H, node_parent, *arrays[1:]).shape == (0,)
     assert C.forward_table(np.zeros(0, dtype=np.int64), *arrays).shape == (0,)
+    assert C.forward_table(H, arrays[0][:-1], *arrays[1:]).shape == (0,)
