@@ -116,7 +116,8 @@ def node_word_table(V, n_slots, succ_offsets, succ_words, child_offsets, childre
 
 
 @njit(cache=True, parallel=True)
-def forward_table(H, node_parent, succ_offsets, param_parent, child_offsets, children, child_first_word):
+def forward_table(H, node_parent, succ_offsets, param_parent, child_offsets, children, child_first_word, topo,
+                  level_start):
     """A trie's ``node_word_table`` ``H`` with each entry's child half replaced by the
     pair's *right* extension: for the pair (j, v), the node of j's context followed by
     v (where ``H``'s child is v followed by it), or none (all ones). The params' halves,
@@ -129,54 +130,38 @@ def forward_table(H, node_parent, succ_offsets, param_parent, child_offsets, chi
     The right extension of node u (its context c_1 .. c_d, c_d the last word, which is
     u's first edge) is found at the pair (node of c_1 .. c_(d-1), c_d): u's suffix link
     (the link of u's parent followed, in ``H``, by u's edge word) and first word, made a
-    depth at a time on numba's threads. An empty array where ``H`` is no trie's, where a
-    node's parent does not come before it, where some node's pair is not in ``H`` (a
-    context set not closed under dropping its last word: the walk could not follow the
-    links), or where some param's word is no param of its node's parent (``param_parent``
-    -1 below the root): with the params so closed, and the extensions too (a trie's), a
+    depth at a time on numba's threads (``topo``, ``level_start``: the tree's
+    ``_tree_kernels.bfs_levels``). An empty array where ``H`` is no trie's, where the
+    tree has another root than node 0, where some node's pair is not in ``H`` (a context
+    set not closed under dropping its last word: the walk could not follow the links),
+    or where some param's word is no param of its node's parent (``param_parent`` -1
+    below the root): with the params so closed, and the extensions too (a trie's), a
     word's lookups along its context can stop at the first missing pair, as no longer
     context has a pair of that word."""
     m = H.shape[0] - TABLE_META
     N = succ_offsets.shape[0] - 1
-    if m < 0 or H[m + 2] != 1 or N < 1 or node_parent.shape[0] != N:
+    if (m < 0 or H[m + 2] != 1 or N < 1 or node_parent.shape[0] != N or topo.shape[0] != N
+            or level_start.shape[0] < 2 or level_start[1] != 1 or topo[0] != 0):
         return np.zeros(0, dtype=np.int64)
     for q in range(succ_offsets[1], param_parent.shape[0]):
         if param_parent[q] < 0:
             return np.zeros(0, dtype=np.int64)
-    n_slots = H[m]
     V = H[m + 1]
     word = np.zeros(N, dtype=np.int64)  # each node's edge word
     for j in range(N):
         for e in range(child_offsets[j], child_offsets[j + 1]):
             word[children[e]] = child_first_word[e]
-    depth = np.zeros(N, dtype=np.int64)
-    for u in range(1, N):
-        if not 0 <= node_parent[u] < u:
-            return np.zeros(0, dtype=np.int64)
-        depth[u] = depth[node_parent[u]] + 1
-    deepest = 0
-    for u in range(N):
-        deepest = max(deepest, depth[u])
-    start = np.zeros(deepest + 2, dtype=np.int64)  # the nodes by depth: level[start[d]:start[d + 1]]
-    for u in range(N):
-        start[depth[u] + 1] += 1
-    for d in range(deepest + 1):
-        start[d + 1] += start[d]
-    fill = start[:deepest + 1].copy()
-    level = np.empty(N, dtype=np.int64)
-    for u in range(N):
-        level[fill[depth[u]]] = u
-        fill[depth[u]] += 1
     F = H.copy()
-    for s in prange(n_slots):
+    for s in prange(H[m]):
         if F[2 * s] != -1:
             F[2 * s + 1] |= ~np.int64(_NONE32)
     link = np.zeros(N, dtype=np.int64)  # the suffix link: the context without its last word
     first = np.zeros(N, dtype=np.int64)  # the context's last word (the node's first edge)
-    bad = np.zeros(deepest + 1, dtype=np.int64)
-    for d in range(1, deepest + 1):
-        for t in prange(start[d], start[d + 1]):
-            u = level[t]
+    n_levels = level_start.shape[0] - 1
+    bad = np.zeros(n_levels, dtype=np.int64)
+    for d in range(1, n_levels):
+        for t in prange(level_start[d], level_start[d + 1]):
+            u = topo[t]
             j = node_parent[u]
             if d == 1:
                 link[u] = 0
@@ -188,16 +173,8 @@ def forward_table(H, node_parent, succ_offsets, param_parent, child_offsets, chi
                     continue
                 link[u] = c
                 first[u] = first[j]
-            a = link[u]
-            key = a * V + first[u]
-            h = slot_of(H, seq_mix(np.uint64(H[2 * n_slots + a]), first[u]))
-            for _ in range(n_slots):
-                if H[2 * h] == key or H[2 * h] == -1:
-                    break
-                h += 1
-                if h == n_slots:
-                    h = 0
-            if H[2 * h] != key:
+            h = slot_at(H, _trie_home(H, link[u], first[u]), link[u] * V + first[u])
+            if h < 0:
                 bad[d] = 1
                 continue
             F[2 * h + 1] = (np.int64(u) << 32) | (F[2 * h + 1] & np.int64(_NONE32))
@@ -216,8 +193,15 @@ def node_word(H, node, word):
     if H[m + 2] == 1:  # a trie: the home at the pair's sequence hash
         if node < 0 or node >= m - 2 * n:
             return np.int64(-1)
-        return node_word_at(H, slot_of(H, seq_mix(np.uint64(H[2 * n + node]), word)), key)
+        return node_word_at(H, _trie_home(H, node, word), key)
     return node_word_at(H, _nw_home(key, n), key)
+
+
+@njit(cache=True, inline="always")
+def _trie_home(H, node, word):
+    """The home slot of a trie's pair (node, word) in ``H``: the hash of its word sequence
+    (``seq_mix`` of the node's sequence hash, kept after the slots, and the word)."""
+    return slot_of(H, seq_mix(np.uint64(H[2 * H[H.shape[0] - TABLE_META] + node]), word))
 
 
 @njit(cache=True, inline="always")
@@ -234,19 +218,26 @@ def _seq_home(h, n):
 
 
 @njit(cache=True, inline="always")
-def node_word_at(H, h, key):
-    """The packed entry of ``key`` scanned for from slot ``h``, or -1."""
+def slot_at(H, h, key):
+    """The slot holding ``key``, scanned for from slot ``h``, or -1."""
     n = H[H.shape[0] - TABLE_META]
     for _ in range(n):
         t = H[2 * h]
         if t == key:
-            return H[2 * h + 1]
+            return h
         if t == -1:
             return np.int64(-1)
         h += 1
         if h == n:
             h = 0
     return np.int64(-1)
+
+
+@njit(cache=True, inline="always")
+def node_word_at(H, h, key):
+    """The packed entry of ``key`` scanned for from slot ``h``, or -1."""
+    s = slot_at(H, h, key)
+    return H[2 * s + 1] if s >= 0 else np.int64(-1)
 
 
 @njit(cache=True, inline="always")

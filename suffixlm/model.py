@@ -894,9 +894,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             if step.forward is None:
                 from . import _contexts_kernels as C
 
-                H = held[23]
-                F = (C.forward_table(H, held[1], held[3], held[5], held[19], held[20], held[21]) if H.shape[0]
-                     else np.zeros(0, dtype=np.int64))  # node_parent, succ_offsets, param_parent, the children
+                # node_parent, succ_offsets, param_parent, the children; the tree's levels
+                F = C.forward_table(held[23], held[1], held[3], held[5], held[19], held[20], held[21], self._topo,
+                                    self._level_start)
                 step.forward = F
                 if F.shape[0]:
                     desc[K.STATE_FORWARD:K.STATE_FORWARD + 2] = (F.ctypes.data, F.shape[0])

@@ -314,7 +314,8 @@ def test_forward_table_holds_the_right_extensions():
     t = m.tree_
     H = m._node_words()
     held = m._stepper().hold[0]
-    arrays = [held[i] for i in (1, 3, 5, 19, 20, 21)]  # node_parent, succ_offsets, param_parent, the children
+    arrays = [held[i] for i in (1, 3, 5, 19, 20, 21)] + [m._topo, m._level_start]  # node_parent, succ_offsets,
+    # param_parent, the children, the levels
     F = C.forward_table(H, *arrays)
     assert F.shape == H.shape
     context = {0: ()}  # node: its words, oldest first (a child's edge word is one older)
@@ -340,9 +341,9 @@ def test_forward_table_holds_the_right_extensions():
     param_parent = arrays[2].copy()
     param_parent[np.flatnonzero(param_parent >= 0)[-1]] = -1
     assert C.forward_table(H, arrays[0], arrays[1], param_parent, *arrays[3:]).shape == (0,)
-    # a node before its parent; no table; another tree's table
-    node_parent = arrays[0].copy()
-    node_parent[1] = len(node_parent) - 1
-    assert C.forward_table(H, node_parent, *arrays[1:]).shape == (0,)
+    # a tree with two roots; no table; another tree's table
+    level_start = arrays[-1].copy()
+    level_start[1] = 2
+    assert C.forward_table(H, *arrays[:-1], level_start).shape == (0,)
     assert C.forward_table(np.zeros(0, dtype=np.int64), *arrays).shape == (0,)
     assert C.forward_table(H, arrays[0][:-1], *arrays[1:]).shape == (0,)
