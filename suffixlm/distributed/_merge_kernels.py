@@ -20,37 +20,69 @@ def _compare(a, i, b, j):
 
 
 @njit(cache=True, nogil=True)
-def merge_counted(rows_a, count_a, rows_b, count_b):
-    """Merge two sorted lists of distinct rows, summing the counts of rows in both.
-    Returns (rows int32[m, n], counts int64[m]), sorted and distinct."""
-    na = rows_a.shape[0]
-    nb = rows_b.shape[0]
-    n = rows_a.shape[1]
-    rows = np.empty((na + nb, n), dtype=np.int32)
-    counts = np.empty(na + nb, dtype=np.int64)
-    i = 0
-    j = 0
-    k = 0
-    while i < na or j < nb:
-        if j >= nb:
+def _merge_two(rows, counts, a, ea, b, eb, out_rows, out_counts, k):
+    """Merge the sorted runs of distinct rows ``a:ea`` and ``b:eb`` of ``rows`` into
+    ``out_rows`` from row k on, summing the counts of rows in both; returns the end."""
+    while a < ea or b < eb:
+        if b >= eb:
             c = -1
-        elif i >= na:
+        elif a >= ea:
             c = 1
         else:
-            c = _compare(rows_a, i, rows_b, j)
+            c = _compare(rows, a, rows, b)
         if c <= 0:
-            rows[k, :] = rows_a[i, :]
-            counts[k] = count_a[i]
+            out_rows[k, :] = rows[a, :]
+            out_counts[k] = counts[a]
             if c == 0:
-                counts[k] += count_b[j]
-                j += 1
-            i += 1
+                out_counts[k] += counts[b]
+                b += 1
+            a += 1
         else:
-            rows[k, :] = rows_b[j, :]
-            counts[k] = count_b[j]
-            j += 1
+            out_rows[k, :] = rows[b, :]
+            out_counts[k] = counts[b]
+            b += 1
         k += 1
-    return rows[:k].copy(), counts[:k].copy()
+    return k
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(rows, counts, starts, rows2, counts2):
+    """Merge the sorted runs of distinct rows ``rows[starts[r]:starts[r + 1]]`` (with
+    their ``counts``), summing the counts of equal rows: two by two, round after round,
+    between the two buffers (``rows2``, ``counts2``: room for them all; both are
+    overwritten). Returns (0 or 1: the result is in the first or the second buffer,
+    the number of its rows, from the first)."""
+    bounds = starts.copy()
+    R = bounds.shape[0] - 1
+    src = 0
+    while R > 1:
+        k = 0
+        m = 0
+        for q in range(0, R, 2):  # runs q and q + 1 (an odd last run is copied as it is)
+            a, ea = bounds[q], bounds[q + 1]
+            b, eb = (ea, bounds[q + 2]) if q + 1 < R else (ea, ea)
+            bounds[m] = k
+            if src == 0:
+                k = _merge_two(rows, counts, a, ea, b, eb, rows2, counts2, k)
+            else:
+                k = _merge_two(rows2, counts2, a, ea, b, eb, rows, counts, k)
+            m += 1
+        bounds[m] = k
+        R = m
+        src = 1 - src
+    return src, bounds[R] - bounds[0]
+
+
+@njit(cache=True, nogil=True)
+def count_into(counts, idx):
+    """``counts[i] += 1`` for every i of ``idx`` (each in ``[0, len(counts))``, as
+    ``np.bincount`` would count them; checked: ValueError otherwise)."""
+    n = counts.shape[0]
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        if i < 0 or i >= n:
+            raise ValueError("count_into: an index is outside the counts")
+        counts[i] += 1
 
 
 @njit(cache=True, nogil=True)

@@ -176,16 +176,28 @@ def merge_pieces(*pieces):
 
     pieces: (rows int32[m, n], counts int64[m]) per shard (``count_shard``'s
     ``parts[p][n - 2]``), each sorted and distinct. Returns (rows, counts int64), sorted
-    lexicographically and distinct: the pieces merged two by two
-    (``_merge_kernels.merge_counted``)."""
+    lexicographically and distinct: the pieces laid end to end, then merged two by two
+    (``_merge_kernels.merge_runs``) between two arrays of numpy's (which asks the kernel
+    for huge pages for large ones). A merge that made each round's arrays in numba
+    faulted some 12 fresh arrays of the whole size in, 4 KiB at a time: at 50M words
+    with ``--memory 1G``, a third of the run's page faults."""
     from . import _merge_kernels as M
 
-    runs = [(np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(cnt, dtype=np.int64))
-            for rows, cnt in pieces]
-    while len(runs) > 1:
-        merged = [M.merge_counted(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
-        runs = merged + runs[len(merged) * 2:]
-    return runs[0]
+    if len(pieces) == 1:
+        rows, cnt = pieces[0]
+        return np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(cnt, dtype=np.int64)
+    width = pieces[0][0].shape[1]
+    rows = np.concatenate([np.asarray(r, dtype=np.int32).reshape(-1, width) for r, _ in pieces])
+    cnt = np.concatenate([np.asarray(c, dtype=np.int64) for _, c in pieces])
+    starts = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([len(c) for _, c in pieces], out=starts[1:])
+    rows2, cnt2 = np.empty_like(rows), np.empty_like(cnt)
+    which, k = M.merge_runs(rows, cnt, starts, rows2, cnt2)
+    rows, cnt = (rows, cnt) if which == 0 else (rows2, cnt2)
+    del rows2, cnt2
+    if k == len(cnt):
+        return rows, cnt
+    return rows[:k].copy(), cnt[:k].copy()
 
 
 def _partition_bounds(unigrams: np.ndarray, P: int) -> np.ndarray:

@@ -101,9 +101,11 @@ def _kn_counts(count, rows, nonevent, *idx):
     """SRILM's KN counts of an order below the top: the number of distinct (n+1)-grams
     ending in the n-gram (``idx``: the suffix indices of the (n+1)-grams of every
     partition whose suffix lives here), raw counts for n-grams starting with a non-event."""
+    from . import _merge_kernels as M
+
     cc = np.zeros(len(count), dtype=np.int32)
-    for i in idx:
-        cc += np.bincount(i, minlength=len(count)).astype(np.int32)
+    for i in idx:  # counted in place: a bincount per partition made two arrays of the level's size each
+        M.count_into(cc, i)
     return np.where(nonevent[rows[:, 0]], count, cc)
 
 

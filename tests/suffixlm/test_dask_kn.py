@@ -67,7 +67,7 @@ def test_merge_partition_and_find_rows_brute_force():
     from suffixlm.distributed.kn_counts import merge_pieces
 
     rng = np.random.default_rng(0)
-    for n_pieces in (1, 2, 3, 5):
+    for n_pieces in (1, 2, 3, 5, 8, 35):
         pieces, total = [], [Counter(), Counter()]
         for _ in range(n_pieces):
             part = []
@@ -89,6 +89,25 @@ def test_merge_partition_and_find_rows_brute_force():
                 want = [where.get(tuple(q), -1) for q in qs.tolist()]
                 assert find_rows(rows, qs).tolist() == want
                 assert find_rows_hashed(rows, row_slots(rows), qs).tolist() == want
+
+
+def test_count_into_is_bincount():
+    """The KN counts' in-place tally against numpy's bincount, and its refusal of an index
+    outside the counts (nothing written past them)."""
+    from suffixlm.distributed._merge_kernels import count_into
+
+    rng = np.random.default_rng(1)
+    for dtype in (np.int32, np.int64):
+        counts = np.zeros(50, dtype=np.int32)
+        want = np.zeros(50, dtype=np.int64)
+        for size in (0, 1, 200):
+            idx = rng.integers(0, 50, size=size).astype(dtype)
+            count_into(counts, idx)
+            want += np.bincount(idx, minlength=50)
+        assert counts.tolist() == want.tolist()
+    for bad in (-1, 50):
+        with pytest.raises(ValueError):
+            count_into(np.zeros(50, dtype=np.int32), np.array([3, bad]))
 
 
 def test_counts_equal_single_process(client, sampled_corpus):
