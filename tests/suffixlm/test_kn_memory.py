@@ -78,6 +78,43 @@ def test_store_spills_and_reads_back(tmp_path):
     assert not os.path.exists(d)
 
 
+@pytest.mark.parametrize("huge", [4096, 1 << 30])
+def test_read_back_aligned_equal_and_cut_short(tmp_path, monkeypatch, huge):
+    """A spill file comes back equal, at an address aligned to the huge page when it is
+    that large (a small page stands in for one here), else as numpy reads it; a file
+    holding fewer values than asked is an OSError."""
+    from suffixlm.distributed import spill
+
+    monkeypatch.setattr(spill, "HUGE_PAGE", huge)
+    for dtype, n in ((np.int32, 5), (np.int64, 3000), (np.float32, 2049)):
+        values = (np.arange(n) * 3 - 7).astype(dtype)
+        path = tmp_path / f"{np.dtype(dtype).name}-{n}.bin"
+        path.write_bytes(values.tobytes())
+        got = spill.read_back(str(path), dtype, n)
+        assert got.dtype == dtype and got.tolist() == values.tolist()
+        if values.nbytes >= huge:
+            assert got.ctypes.data % huge == 0
+        with pytest.raises(OSError, match="cut short"):
+            spill.read_back(str(path), dtype, n + 1)
+
+
+def test_store_keeps_whole_views_and_copies_partial_ones(tmp_path):
+    """A task's view that is all of an array owning its memory (a reshape) is stored as it
+    is; a part of an array (a slice, a column), or a view of memory numpy does not own,
+    is copied, so that no uncounted base stays alive."""
+    from suffixlm.distributed.spill import SpillStore, _whole_of_base
+
+    store = SpillStore(str(tmp_path), cache_bytes=1 << 30)
+    base = np.arange(6000, dtype=np.int64)
+    whole = base.reshape(3000, 2)
+    kept = store.wrap(whole).get()
+    assert np.shares_memory(kept, base) and kept.shape == (3000, 2)
+    for part in (base[:5000], whole[:, 0], base.reshape(3000, 2).T, np.frombuffer(base.tobytes(), dtype=np.int64)):
+        assert not _whole_of_base(part)
+        got = store.wrap(part).get()
+        assert not np.shares_memory(got, base) and got.tolist() == part.tolist()
+
+
 def test_shelf_keeps_nothing_in_memory(tmp_path):
     """A shelf writes every array (a view as it is) at once and holds none; each read is
     its file afresh, so a reader that changes what it read leaves the file as it was."""
