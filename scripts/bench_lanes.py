@@ -116,31 +116,32 @@ def table(payload: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def run_models(name: str, models: dict, measure_one, table_of, repeats: int) -> None:
-    """Every model's rows (``measure_one(model name, path)``: a list of row dicts), then
-    ``benchmarks/NAME.json`` and ``NAME.md`` (``table_of(payload)``)."""
+def run_models(name: str, doc: str, rows_of, table_of, repeats: int) -> None:
+    """A benchmark's command line (``--work``, ``--repeats``, default ``repeats``; ``doc``:
+    its docstring), every model's rows (``rows_of(model name, path, PTB test, repeats)``:
+    a list of row dicts), then ``benchmarks/NAME.json`` and ``NAME.md``
+    (``table_of(payload)``)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--work", default="/tmp/suffixlm_bench_query")
+    ap.add_argument("--repeats", type=int, default=repeats)
+    args = ap.parse_args()
+    models = prepare(Path(args.work))
+    test = shared("corpora", "ptb", "ptb.test.txt")
     load = os.getloadavg()[0]
     rows = []
     for model, path in models.items():
-        for row in measure_one(model, path):
+        for row in rows_of(model, path, test, args.repeats):
             rows.append(row)
             print(row, file=sys.stderr, flush=True)
-    payload = {"load": load, "repeats": repeats, "rows": rows}
+    payload = {"load": load, "repeats": args.repeats, "rows": rows}
     write_json(f"{name}.json", payload)
     payload["machine"] = machine_info()
     (BENCH_DIR / f"{name}.md").write_text(table_of(payload))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", default="/tmp/suffixlm_bench_query")
-    ap.add_argument("--repeats", type=int, default=15)
-    args = ap.parse_args()
-    test = shared("corpora", "ptb", "ptb.test.txt")
-    run_models("lanes", prepare(Path(args.work)),
-               lambda model, path: [{"model": model, "regime": regime, **measure(path, test, args.repeats, pause)}
-                                    for regime, pause in (("hot", 0.0), ("cold", 0.01))],
-               table, args.repeats)
-
 if __name__ == "__main__":
-    main()
+    run_models("lanes", __doc__,
+               lambda model, path, test, repeats: [{"model": model, "regime": regime,
+                                                    **measure(path, test, repeats, pause)}
+                                                   for regime, pause in (("hot", 0.0), ("cold", 0.01))],
+               table, 15)

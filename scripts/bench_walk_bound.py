@@ -26,15 +26,14 @@ table's misses."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import ROOT, shared  # noqa: E402
-from bench_lanes import prepare, run_models  # noqa: E402
+from _bench_common import ROOT  # noqa: E402
+from bench_lanes import run_models  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -153,14 +152,6 @@ def table(payload: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", default="/tmp/suffixlm_bench_query")
-    ap.add_argument("--repeats", type=int, default=25)
-    args = ap.parse_args()
-    test = shared("corpora", "ptb", "ptb.test.txt")
-    run_models("walk_bound", prepare(Path(args.work)),
-               lambda model, path: [{"model": model, **measure(path, test, args.repeats)}], table, args.repeats)
-
 if __name__ == "__main__":
-    main()
+    run_models("walk_bound", __doc__,
+               lambda model, path, test, repeats: [{"model": model, **measure(path, test, repeats)}], table, 25)

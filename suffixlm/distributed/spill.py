@@ -97,20 +97,20 @@ def read_back(path: str, dtype, count: int) -> np.ndarray:
     nbytes = count * dtype.itemsize
     if nbytes < HUGE_PAGE:
         array = np.fromfile(path, dtype=dtype, count=count)
-    else:
-        buf = np.empty(nbytes + 2 * HUGE_PAGE, dtype=np.uint8)
-        at = -buf.ctypes.data % HUGE_PAGE
-        array = buf[at:at + nbytes].view(dtype)
-        view = memoryview(array).cast("B")
-        got = 0
-        with open(path, "rb", buffering=0) as fh:
-            while got < nbytes:
-                n = fh.readinto(view[got:])
-                if not n:
-                    raise OSError(f"spill file {path} was cut short")
-                got += n
-    if array.size != count:
-        raise OSError(f"spill file {path} was cut short")
+        if array.size != count:
+            raise OSError(f"spill file {path} was cut short")
+        return array
+    buf = np.empty(nbytes + 2 * HUGE_PAGE, dtype=np.uint8)
+    at = -buf.ctypes.data % HUGE_PAGE
+    array = buf[at:at + nbytes].view(dtype)
+    view = memoryview(array).cast("B")
+    got = 0
+    with open(path, "rb", buffering=0) as fh:
+        while got < nbytes:
+            n = fh.readinto(view[got:])
+            if not n:
+                raise OSError(f"spill file {path} was cut short")
+            got += n
     return array
 
 
