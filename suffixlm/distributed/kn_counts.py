@@ -147,7 +147,11 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
 
     bounds: int64[P+1], partition p holds the n-grams whose first word id is in
     [bounds[p], bounds[p+1]). Returns (unigram counts int64[V], n_oov, parts) with
-    parts[p] = [(rows int32[m, n], counts int64[m]) for n = 2..order], sorted."""
+    parts[p] = [(rows int32[m, n], counts int64[m]) for n = 2..order], sorted, each an
+    array of its own. The trie's n-grams are in lexicographic order, so each partition
+    is a range of every order, found from the range of the order below through the
+    prefixes; its rows are built from there (no rows of the whole order, and no copy of
+    them cut in pieces)."""
     words, prov, off, n_words = shard
     index = {w: i for i, w in enumerate(vocab_words)}
     remap = np.fromiter((index.get(w, UNK_ID) for w in words), dtype=np.int32, count=len(words))
@@ -157,17 +161,20 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
     unigrams = np.bincount(tok, minlength=V).astype(np.int64)
     P = len(bounds) - 1
     parts: list[list] = [[] for _ in range(P)]
-    if len(off) > 1:
-        c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order)
+    if len(off) <= 1:
+        for n in range(2, order + 1):
+            for p in range(P):
+                parts[p].append((np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)))
+        return unigrams, n_oov, parts
+    c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order)
+    del tok, remap
+    cut = np.asarray(bounds, dtype=np.int64)  # the unigrams' ids are the words
     for n in range(2, order + 1):
-        if len(off) > 1:
-            rows, cnt = c.rows(n), c.count[n - 1].astype(np.int64)
-        else:
-            rows, cnt = np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)
-        # rows are sorted, so each partition is a contiguous slice
-        cut = np.searchsorted(rows[:, 0], bounds)
+        cut = np.searchsorted(c.prefix[n - 1], cut)  # the n-grams whose prefix is in the range
+        cnt = c.count[n - 1]
         for p in range(P):
-            parts[p].append((rows[cut[p]:cut[p + 1]].copy(), cnt[cut[p]:cut[p + 1]].copy()))
+            piece = np.arange(cut[p], cut[p + 1], dtype=np.int64)
+            parts[p].append((c.rows(n, piece), cnt[cut[p]:cut[p + 1]].astype(np.int64)))
     return unigrams, n_oov, parts
 
 

@@ -65,10 +65,10 @@ def _rows_of(merged):
 
 def _suffix_split(rows: np.ndarray, bounds: np.ndarray):
     """Per partition q: the positions of the n-grams whose suffix lives in q (second word
-    in q's range)."""
-    q = np.searchsorted(bounds, rows[:, 1], side="right") - 1
-    order = np.argsort(q, kind="stable").astype(np.int32)
-    cut = np.searchsorted(q[order], np.arange(len(bounds)))
+    in q's range), in their order (``_merge_kernels.group_by_range``: a counting sort)."""
+    from . import _merge_kernels as M
+
+    order, cut = M.group_by_range(rows[:, 1], bounds)
     return [order[cut[p]:cut[p + 1]] for p in range(len(bounds) - 1)]
 
 
@@ -128,7 +128,9 @@ def _suffix_values(rows, found1, acc1, sels, *pieces):
 
 
 def _take_found_acc(found, acc, idx):
-    return found[idx], acc[idx]
+    from . import _merge_kernels as M
+
+    return M.gather_pairs(found, acc, idx)
 
 
 def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):

@@ -85,10 +85,36 @@ def test_merge_partition_and_find_rows_brute_force():
             queries = rng.integers(0, 5, size=(60, rows.shape[1])).astype(np.int32)
             where = {tuple(r): i for i, r in enumerate(rows.tolist())}
             runs = np.concatenate([np.unique(queries[:25], axis=0), np.unique(queries[25:], axis=0), rows, rows])
-            for qs in (queries, runs):  # random, and sorted runs
+            for qs in (queries, runs, queries[:3], queries[:0]):  # random, sorted runs, fewer than the prefetch
                 want = [where.get(tuple(q), -1) for q in qs.tolist()]
                 assert find_rows(rows, qs).tolist() == want
                 assert find_rows_hashed(rows, row_slots(rows), qs).tolist() == want
+
+
+def test_gather_pairs_and_group_by_range_against_numpy():
+    """The pulls' gather (both arrays in one pass) is numpy's fancy indexing, and refuses
+    an index outside the arrays; the suffix split's counting sort is numpy's stable
+    argsort of the range numbers, and refuses a key outside the ranges."""
+    from suffixlm.distributed._merge_kernels import gather_pairs, group_by_range
+
+    rng = np.random.default_rng(2)
+    for n, m in ((0, 5), (3, 5), (200, 50), (5000, 7)):
+        a = rng.standard_normal(m).astype(np.float32)
+        b = rng.standard_normal(m).astype(np.float32)
+        idx = rng.integers(0, m, size=n).astype(np.int32)
+        x, y = gather_pairs(a, b, idx)
+        assert np.array_equal(x, a[idx]) and np.array_equal(y, b[idx])
+        bounds = np.array([0, 2, 2, 9, 40], dtype=np.int64)
+        keys = rng.integers(0, 40, size=n).astype(np.int32)
+        order, start = group_by_range(keys, bounds)
+        q = np.searchsorted(bounds, keys, side="right") - 1
+        want = np.argsort(q, kind="stable")
+        assert order.tolist() == want.tolist()
+        assert start.tolist() == np.searchsorted(q[want], np.arange(len(bounds))).tolist()
+    with pytest.raises(ValueError, match="outside"):
+        gather_pairs(a, b, np.array([0, m], dtype=np.int32))
+    with pytest.raises(ValueError, match="outside"):
+        group_by_range(np.array([1, 40], dtype=np.int32), bounds)
 
 
 def test_count_into_is_bincount():
