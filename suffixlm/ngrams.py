@@ -34,19 +34,25 @@ class NgramCounts:
     suffix: list = field(default_factory=list)
     count: list = field(default_factory=list)
 
-    def rows(self, n: int, index: np.ndarray | None = None) -> np.ndarray:
-        """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n."""
+    def rows(self, n: int, index: np.ndarray | slice | None = None) -> np.ndarray:
+        """int32[k, n] word ids of the n-grams ``index`` (all when None; a slice: that
+        range of them) of order n."""
         return ngram_rows(self.word[:n], self.prefix[:n], index)
 
 
 def ngram_rows(word: list, prefix: list, index=None) -> np.ndarray:
-    """int32[k, n] word ids of the n-grams ``index`` (all when None) of order n =
-    ``len(word)`` (``word``, ``prefix``: ``NgramCounts``' arrays of orders 1 .. n)."""
+    """int32[k, n] word ids of the n-grams ``index`` (all when None; a slice: that range
+    of them) of order n = ``len(word)`` (``word``, ``prefix``: ``NgramCounts``' arrays of
+    orders 1 .. n)."""
     from . import _ngram_kernels as K
 
     n = len(word)
-    g = np.arange(len(word[-1]), dtype=np.int64) if index is None else \
-        np.array(index, dtype=np.int64)  # a copy: walked down to the first word in place
+    if index is None:
+        index = slice(None)
+    if isinstance(index, slice):  # walked down to the first word in place: a fresh array either way
+        g = np.arange(*index.indices(len(word[-1])), dtype=np.int64)
+    else:
+        g = np.array(index, dtype=np.int64)
     out = np.empty((len(g), n), dtype=np.int32)
     for j in range(n - 1, -1, -1):
         K.rows_column(out, j, word[j], prefix[j], g)

@@ -136,19 +136,25 @@ def _row_hash(a, i):
 def row_slots(table):
     """A hash table of ``table``'s rows (open addressing, at most half full): int32 slots
     holding row indices, -1 where empty. For ``find_rows_hashed``. The home slot of row
-    i + ``AHEAD`` is prefetched while row i is placed (the same table as without)."""
+    i + ``AHEAD`` is prefetched while row i is placed (the same table as without; each
+    row hashed once, kept in a ring until placed)."""
     m = table.shape[0]
     cap = 2
     while cap < 2 * m:
         cap <<= 1
     mask = np.uint64(cap - 1)
     slots = np.full(cap, -1, dtype=np.int32)
+    ring = 2 * AHEAD  # the home slots of rows i .. i + AHEAD, at their index modulo ring
+    H = np.empty(ring, dtype=np.uint64)
     for i in range(min(AHEAD, m)):
-        prefetch(slots, np.int64(_row_hash(table, i) & mask))
+        H[i] = _row_hash(table, i) & mask
+        prefetch(slots, np.int64(H[i]))
     for i in range(m):
         if i + AHEAD < m:
-            prefetch(slots, np.int64(_row_hash(table, i + AHEAD) & mask))
-        h = _row_hash(table, i) & mask
+            h = _row_hash(table, i + AHEAD) & mask
+            H[(i + AHEAD) % ring] = h
+            prefetch(slots, np.int64(h))
+        h = H[i % ring]
         while slots[h] >= 0:
             h = (h + np.uint64(1)) & mask
         slots[h] = i
@@ -221,8 +227,8 @@ def gather_pairs(a, b, idx):
 @njit(cache=True, nogil=True)
 def group_by_range(keys, bounds):
     """The positions of ``keys`` grouped by the range ``[bounds[p], bounds[p + 1])`` each
-    lies in, in their order within a group (a stable counting sort: numpy's stable argsort
-    of the range numbers, in one pass and no sort), and where each group starts
+    lies in, in their order within a group (the order numpy's stable argsort of the range
+    numbers gives, by a counting sort: two passes, no sort), and where each group starts
     (int64[P + 1]). Keys outside ``[bounds[0], bounds[-1])``: ValueError."""
     P = bounds.shape[0] - 1
     n = keys.shape[0]

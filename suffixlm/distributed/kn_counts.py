@@ -173,8 +173,8 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
         cut = np.searchsorted(c.prefix[n - 1], cut)  # the n-grams whose prefix is in the range
         cnt = c.count[n - 1]
         for p in range(P):
-            piece = np.arange(cut[p], cut[p + 1], dtype=np.int64)
-            parts[p].append((c.rows(n, piece), cnt[cut[p]:cut[p + 1]].astype(np.int64)))
+            piece = slice(cut[p], cut[p + 1])
+            parts[p].append((c.rows(n, piece), cnt[piece].astype(np.int64)))
     return unigrams, n_oov, parts
 
 
