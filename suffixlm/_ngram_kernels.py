@@ -99,6 +99,17 @@ def next_order(ids_prev, tokens, sentence_start, n_prev, vocab_size):
 
 
 @njit(cache=True, nogil=True)
+def ids_in_range(tokens, lo, hi):
+    """int32[T]: each token where it lies in ``[lo, hi)``, else -1 (``count_ngrams``'s
+    unigram ids with ``first_words``: one pass where numpy's masks make four)."""
+    out = np.empty(tokens.shape[0], dtype=np.int32)
+    for p in range(tokens.shape[0]):
+        t = tokens[p]
+        out[p] = t if lo <= t and t < hi else -1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def rows_column(out, j, word, prefix, g):
     """Column ``j`` of ``NgramCounts.rows``: the word of each n-gram ``g`` of its order,
     then ``g`` becomes each one's prefix one order down (in place)."""

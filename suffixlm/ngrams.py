@@ -59,7 +59,7 @@ def ngram_rows(word: list, prefix: list, index=None) -> np.ndarray:
     return out
 
 
-def count_ngrams(corpus: Corpus, order: int, shelf=None) -> NgramCounts:
+def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int, int] | None = None) -> NgramCounts:
     """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
 
     Order n is built from order n-1: the n-gram ending at position p is the pair
@@ -76,7 +76,15 @@ def count_ngrams(corpus: Corpus, order: int, shelf=None) -> NgramCounts:
     the counting of the next order needs none of them, so the process holds only the
     order being counted (``kn --memory``). With a shelf the caller also gives up the
     corpus: its tokens are dropped (``corpus.tokens`` emptied) once the bigrams are
-    counted, as no higher order reads them."""
+    counted, as no higher order reads them.
+
+    ``first_words``: (lo, hi), to count of the orders 2..N only the n-grams whose first
+    word id lies in ``[lo, hi)`` (a partition of ``distributed.kn_counts``): their trie
+    levels are those of the whole count less the other n-grams (the same order; the
+    prefix of each indexes the level below, which holds it, as its first word is the
+    same), while a suffix, whose first word is another, is -1 where it lies outside the
+    range. The positions where such an n-gram ends are extended as in the whole count,
+    the others never sorted: the work of the sorts is the partition's share."""
     if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
         raise TypeError(f"order must be an integer, got {order!r}")
     if order < 1:
@@ -93,7 +101,13 @@ def count_ngrams(corpus: Corpus, order: int, shelf=None) -> NgramCounts:
     c.prefix.append(np.zeros(V, dtype=np.int32))
     c.suffix.append(np.zeros(V, dtype=np.int32))
     c.count.append(np.bincount(tok, minlength=V).astype(np.int32))
-    ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
+    if first_words is None:
+        ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
+    else:
+        lo, hi = (int(x) for x in first_words)
+        if not 0 <= lo <= hi <= V:
+            raise ValueError(f"first_words must be a range of word ids within 0..{V}, got {first_words!r}")
+        ids = K.ids_in_range(tok, lo, hi)  # an n-gram starting elsewhere is never extended
     sentence_start = np.zeros(len(tok), dtype=bool)
     sentence_start[corpus.offsets[:-1]] = True
     runs = None

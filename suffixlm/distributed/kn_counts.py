@@ -142,6 +142,17 @@ def shard_word_counts(shard) -> tuple[dict, int, int]:
     return ({w: int(c) for w, c in zip(words, counts) if c > 0 and w not in (BOS, EOS)}, len(off) - 1, n_words)
 
 
+def encode_shard(shard, vocab_words: list[str], has_unk: bool):
+    """A shard (``read_shard``'s) under the global vocabulary: (unigram counts int64[V],
+    n_oov, tokens int32, offsets int64, n_words)."""
+    words, prov, off, n_words = shard
+    index = {w: i for i, w in enumerate(vocab_words)}
+    remap = np.fromiter((index.get(w, UNK_ID) for w in words), dtype=np.int32, count=len(words))
+    tok = remap[prov]
+    n_oov = 0 if has_unk else int(np.count_nonzero(tok == UNK_ID))
+    return np.bincount(tok, minlength=len(vocab_words)).astype(np.int64), n_oov, tok, off, n_words
+
+
 def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds: np.ndarray):
     """Count the n-grams of a shard under the global vocabulary, split by first-word range.
 
@@ -152,13 +163,7 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
     is a range of every order, found from the range of the order below through the
     prefixes; its rows are built from there (no rows of the whole order, and no copy of
     them cut in pieces)."""
-    words, prov, off, n_words = shard
-    index = {w: i for i, w in enumerate(vocab_words)}
-    remap = np.fromiter((index.get(w, UNK_ID) for w in words), dtype=np.int32, count=len(words))
-    tok = remap[prov]
-    V = len(vocab_words)
-    n_oov = 0 if has_unk else int(np.count_nonzero(tok == UNK_ID))
-    unigrams = np.bincount(tok, minlength=V).astype(np.int64)
+    unigrams, n_oov, tok, off, n_words = encode_shard(shard, vocab_words, has_unk)
     P = len(bounds) - 1
     parts: list[list] = [[] for _ in range(P)]
     if len(off) <= 1:
@@ -167,7 +172,7 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
                 parts[p].append((np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64)))
         return unigrams, n_oov, parts
     c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order)
-    del tok, remap
+    del tok
     cut = np.asarray(bounds, dtype=np.int64)  # the unigrams' ids are the words
     for n in range(2, order + 1):
         cut = np.searchsorted(c.prefix[n - 1], cut)  # the n-grams whose prefix is in the range
@@ -176,6 +181,37 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
             piece = slice(cut[p], cut[p + 1])
             parts[p].append((c.rows(n, piece), cnt[piece].astype(np.int64)))
     return unigrams, n_oov, parts
+
+
+def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_unk: bool, *encoded):
+    """The n-grams of orders 2..order whose first word id lies in ``[lo, hi)`` in the
+    shards ``encoded`` (``encode_shard``'s) laid end to end: per order (rows int32[m, n],
+    counts int64[m], prefix int32[m]), sorted and distinct, as ``merge_pieces`` gives
+    them from every shard's piece of the partition, without a merge and without counting
+    the other partitions' n-grams (``count_ngrams`` with ``first_words``); ``prefix``: the
+    index of each n-gram's context among the partition's (n-1)-grams (the first word
+    less ``lo`` for the bigrams), the trie's own."""
+    tok = np.concatenate([e[2] for e in encoded]) if encoded else np.zeros(0, dtype=np.int32)
+    off = [np.zeros(1, dtype=np.int64)]
+    at = 0
+    for e in encoded:
+        off.append(np.asarray(e[3][1:], dtype=np.int64) + at)
+        at += len(e[2])
+    off = np.concatenate(off)
+    if len(off) <= 1:
+        return [(np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
+                for n in range(2, order + 1)]
+    n_words = sum(int(e[4]) for e in encoded)
+    n_oov = sum(int(e[1]) for e in encoded)
+    c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order,
+                     first_words=(lo, hi))
+    del tok, off
+    out = []
+    for n in range(2, order + 1):
+        prefix = c.prefix[n - 1] - np.int32(lo) if n == 2 else c.prefix[n - 1]
+        out.append((c.rows(n), c.count[n - 1].astype(np.int64), prefix))
+        c.suffix[n - 1] = None  # not read: the suffixes live in other partitions
+    return out
 
 
 def merge_pieces(*pieces):
@@ -266,19 +302,31 @@ def count_text_ngrams(client, path: str, order: int, vocab_path=None, unk: bool 
 
 def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool = False, modified: bool = True,
                      min_counts: list[int] | None = None, interpolate: bool = True, n_shards: int | None = None,
-                     n_partitions: int | None = None, progress=None):
+                     n_partitions: int | None = None, progress=None, whole: bool | None = None):
     """Interpolated KN on the text file ``path``, counted and estimated on the Dask cluster
     of ``client`` (``distributed.kn_estimate.ClusterKN``: the n-grams stay on the workers until
     written). Returns (ClusterKN, TextStats); the model equals the single-process one.
-    progress: None, or a function called with a line at the end of each stage."""
+    progress: None, or a function called with a line at the end of each stage.
+
+    whole: count each partition's n-grams over the whole text (``count_partition``: one
+    task a partition, no merge) rather than every shard's n-grams of all partitions, then
+    merged (``count_shard``, ``shuffle_partitions``: each task's memory bounded by its
+    shard's, not by the text's); None: whole where every worker may hold
+    ``WHOLE_BYTES_PER_TOKEN`` bytes a token of the text (``whole_fits``)."""
     from .kn_estimate import ClusterKN
 
-    vocab, stats, bounds, counted, tag = count_on_cluster(client, path, order, vocab_path, unk, n_shards,
-                                                          n_partitions)
+    vocab, stats, bounds, shards, tag = vocabulary_on_cluster(client, path, vocab_path, unk, n_shards, n_partitions)
+    if whole is None:
+        whole = whole_fits(client, stats.n_words + 2 * stats.n_sentences)
     if progress is not None:
         progress(f"{stats.n_sentences} sentences, {stats.n_words} words in {stats.n_shards} shards; "
-                 f"vocabulary {len(vocab)}; counting")
-    unigram_f, merged_f = shuffle_partitions(client, counted, len(bounds) - 1, f"kn-{tag}", order)
+                 f"vocabulary {len(vocab)}; counting " + ("each partition over the whole text" if whole else
+                                                          "each shard, then merging"))
+    if whole:
+        unigram_f, merged_f = partition_counts(client, shards, vocab, order, bounds, f"kn-{tag}")
+    else:
+        counted = count_shards(client, shards, vocab, order, bounds, tag)
+        unigram_f, merged_f = shuffle_partitions(client, counted, len(bounds) - 1, f"kn-{tag}", order)
     unigrams = np.zeros(len(vocab), dtype=np.int64)
     for u, o in client.gather(unigram_f):
         unigrams += u
@@ -288,14 +336,79 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
     return kn, stats
 
 
+#: What counting a partition over the whole text (``count_partition``) may hold at its
+#: peak, in bytes a token of the text, with the shards encoded beside it: ``whole_fits``.
+WHOLE_BYTES_PER_TOKEN = 64
+
+
+def whole_fits(client, n_tokens: int) -> bool:
+    """Whether every worker of ``client`` may hold ``WHOLE_BYTES_PER_TOKEN`` bytes for
+    each of the text's ``n_tokens``: a Dask worker says its memory limit (a local
+    cluster's is the machine's memory shared out, or ``--memory-limit``); one without a
+    limit, whose memory is not known here, and a client whose workers say none (the
+    ``--memory`` path's ``SpillClient``) keep each task's memory bounded by its shard's."""
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        return False
+    for info in workers.values():
+        limit = info.get("memory_limit")
+        if not limit or limit < WHOLE_BYTES_PER_TOKEN * n_tokens:
+            return False
+    return True
+
+
+def partition_counts(client, shards: list, vocab: Vocabulary, order: int, bounds: np.ndarray, prefix: str):
+    """Each partition's n-grams counted over the whole text by a task of its own
+    (``count_partition``), from the shards encoded under the vocabulary (``shards`` is
+    emptied). Returns futures as ``shuffle_partitions``: per shard (unigram counts, OOV
+    count), and per partition a list, per order 2..N, of (rows, counts, prefix)."""
+    encoded = [client.submit(encode_shard, s, vocab.words, vocab.has_unk, key=f"{prefix}-encode-{i}")
+               for i, s in enumerate(shards)]
+    shards.clear()
+    unigram_f = [client.submit(_unigrams_of, e, key=f"{prefix}-uni-{i}") for i, e in enumerate(encoded)]
+    # every task reads every shard: left to itself, the scheduler would put them all on the
+    # worker holding the most shard bytes, one after the other; dealt out, the workers take
+    # turns (a worker lost runs its own elsewhere)
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    merged_f = []
+    for p in range(len(bounds) - 1):
+        counted = client.submit(count_partition, int(bounds[p]), int(bounds[p + 1]), order, vocab.words,
+                                vocab.has_unk, *encoded, key=f"{prefix}-countp-{p}",
+                                workers=[workers[p % len(workers)]] if workers else None, allow_other_workers=True)
+        merged_f.append([client.submit(_item_of, counted, j, key=f"{prefix}-order-{p}-{j}")
+                         for j in range(order - 1)])
+    return unigram_f, merged_f
+
+
 def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool = False,
                      n_shards: int | None = None, n_partitions: int | None = None, min_count: int = 1,
                      count=count_shard, count_args: tuple = (), prefix: str = "kn"):
-    """Stages 1 and 2: the vocabulary (on the driver, from the shards' word counts, as
-    ``load_training_corpus`` with ``min_count``) and the shards counted by the workers with
-    ``count(shard, words, has_unk, order, bounds, *count_args)`` (``count_shard`` or a
-    filter of it). Returns (vocabulary, TextStats (n_oov still 0), bounds of the first-word
-    partitions, futures of ``count``, a tag for task keys, which start with ``prefix``)."""
+    """Stages 1 and 2: the vocabulary (``vocabulary_on_cluster``) and the shards counted by
+    the workers with ``count(shard, words, has_unk, order, bounds, *count_args)``
+    (``count_shard`` or a filter of it). Returns (vocabulary, TextStats (n_oov still 0),
+    bounds of the first-word partitions, futures of ``count``, a tag for task keys)."""
+    vocab, stats, bounds, shards, tag = vocabulary_on_cluster(client, path, vocab_path, unk, n_shards, n_partitions,
+                                                              min_count, prefix)
+    return vocab, stats, bounds, count_shards(client, shards, vocab, order, bounds, tag, count, count_args,
+                                              prefix), tag
+
+
+def count_shards(client, shards: list, vocab: Vocabulary, order: int, bounds: np.ndarray, tag: str,
+                 count=count_shard, count_args: tuple = (), prefix: str = "kn") -> list:
+    """Stage 2: futures of ``count(shard, words, has_unk, order, bounds, *count_args)``
+    for each shard (``shards`` is emptied: the encoded shards are freed once counted)."""
+    counted = [client.submit(count, s, vocab.words, vocab.has_unk, order, bounds, *count_args,
+                             key=f"{prefix}-count-{tag}-{i}") for i, s in enumerate(shards)]
+    shards.clear()
+    return counted
+
+
+def vocabulary_on_cluster(client, path: str, vocab_path=None, unk: bool = False, n_shards: int | None = None,
+                          n_partitions: int | None = None, min_count: int = 1, prefix: str = "kn"):
+    """Stage 1: the shards read by the workers and the vocabulary (on the driver, from
+    the shards' word counts, as ``load_training_corpus`` with ``min_count``). Returns
+    (vocabulary, TextStats (n_oov still 0), bounds of the first-word partitions, futures
+    of the shards (``read_shard``'s), a tag for task keys, which start with ``prefix``)."""
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
     if input_name(path) == "<stdin>":
@@ -337,11 +450,7 @@ def count_on_cluster(client, path: str, order: int, vocab_path=None, unk: bool =
     mass[BOS_ID] = n_sentences
     del counter
     bounds = _partition_bounds(mass, P)
-    words = vocab.words
-    counted = [client.submit(count, s, words, vocab.has_unk, order, bounds, *count_args,
-                             key=f"{prefix}-count-{tag}-{i}") for i, s in enumerate(shards)]
-    del shards  # the encoded shards are freed once counted
-    return vocab, TextStats(n_sentences, n_words, 0, len(ranges)), bounds, counted, tag
+    return vocab, TextStats(n_sentences, n_words, 0, len(ranges)), bounds, shards, tag
 
 
 def shuffle_partitions(client, counted: list, P: int, prefix: str, order: int):
@@ -398,3 +507,8 @@ def _unigrams_of(counted):
 @projection
 def _part_of(counted, p: int, j: int):
     return counted[2][p][j]
+
+
+@projection
+def _item_of(value, j: int):
+    return value[j]

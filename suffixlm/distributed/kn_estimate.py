@@ -46,13 +46,19 @@ def _item(t, i):
 def _setup(merged, prev_rows, lo: int):
     """One order n of a merged partition: (rows, count int32, prefix, size); prefix: the
     local index of the context among ``prev_rows``, the partition's (n-1)-grams (None
-    for n = 2: the first word - lo)."""
+    for n = 2: the first word - lo), unless ``merged`` brings it for n > 2
+    (``count_partition``'s trie), checked then: within the level below, not decreasing."""
     from . import _merge_kernels as M
 
-    rows, cnt = merged
+    rows, cnt = merged[:2]
     n = rows.shape[1]
     if prev_rows is None:
         prefix = (rows[:, 0] - lo).astype(np.int32)
+    elif len(merged) > 2:
+        prefix = np.asarray(merged[2], dtype=np.int32)
+        if len(prefix) != len(rows) or (len(prefix) and (prefix[0] < 0 or prefix[-1] >= len(prev_rows)
+                                                         or np.any(prefix[1:] < prefix[:-1]))):
+            raise ValueError(f"order {n}: the contexts' indices do not index the partition's {n - 1}-grams in order")
     else:
         prefix = M.find_rows(prev_rows, np.ascontiguousarray(rows[:, :-1]))
     return rows, steps.check_int32_counts(cnt, n), prefix, len(rows)

@@ -147,6 +147,66 @@ def test_counts_equal_single_process(client, sampled_corpus):
             np.testing.assert_array_equal(getattr(got, name)[n], getattr(ref, name)[n], err_msg=f"{name} order {n+1}")
 
 
+def test_count_partition_equals_the_merged_shards(sampled_corpus):
+    """``count_partition`` (one partition's n-grams over the whole text, ``count_ngrams``
+    with ``first_words``) against the single-process count cut by first word and against
+    the shards counted then merged (``count_shard``, ``merge_pieces``); its prefixes index
+    the partition's level below (what ``find_rows`` finds there)."""
+    from suffixlm.distributed import _merge_kernels as M
+    from suffixlm.distributed.kn_counts import (_partition_bounds, count_partition, count_shard, encode_shard,
+                                                merge_pieces, read_shard, split_text)
+
+    corpus = load_training_corpus(sampled_corpus, unk=True)
+    words = corpus.vocab.words
+    ref = count_ngrams(corpus, 4)
+    bounds = _partition_bounds(np.bincount(corpus.tokens, minlength=len(words)), 5)
+    shards = [read_shard(str(sampled_corpus), a, b) for a, b in split_text(str(sampled_corpus), 4)]
+    encoded = [encode_shard(sh, words, True) for sh in shards]
+    counted = [count_shard(sh, words, True, 4, bounds) for sh in shards]
+    np.testing.assert_array_equal(sum(e[0] for e in encoded), ref.count[0])
+    for p in range(5):
+        got = count_partition(int(bounds[p]), int(bounds[p + 1]), 4, words, True, *encoded)
+        for n in range(2, 5):
+            rows, cnt, prefix = got[n - 2]
+            full = ref.rows(n)
+            sel = (full[:, 0] >= bounds[p]) & (full[:, 0] < bounds[p + 1])
+            np.testing.assert_array_equal(rows, full[sel])
+            np.testing.assert_array_equal(cnt, ref.count[n - 1][sel])
+            m_rows, m_cnt = merge_pieces(*[c[2][p][n - 2] for c in counted])
+            np.testing.assert_array_equal(rows, m_rows)
+            np.testing.assert_array_equal(cnt, m_cnt)
+            if n == 2:
+                np.testing.assert_array_equal(prefix, rows[:, 0] - bounds[p])
+            else:
+                want = M.find_rows(got[n - 3][0], np.ascontiguousarray(rows[:, :-1]))
+                np.testing.assert_array_equal(prefix, want)
+    # no shard: nothing counted; a range outside the vocabulary: refused
+    assert all(len(r) == 0 for r, _, _ in count_partition(0, len(words), 3, words, True))
+    with pytest.raises(ValueError, match="first_words"):
+        count_ngrams(corpus, 3, first_words=(5, len(words) + 1))
+    with pytest.raises(ValueError, match="first_words"):
+        count_ngrams(corpus, 3, first_words=(9, 4))
+
+
+def test_whole_fits_only_where_every_worker_says_its_limit_holds_the_text():
+    from suffixlm.distributed.kn_counts import WHOLE_BYTES_PER_TOKEN, whole_fits
+
+    class Info:
+        def __init__(self, workers):
+            self.workers = workers
+
+        def scheduler_info(self):
+            return {"workers": self.workers}
+
+    need = WHOLE_BYTES_PER_TOKEN * 1000
+    assert whole_fits(Info({"a": {"memory_limit": need}, "b": {"memory_limit": 2 * need}}), 1000)
+    assert not whole_fits(Info({"a": {"memory_limit": need}, "b": {"memory_limit": need - 1}}), 1000)
+    assert not whole_fits(Info({"a": {"memory_limit": 0}}), 1000)  # no limit: its memory is not known
+    assert not whole_fits(Info({"a": {"memory_limit": None}}), 1000)
+    assert not whole_fits(Info({"this process": {}}), 1000)  # the --memory path's SpillClient
+    assert not whole_fits(Info({}), 1000)
+
+
 # ---------------------------------------------------------------- byte-identical ARPA
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
@@ -233,7 +293,7 @@ def test_estimate_closed_vocabulary_fixups_and_partitions(client, sampled_corpus
     every cross-partition path is used: a closed vocabulary whose <unk> contexts get no
     probabilities, SRILM's default cut-offs (fix-ups of missing contexts at orders 3..N-1),
     back-off KN, and 1, 7 or 16 partitions (some of the 16 are empty: words heavier than a
-    16th of the tokens)."""
+    16th of the tokens), each counted over the whole text or shard by shard, then merged."""
     from suffixlm.distributed.kn_counts import estimate_text_kn
 
     vocab = tmp_path / "v.txt"
@@ -243,12 +303,12 @@ def test_estimate_closed_vocabulary_fixups_and_partitions(client, sampled_corpus
         ref = KneserNeyLM(order, interpolate=interpolate).fit_text(sampled_corpus, vocab, unk=False)
         if order == 5:
             assert sum(ref.info_["fixups"]) > 0  # the fix-up pass has work to do
-        for n_partitions in ((1, 16) if order == 3 else (7,)):
+        for n_partitions, whole in ([(1, True), (16, True), (16, False)] if order == 3 else [(7, True), (7, False)]):
             kn, stats = estimate_text_kn(client, sampled_corpus, order, vocab, unk=False, interpolate=interpolate,
-                                         n_shards=3, n_partitions=n_partitions)
+                                         n_shards=3, n_partitions=n_partitions, whole=whole)
             out = tmp_path / "b.arpa"
             kn.write_arpa(out)
-            assert out.read_bytes() == ref.model_.arpa_bytes(), (interpolate, n_partitions)
+            assert out.read_bytes() == ref.model_.arpa_bytes(), (interpolate, n_partitions, whole)
             assert kn.info == ref.info_
             assert kn.counts == ref.model_.counts and kn.n_parameters == ref.model_.n_parameters
             assert stats.n_oov == ref.n_oov_ > 0
@@ -256,20 +316,30 @@ def test_estimate_closed_vocabulary_fixups_and_partitions(client, sampled_corpus
                 assert np.any(np.diff(kn.bounds) == 0)
 
 
-def test_worker_killed_mid_job(killable_client, sampled_corpus, tmp_path):
-    """A worker process dies as it starts counting a shard: Dask reruns its tasks on the
+@pytest.mark.parametrize("whole", [True, False])
+def test_worker_killed_mid_job(killable_client, sampled_corpus, tmp_path, whole):
+    """A worker process dies as it starts counting a partition over the whole text (or a
+    shard, where each shard is counted then merged): Dask reruns its tasks on the
     restarted worker and the model is unchanged."""
+    from suffixlm.distributed.kn_counts import estimate_text_kn
+
     marker = tmp_path / "killed"
     client = killable_client
 
     ref = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True)
-    client.register_plugin(kill_once_plugin(marker, "kn-count-"))
+    client.register_plugin(kill_once_plugin(marker, "-countp-" if whole else "kn-count-"))
     try:
-        got = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True, client=client, n_shards=6)
+        if whole:  # the path fit_text takes on a cluster that holds the text
+            got = KneserNeyLM(4, min_counts=[1]).fit_text(sampled_corpus, unk=True, client=client, n_shards=6)
+            got_bytes = _arpa(got, tmp_path / "b.arpa")
+        else:
+            kn, _ = estimate_text_kn(client, sampled_corpus, 4, unk=True, min_counts=[1], n_shards=6, whole=False)
+            kn.write_arpa(tmp_path / "b.arpa")
+            got_bytes = (tmp_path / "b.arpa").read_bytes()
     finally:
         client.unregister_worker_plugin("kill-once")
     assert marker.exists()  # a worker did die mid-job
-    assert _arpa(got, tmp_path / "b.arpa") == _arpa(ref, tmp_path / "a.arpa")
+    assert got_bytes == _arpa(ref, tmp_path / "a.arpa")
 
 
 @pytest.mark.parametrize("stage", ["fwd-", "fix-", "node-"])
