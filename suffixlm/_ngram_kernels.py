@@ -137,7 +137,7 @@ def next_tokens(tokens, sentence_start):
 
 
 @njit(cache=True, nogil=True)
-def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
+def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False, first_pos=False):
     """``next_order``'s arrays, from the level below as ``next_order`` returns it: the
     positions where an (n-1)-gram ends, by (n-1)-gram (``prev_order``, the run of
     (n-1)-gram j at ``prev_runs[j] .. prev_runs[j + 1]``). The n-gram ending at p + 1
@@ -146,7 +146,9 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
     word) order, the trie's, without a sort by prefix: one random read a position
     (``nxt_tok``) and one write (``ids``) where ``next_order``'s two counting sorts make
     five. The same arrays, element for element. ``top``: no level comes above, so the
-    ids, the positions and the runs it would start from are not made (empty arrays)."""
+    ids, the positions and the runs it would start from are not made (empty arrays).
+    Last, where the first occurrence of each n-gram ends (int32[m], in the order of the
+    list) when ``first_pos``, else an empty array."""
     T = nxt_tok.shape[0]
     n_prev = prev_runs.shape[0] - 1
     n_valid = prev_runs[n_prev]  # at most: every (n-1)-gram's position extended
@@ -160,6 +162,7 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
     word = np.empty(n_valid, dtype=np.int32)
     suffix = np.empty(n_valid, dtype=np.int32)
     count = np.empty(n_valid, dtype=np.int32)
+    first = np.empty(n_valid if first_pos else 0, dtype=np.int32)
     m = 0
     k = 0
     for j in range(n_prev):
@@ -187,6 +190,8 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
                 word[m] = w
                 suffix[m] = ids_prev[p]
                 count[m] = 0
+                if first_pos:
+                    first[m] = p
                 m += 1
                 last = w
             count[m - 1] += 1
@@ -197,4 +202,4 @@ def next_order_runs(ids_prev, prev_order, prev_runs, nxt_tok, top=False):
     runs = np.zeros(0, dtype=np.int32) if top else _runs(count, m)
     # views: the tails past m were never written, so they take no memory; a copy would
     # hold both at once
-    return ids, prefix[:m], word[:m], suffix[:m], count[:m], order[:k], runs
+    return ids, prefix[:m], word[:m], suffix[:m], count[:m], order[:k], runs, first[:m]

@@ -33,6 +33,12 @@ class NgramCounts:
     prefix: list = field(default_factory=list)
     suffix: list = field(default_factory=list)
     count: list = field(default_factory=list)
+    #: ``count_ngrams(positions=True)`` only, per order (None for order 1): int32[m_n],
+    #: where one occurrence of each n-gram ends in the text; and int32[T] below the top
+    #: order (None at the top), the id of the n-gram of that order ending at each
+    #: position (-1: none)
+    position: list = field(default_factory=list)
+    ends: list = field(default_factory=list)
 
     def rows(self, n: int, index: np.ndarray | slice | None = None) -> np.ndarray:
         """int32[k, n] word ids of the n-grams ``index`` (all when None; a slice: that
@@ -59,7 +65,8 @@ def ngram_rows(word: list, prefix: list, index=None) -> np.ndarray:
     return out
 
 
-def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int, int] | None = None) -> NgramCounts:
+def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int, int] | None = None,
+                 positions: bool = False) -> NgramCounts:
     """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.
 
     Order n is built from order n-1: the n-gram ending at position p is the pair
@@ -84,7 +91,12 @@ def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int,
     prefix of each indexes the level below, which holds it, as its first word is the
     same), while a suffix, whose first word is another, is -1 where it lies outside the
     range. The positions where such an n-gram ends are extended as in the whole count,
-    the others never sorted: the work of the sorts is the partition's share."""
+    the others never sorted: the work of the sorts is the partition's share.
+
+    ``positions``: also keep, per order n >= 2, where one occurrence of each n-gram ends
+    (``NgramCounts.position``) and, below the top order, the id of the n-gram ending at
+    every position of the text (``NgramCounts.ends``, -1: none): how
+    ``distributed.kn_estimate`` finds the suffix of an n-gram of another partition."""
     if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
         raise TypeError(f"order must be an integer, got {order!r}")
     if order < 1:
@@ -101,6 +113,9 @@ def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int,
     c.prefix.append(np.zeros(V, dtype=np.int32))
     c.suffix.append(np.zeros(V, dtype=np.int32))
     c.count.append(np.bincount(tok, minlength=V).astype(np.int32))
+    if positions:
+        c.position.append(None)
+        c.ends.append(None)
     if first_words is None:
         ids = tok.copy()  # id of the (n-1)-gram ending at each position (-1: none)
     else:
@@ -114,18 +129,26 @@ def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int,
     for n in range(2, order + 1):
         if runs is None:  # the bigrams: two counting sorts over the vocabulary (next_order)
             ids, prefix, word, suffix, count, at, runs = K.next_order(ids, tok, sentence_start, len(c.word[n - 2]), V)
+            if positions:
+                c.position.append(at[runs[:-1]])
             nxt = K.next_tokens(tok, sentence_start) if n < order else None
             sentence_start = None
             if shelf is not None:
                 corpus.tokens = tok = np.empty(0, dtype=np.int32)
         else:  # the level below, run by run (next_order_runs)
-            ids, prefix, word, suffix, count, at, runs = K.next_order_runs(ids, at, runs, nxt, n == order)
+            ids, prefix, word, suffix, count, at, runs, first = K.next_order_runs(ids, at, runs, nxt, n == order,
+                                                                                   positions)
+            if positions:
+                c.position.append(first)
+            first = None
         if shelf is not None:
             word, prefix, suffix, count = (shelf.wrap(a) for a in (word, prefix, suffix, count))
         c.word.append(word)
         c.prefix.append(prefix)
         c.suffix.append(suffix)
         c.count.append(count)
+        if positions:
+            c.ends.append(ids if n < order else None)
         word = prefix = suffix = count = None
     return c
 

@@ -225,6 +225,31 @@ def gather_pairs(a, b, idx):
 
 
 @njit(cache=True, nogil=True)
+def ids_at(ends, positions):
+    """``ends[positions]``, each line prefetched ``AHEAD`` positions before: the ids of
+    the n-grams ending at ``positions`` (``ngrams.count_ngrams(positions=True)``'s
+    ``ends``). A position outside the text, or where no n-gram of the level ends:
+    ValueError."""
+    n = positions.shape[0]
+    T = ends.shape[0]
+    out = np.empty(n, dtype=np.int32)
+    for j in range(min(AHEAD, n)):
+        if 0 <= positions[j] < T:
+            prefetch(ends, positions[j])
+    for j in range(n):
+        if j + AHEAD < n and 0 <= positions[j + AHEAD] < T:
+            prefetch(ends, positions[j + AHEAD])
+        e = positions[j]
+        if e < 0 or e >= T:
+            raise ValueError("ids_at: a position is outside the text")
+        g = ends[e]
+        if g < 0:
+            raise ValueError("ids_at: no n-gram of the level ends at a position")
+        out[j] = g
+    return out
+
+
+@njit(cache=True, nogil=True)
 def group_by_range(keys, bounds):
     """The positions of ``keys`` grouped by the range ``[bounds[p], bounds[p + 1])`` each
     lies in, in their order within a group (the order numpy's stable argsort of the range

@@ -186,11 +186,17 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
 def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_unk: bool, *encoded):
     """The n-grams of orders 2..order whose first word id lies in ``[lo, hi)`` in the
     shards ``encoded`` (``encode_shard``'s) laid end to end: per order (rows int32[m, n],
-    counts int64[m], prefix int32[m]), sorted and distinct, as ``merge_pieces`` gives
-    them from every shard's piece of the partition, without a merge and without counting
-    the other partitions' n-grams (``count_ngrams`` with ``first_words``); ``prefix``: the
-    index of each n-gram's context among the partition's (n-1)-grams (the first word
-    less ``lo`` for the bigrams), the trie's own."""
+    counts int64[m], prefix int32[m], position int32[m], ends), sorted and distinct, as
+    ``merge_pieces`` gives them from every shard's piece of the partition, without a merge
+    and without counting the other partitions' n-grams (``count_ngrams`` with
+    ``first_words``); ``prefix``: the index of each n-gram's context among the
+    partition's (n-1)-grams (the first word less ``lo`` for the bigrams), the trie's own;
+    ``position``: where one occurrence of each n-gram ends in the text laid end to end;
+    ``ends`` (None for the top order): int32[T], the id of the partition's n-gram ending
+    at each position, -1 where none does. An n-gram of order n + 1 of any partition
+    ending at position e has for its suffix the n-gram ending at e: its index is
+    ``ends[e]`` in the partition of its first word (``kn_estimate.ClusterKN``'s links,
+    without a join by key)."""
     tok = np.concatenate([e[2] for e in encoded]) if encoded else np.zeros(0, dtype=np.int32)
     off = [np.zeros(1, dtype=np.int64)]
     at = 0
@@ -199,17 +205,18 @@ def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_un
         at += len(e[2])
     off = np.concatenate(off)
     if len(off) <= 1:
-        return [(np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
-                for n in range(2, order + 1)]
+        empty = np.zeros(0, dtype=np.int32)
+        return [(np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64), empty, empty,
+                 empty if n < order else None) for n in range(2, order + 1)]
     n_words = sum(int(e[4]) for e in encoded)
     n_oov = sum(int(e[1]) for e in encoded)
     c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order,
-                     first_words=(lo, hi))
+                     first_words=(lo, hi), positions=True)
     del tok, off
     out = []
     for n in range(2, order + 1):
         prefix = c.prefix[n - 1] - np.int32(lo) if n == 2 else c.prefix[n - 1]
-        out.append((c.rows(n), c.count[n - 1].astype(np.int64), prefix))
+        out.append((c.rows(n), c.count[n - 1].astype(np.int64), prefix, c.position[n - 1], c.ends[n - 1]))
         c.suffix[n - 1] = None  # not read: the suffixes live in other partitions
     return out
 
@@ -312,12 +319,18 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
     task a partition, no merge) rather than every shard's n-grams of all partitions, then
     merged (``count_shard``, ``shuffle_partitions``: each task's memory bounded by its
     shard's, not by the text's); None: whole where every worker may hold
-    ``WHOLE_BYTES_PER_TOKEN`` bytes a token of the text (``whole_fits``)."""
+    ``WHOLE_BYTES_PER_TOKEN`` bytes a token of the text (``whole_fits``).
+    n_partitions: default one a worker counted whole, two a worker shard by shard."""
     from .kn_estimate import ClusterKN
 
-    vocab, stats, bounds, shards, tag = vocabulary_on_cluster(client, path, vocab_path, unk, n_shards, n_partitions)
-    if whole is None:
-        whole = whole_fits(client, stats.n_words + 2 * stats.n_sentences)
+    def fits(n_tokens):
+        return whole_fits(client, n_tokens) if whole is None else whole
+
+    # one partition a worker when each is counted over the whole text: every partition
+    # costs a pass over the text, and the links between partitions grow as their square
+    vocab, stats, bounds, shards, tag = vocabulary_on_cluster(client, path, vocab_path, unk, n_shards, n_partitions,
+                                                              per_worker=lambda n_tokens: 1 if fits(n_tokens) else 2)
+    whole = fits(stats.n_words + 2 * stats.n_sentences)
     if progress is not None:
         progress(f"{stats.n_sentences} sentences, {stats.n_words} words in {stats.n_shards} shards; "
                  f"vocabulary {len(vocab)}; counting " + ("each partition over the whole text" if whole else
@@ -332,13 +345,17 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
         unigrams += u
         stats.n_oov += o
     del unigram_f
-    kn = ClusterKN(client, unigrams, merged_f, bounds, order, vocab, modified, min_counts, interpolate, progress)
+    kn = ClusterKN(client, unigrams, merged_f, bounds, order, vocab, modified, min_counts, interpolate, progress,
+                   linked=whole)
     return kn, stats
 
 
-#: What counting a partition over the whole text (``count_partition``) may hold at its
-#: peak, in bytes a token of the text, with the shards encoded beside it: ``whole_fits``.
-WHOLE_BYTES_PER_TOKEN = 64
+#: What a worker may hold at its peak when each partition is counted over the whole
+#: text (``count_partition``: the text, its ids ending at each position for every order
+#: below the top, the partition's trie, then the estimate), in bytes a token of the
+#: text, with room below Dask's pause at 80 % of the limit: ``whole_fits`` (at 50M
+#: words on 2 workers, about 68 bytes a token were measured).
+WHOLE_BYTES_PER_TOKEN = 96
 
 
 def whole_fits(client, n_tokens: int) -> bool:
@@ -361,7 +378,7 @@ def partition_counts(client, shards: list, vocab: Vocabulary, order: int, bounds
     """Each partition's n-grams counted over the whole text by a task of its own
     (``count_partition``), from the shards encoded under the vocabulary (``shards`` is
     emptied). Returns futures as ``shuffle_partitions``: per shard (unigram counts, OOV
-    count), and per partition a list, per order 2..N, of (rows, counts, prefix)."""
+    count), and per partition a list, per order 2..N, of ``count_partition``'s tuple."""
     encoded = [client.submit(encode_shard, s, vocab.words, vocab.has_unk, key=f"{prefix}-encode-{i}")
                for i, s in enumerate(shards)]
     shards.clear()
@@ -404,11 +421,14 @@ def count_shards(client, shards: list, vocab: Vocabulary, order: int, bounds: np
 
 
 def vocabulary_on_cluster(client, path: str, vocab_path=None, unk: bool = False, n_shards: int | None = None,
-                          n_partitions: int | None = None, min_count: int = 1, prefix: str = "kn"):
+                          n_partitions: int | None = None, min_count: int = 1, prefix: str = "kn",
+                          per_worker=2):
     """Stage 1: the shards read by the workers and the vocabulary (on the driver, from
     the shards' word counts, as ``load_training_corpus`` with ``min_count``). Returns
     (vocabulary, TextStats (n_oov still 0), bounds of the first-word partitions, futures
-    of the shards (``read_shard``'s), a tag for task keys, which start with ``prefix``)."""
+    of the shards (``read_shard``'s), a tag for task keys, which start with ``prefix``).
+    Partitions: ``n_partitions`` (or a function of the number of words giving it), else
+    ``per_worker`` a worker (or a function of the number of tokens giving that)."""
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
     if input_name(path) == "<stdin>":
@@ -427,7 +447,8 @@ def vocabulary_on_cluster(client, path: str, vocab_path=None, unk: bool = False,
                            for i, s in enumerate(shards)])
     n_sentences = sum(s[1] for s in stats)
     n_words = sum(s[2] for s in stats)
-    P = (n_partitions(n_words) if callable(n_partitions) else n_partitions) or 2 * n_workers
+    P = (n_partitions(n_words) if callable(n_partitions) else n_partitions) or n_workers * (
+        per_worker(n_words + 2 * n_sentences) if callable(per_worker) else per_worker)
     name = input_name(path)
     if n_sentences == 0:
         raise CorpusError(f"{name}: has no sentence; expected one sentence per line")

@@ -82,6 +82,18 @@ def _suffix_rows(rows: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows[sel, 1:])
 
 
+def _take(a: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    return a[sel]
+
+
+def _ids_at(ends: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Local indices of the n-grams of a partition ending at ``positions`` (``ends``: its
+    id of the n-gram ending at each position of the text)."""
+    from . import _merge_kernels as M
+
+    return M.ids_at(ends, positions)
+
+
 def _row_slots(table: np.ndarray) -> np.ndarray:
     from . import _merge_kernels as M
 
@@ -222,12 +234,14 @@ class ClusterKN:
 
     unigrams: int64[V] raw unigram counts; merged: per partition, futures of
     ``distributed.kn_counts.merge_pieces`` for orders 2..N (partition p: n-grams whose
-    first word id is in [bounds[p], bounds[p+1]));
+    first word id is in [bounds[p], bounds[p+1])), or of ``count_partition``'s tuples
+    when ``linked``: then each n-gram's suffix is found where the n-gram ends in the
+    text (``_links``), not by a join on its words;
     progress: None, or a function called with a line at the end of each stage."""
 
     def __init__(self, client, unigrams: np.ndarray, merged: list, bounds: np.ndarray, order: int,
                  vocab: Vocabulary, modified: bool = True, min_counts: list[int] | None = None,
-                 interpolate: bool = True, progress=None):
+                 interpolate: bool = True, progress=None, linked: bool = False):
         self.client = client
         self.progress = progress or (lambda message: None)
         self.tag = uuid.uuid4().hex[:8]
@@ -248,6 +262,7 @@ class ClusterKN:
         self.closed = not vocab.has_unk
         self.vocab_size = int(V - nonevent.sum())
         self.modified, self.interpolate = modified, interpolate
+        self.linked = linked
         raw1 = steps.check_int32_counts(np.asarray(unigrams), 1)
         F: dict = {}
         self.F = F
@@ -259,6 +274,10 @@ class ClusterKN:
                 parts = self._split(self._submit(_setup, merged[p][j], prev, int(self.bounds[p]),
                                                  name=f"setup-{p}-{n}"), 4, f"setup-{p}-{n}")
                 F["rows", p, n], F["count", p, n], F["prefix", p, n], self.m[p, n] = parts
+                if linked:  # where an occurrence of each n-gram ends; the ids ending at each position
+                    F["pos", p, n] = self._submit(_item, merged[p][j], 3, name=f"pos-{p}-{n}")
+                    if n < N:
+                        F["ends", p, n] = self._submit(_item, merged[p][j], 4, name=f"ends-{p}-{n}")
             merged[p] = None
         merged.clear()
         sizes = client.gather([self.m[k] for k in self.m])
@@ -288,21 +307,31 @@ class ClusterKN:
 
     def _links(self) -> None:
         """For n >= 3, partitions p, q: the positions ``sel`` of p's n-grams whose suffix
-        lives in q, and the suffixes' indices ``idx`` in q (the join by suffix key)."""
+        lives in q, and the suffixes' indices ``idx`` in q: read in q's ids of the
+        (n-1)-grams ending at each position of the text, at where each n-gram ends, when
+        the partitions bring them (``linked``), else found by the join by suffix key."""
         F, P = self.F, self.P
+        linked = self.linked
         for n in range(3, self.order + 1):
-            slots = [self._submit(_row_slots, F["rows", q, n - 1], name=f"slots-{q}-{n}", near=F["rows", q, n - 1])
-                     for q in range(P)]
+            slots = None if linked else [self._submit(_row_slots, F["rows", q, n - 1], name=f"slots-{q}-{n}",
+                                                      near=F["rows", q, n - 1]) for q in range(P)]
             for p in range(P):
                 sels = self._split(self._submit(_suffix_split, F["rows", p, n], self.bounds, name=f"sel-{p}-{n}"),
                                    P, f"sel-{p}-{n}")
                 for q in range(P):
                     F["sel", p, q, n] = sels[q]
-                    piece = self._submit(_suffix_rows, F["rows", p, n], sels[q], name=f"sufrows-{p}-{q}-{n}")
-                    # the suffixes travel to their partition, not its rows to them
-                    F["idx", p, q, n] = self._submit(_resolve, piece, F["rows", q, n - 1], slots[q],
-                                                     name=f"idx-{p}-{q}-{n}", near=F["rows", q, n - 1])
+                    # the suffixes (or where they end) travel to their partition, not its rows to them
+                    if linked:
+                        piece = self._submit(_take, F["pos", p, n], sels[q], name=f"sufpos-{p}-{q}-{n}")
+                        F["idx", p, q, n] = self._submit(_ids_at, F["ends", q, n - 1], piece,
+                                                         name=f"idx-{p}-{q}-{n}", near=F["ends", q, n - 1])
+                    else:
+                        piece = self._submit(_suffix_rows, F["rows", p, n], sels[q], name=f"sufrows-{p}-{q}-{n}")
+                        F["idx", p, q, n] = self._submit(_resolve, piece, F["rows", q, n - 1], slots[q],
+                                                         name=f"idx-{p}-{q}-{n}", near=F["rows", q, n - 1])
             del slots
+        for key in [k for k in F if k[0] in ("pos", "ends")]:  # freed once the links are made
+            del F[key]
 
     def _suffix_values(self, p: int, n: int, found1, acc1, found_name: str, acc_name: str):
         """Future of the (found, acc) of the suffixes of p's n-grams."""

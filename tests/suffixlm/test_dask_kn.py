@@ -117,6 +117,25 @@ def test_gather_pairs_and_group_by_range_against_numpy():
         group_by_range(np.array([1, 40], dtype=np.int32), bounds)
 
 
+def test_ids_at_against_numpy():
+    """The links' read of the ids ending at positions is numpy's fancy indexing, and
+    refuses a position outside the text or one where no n-gram of the level ends."""
+    from suffixlm.distributed._merge_kernels import ids_at
+
+    rng = np.random.default_rng(3)
+    for n, T in ((0, 5), (3, 5), (200, 50), (5000, 7)):
+        ends = rng.integers(0, 1000, size=T).astype(np.int32)
+        pos = rng.integers(0, T, size=n).astype(np.int32)
+        got = ids_at(ends, pos)
+        assert got.dtype == np.int32 and np.array_equal(got, ends[pos])
+    for bad in (-1, T):
+        with pytest.raises(ValueError, match="outside the text"):
+            ids_at(ends, np.array([0, bad], dtype=np.int32))
+    ends[2] = -1
+    with pytest.raises(ValueError, match="no n-gram"):
+        ids_at(ends, np.array([0, 2], dtype=np.int32))
+
+
 def test_count_into_is_bincount():
     """The KN counts' in-place tally against numpy's bincount, and its refusal of an index
     outside the counts (nothing written past them)."""
@@ -151,7 +170,8 @@ def test_count_partition_equals_the_merged_shards(sampled_corpus):
     """``count_partition`` (one partition's n-grams over the whole text, ``count_ngrams``
     with ``first_words``) against the single-process count cut by first word and against
     the shards counted then merged (``count_shard``, ``merge_pieces``); its prefixes index
-    the partition's level below (what ``find_rows`` finds there)."""
+    the partition's level below (what ``find_rows`` finds there), its positions are where
+    the n-grams end in the text."""
     from suffixlm.distributed import _merge_kernels as M
     from suffixlm.distributed.kn_counts import (_partition_bounds, count_partition, count_shard, encode_shard,
                                                 merge_pieces, read_shard, split_text)
@@ -164,10 +184,20 @@ def test_count_partition_equals_the_merged_shards(sampled_corpus):
     encoded = [encode_shard(sh, words, True) for sh in shards]
     counted = [count_shard(sh, words, True, 4, bounds) for sh in shards]
     np.testing.assert_array_equal(sum(e[0] for e in encoded), ref.count[0])
+    text = np.concatenate([e[2] for e in encoded])
     for p in range(5):
         got = count_partition(int(bounds[p]), int(bounds[p + 1]), 4, words, True, *encoded)
         for n in range(2, 5):
-            rows, cnt, prefix = got[n - 2]
+            rows, cnt, prefix, position, ends = got[n - 2]
+            # an occurrence of each n-gram ends at its position; below the top order, the
+            # n-grams ending at each position, as many as counted
+            np.testing.assert_array_equal(text[position[:, None] + np.arange(1 - n, 1)], rows)
+            if n < 4:
+                assert len(ends) == len(text)
+                np.testing.assert_array_equal(ends[position], np.arange(len(rows)))
+                np.testing.assert_array_equal(np.bincount(ends[ends >= 0], minlength=len(rows)), cnt)
+            else:
+                assert ends is None
             full = ref.rows(n)
             sel = (full[:, 0] >= bounds[p]) & (full[:, 0] < bounds[p + 1])
             np.testing.assert_array_equal(rows, full[sel])
@@ -181,7 +211,7 @@ def test_count_partition_equals_the_merged_shards(sampled_corpus):
                 want = M.find_rows(got[n - 3][0], np.ascontiguousarray(rows[:, :-1]))
                 np.testing.assert_array_equal(prefix, want)
     # no shard: nothing counted; a range outside the vocabulary: refused
-    assert all(len(r) == 0 for r, _, _ in count_partition(0, len(words), 3, words, True))
+    assert all(len(part[0]) == 0 for part in count_partition(0, len(words), 3, words, True))
     with pytest.raises(ValueError, match="first_words"):
         count_ngrams(corpus, 3, first_words=(5, len(words) + 1))
     with pytest.raises(ValueError, match="first_words"):

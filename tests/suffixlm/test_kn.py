@@ -296,7 +296,12 @@ def test_counting_run_by_run_is_the_two_counting_sorts(T, V):
         top = K.next_order_runs(ids_b, at, runs, nxt, True)  # the highest order: no level above
         for x, y in zip(want[1:5], top[1:5]):
             assert x.dtype == y.dtype and np.array_equal(x, y)
-        assert len(top[0]) == len(top[5]) == len(top[6]) == 0
+        assert len(top[0]) == len(top[5]) == len(top[6]) == len(top[7]) == len(got[7]) == 0
+        # where each n-gram first ends: the first of its run of positions, at the top too
+        first = got[6][:-1]
+        for t in (False, True):
+            with_first = K.next_order_runs(ids_b, at, runs, nxt, t, True)
+            assert np.array_equal(with_first[7], got[5][first]) and with_first[7].dtype == np.int32
         ids_a, ids_b, at, runs, n_prev = want[0], got[0], got[5], got[6], len(want[1])
 
 
