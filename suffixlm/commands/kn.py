@@ -255,6 +255,7 @@ def command(train_file, output, order, modified, min_count, vocab_path, unk, pru
                     streamed, stats = estimate_text_kn(client, text, order, vocab_path, unk=unk, modified=modified,
                                                        min_counts=min_counts, n_shards=plan and plan.n_shards,
                                                        n_partitions=plan and plan.partitions,
+                                                       whole=False if plan is not None else None,
                                                        progress=None if quiet else progress.line)
                 if streamed is not None and (prune is not None or binary):  # pruning, binary: the model whole
                     with progress.stage("gathering the model"):

@@ -16,6 +16,13 @@ newline (shards); each worker reads and encodes its own range. Three stages:
    driver only concatenates them and links each n-gram to its prefix and suffix
    (``NgramCounts``; trie ids are the lexicographic ranks).
 
+The Kneser-Ney estimate (``estimate_text_kn``) takes another way where every worker's
+memory holds the text (``whole_fits``): the shards are only encoded, and one task a
+partition counts that partition's n-grams over the whole text (``count_partition``:
+the counting extends only the n-grams that start in its word range, so the partitions'
+work adds up to about one count of the text, with no merge), keeping where each n-gram
+ends in the text, from which ``kn_estimate`` reads each suffix in its own partition.
+
 Every task is a pure function of (file, byte range, vocabulary), so a worker lost
 mid-job costs only the recomputation of its tasks (Dask reschedules them).
 Gzip input cannot be cut by byte ranges: it is read by one task. Standard input is
@@ -320,16 +327,27 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
     merged (``count_shard``, ``shuffle_partitions``: each task's memory bounded by its
     shard's, not by the text's); None: whole where every worker may hold
     ``WHOLE_BYTES_PER_TOKEN`` bytes a token of the text (``whole_fits``).
-    n_partitions: default one a worker counted whole, two a worker shard by shard."""
+    n_partitions: default one a worker counted whole, two a worker shard by shard, or as
+    many as ``budget.plan_memory`` gives for ``LIMIT_SHARE`` of the workers' memory limit
+    (``_limit_plan``, which also sets the shards when neither is given)."""
     from .kn_estimate import ClusterKN
+
+    plan = _limit_plan(client, path, order) if n_shards is None and n_partitions is None else None
+    if plan is not None:  # shards no larger than a worker's limit allows, if they come to be counted
+        n_shards = plan.n_shards
 
     def fits(n_tokens):
         return whole_fits(client, n_tokens) if whole is None else whole
 
-    # one partition a worker when each is counted over the whole text: every partition
-    # costs a pass over the text, and the links between partitions grow as their square
+    def partitions(n_words, n_tokens, n_workers):
+        # one a worker when each is counted over the whole text: every partition costs a
+        # pass over the text, and the links between partitions grow as their square
+        if fits(n_tokens):
+            return n_workers
+        return max(2 * n_workers, plan.partitions(n_words)) if plan is not None else 2 * n_workers
+
     vocab, stats, bounds, shards, tag = vocabulary_on_cluster(client, path, vocab_path, unk, n_shards, n_partitions,
-                                                              per_worker=lambda n_tokens: 1 if fits(n_tokens) else 2)
+                                                              default_partitions=partitions)
     whole = fits(stats.n_words + 2 * stats.n_sentences)
     if progress is not None:
         progress(f"{stats.n_sentences} sentences, {stats.n_words} words in {stats.n_shards} shards; "
@@ -356,6 +374,40 @@ def estimate_text_kn(client, path: str, order: int, vocab_path=None, unk: bool =
 #: text, with room below Dask's pause at 80 % of the limit: ``whole_fits`` (at 50M
 #: words on 2 workers, about 68 bytes a token were measured).
 WHOLE_BYTES_PER_TOKEN = 96
+
+
+#: the share of a worker's memory limit that its tasks may plan on (``_limit_plan``): Dask
+#: spills a worker's results to disk past 60 % of it and pauses the worker at 80 %
+LIMIT_SHARE = 0.6
+
+
+def _worker_limit(client) -> int | None:
+    """The smallest memory limit of the workers of ``client``; None if one has none."""
+    limits = [info.get("memory_limit") for info in client.scheduler_info().get("workers", {}).values()]
+    return min(limits) if limits and all(limits) else None
+
+
+def _limit_plan(client, path: str, order: int):
+    """``budget.plan_memory`` of ``LIMIT_SHARE`` of the workers' smallest memory limit (None
+    without one, or for an input not cut into shards): the shards and partitions that
+    keep each task of the shard path within it, as ``--memory`` sets them (the workers'
+    limits alone once let a merge task hold every shard's piece of a partition, and
+    Dask killed its workers in turn: 10M words under 435 MiB)."""
+    from .budget import BudgetError, plan_memory
+
+    limit = _worker_limit(client)
+    if limit is None:
+        return None
+    try:
+        if split_text(str(path), 2) == [(0, -1)]:
+            return None
+        plan = plan_memory(int(limit * LIMIT_SHARE), os.path.getsize(path), order)
+    except (OSError, BudgetError):  # the reading says what is wrong with the file; a tiny limit: the defaults
+        return None
+    # at least the default shards of a local cluster (4 a worker): the reading's tasks; the
+    # partitions count the merge's pieces
+    plan.n_shards = max(plan.n_shards, 4 * max(1, len(client.scheduler_info().get("workers", {}))))
+    return plan
 
 
 def whole_fits(client, n_tokens: int) -> bool:
@@ -422,13 +474,13 @@ def count_shards(client, shards: list, vocab: Vocabulary, order: int, bounds: np
 
 def vocabulary_on_cluster(client, path: str, vocab_path=None, unk: bool = False, n_shards: int | None = None,
                           n_partitions: int | None = None, min_count: int = 1, prefix: str = "kn",
-                          per_worker=2):
+                          default_partitions=None):
     """Stage 1: the shards read by the workers and the vocabulary (on the driver, from
     the shards' word counts, as ``load_training_corpus`` with ``min_count``). Returns
     (vocabulary, TextStats (n_oov still 0), bounds of the first-word partitions, futures
     of the shards (``read_shard``'s), a tag for task keys, which start with ``prefix``).
     Partitions: ``n_partitions`` (or a function of the number of words giving it), else
-    ``per_worker`` a worker (or a function of the number of tokens giving that)."""
+    ``default_partitions(n_words, n_tokens, n_workers)``, else two a worker."""
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     path = str(path)
     if input_name(path) == "<stdin>":
@@ -447,8 +499,8 @@ def vocabulary_on_cluster(client, path: str, vocab_path=None, unk: bool = False,
                            for i, s in enumerate(shards)])
     n_sentences = sum(s[1] for s in stats)
     n_words = sum(s[2] for s in stats)
-    P = (n_partitions(n_words) if callable(n_partitions) else n_partitions) or n_workers * (
-        per_worker(n_words + 2 * n_sentences) if callable(per_worker) else per_worker)
+    P = (n_partitions(n_words) if callable(n_partitions) else n_partitions) or (
+        default_partitions(n_words, n_words + 2 * n_sentences, n_workers) if default_partitions else 2 * n_workers)
     name = input_name(path)
     if n_sentences == 0:
         raise CorpusError(f"{name}: has no sentence; expected one sentence per line")

@@ -10,8 +10,10 @@ its first word), which lives in the partition of the second word:
 
 * pulled: the suffix's (found, acc) back-off values (the interpolation's lower-order
   probability and the back-off walk), by the suffix's index in its partition, which
-  is looked up once per order (``_resolve``, the join by suffix key: a hash table of
-  the suffixes' partition, built once per order);
+  is looked up once per order: where the partitions were counted over the whole text,
+  as the id the suffix's partition gives the (n-1)-gram ending where the n-gram ends
+  (``_ids_at``); after the keyed shuffle, by the join by suffix key (``_resolve``: a
+  hash table of the suffixes' partition, built once per order);
 * pushed: continuation counts (distinct left extensions, the KN counts below the top
   order) and the context-node marks, added up where the suffix lives.
 

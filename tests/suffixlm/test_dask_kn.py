@@ -237,6 +237,36 @@ def test_whole_fits_only_where_every_worker_says_its_limit_holds_the_text():
     assert not whole_fits(Info({}), 1000)
 
 
+def test_limit_plan_bounds_the_shard_path_by_the_workers_limit(sampled_corpus, tmp_path):
+    """Workers with a memory limit and no shards or partitions given: the shards and
+    partitions ``--memory`` would take for a share of the smallest limit (at least the
+    default shards); none without a limit or for gzip text, which is not cut."""
+    import gzip
+
+    from suffixlm.distributed.budget import plan_memory
+    from suffixlm.distributed.kn_counts import LIMIT_SHARE, _limit_plan
+
+    class Info:
+        def __init__(self, *limits):
+            self.workers = {f"w{i}": {"memory_limit": m} for i, m in enumerate(limits)}
+
+        def scheduler_info(self):
+            return {"workers": self.workers}
+
+    sampled_corpus = Path(sampled_corpus)
+    size = sampled_corpus.stat().st_size
+    small = 40 * size  # small enough for several shards
+    plan = _limit_plan(Info(3 * small, small), sampled_corpus, 5)
+    want = plan_memory(int(small * LIMIT_SHARE), size, 5)
+    assert plan.n_shards == max(want.n_shards, 8) > 1
+    assert plan.partitions(10**6) > want.partitions(10**6) / 2 and plan.task == want.task
+    assert _limit_plan(Info(small, 0), sampled_corpus, 5) is None  # a worker without a limit
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(sampled_corpus.read_bytes()))
+    assert _limit_plan(Info(small, small), gz, 5) is None
+    assert _limit_plan(Info(small, small), tmp_path / "missing.txt", 5) is None  # the reading says why
+
+
 # ---------------------------------------------------------------- byte-identical ARPA
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
