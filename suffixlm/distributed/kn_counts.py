@@ -404,10 +404,14 @@ def _limit_plan(client, path: str, order: int):
         plan = plan_memory(int(limit * LIMIT_SHARE), os.path.getsize(path), order)
     except (OSError, BudgetError):  # the reading says what is wrong with the file; a tiny limit: the defaults
         return None
-    # at least the default shards of a local cluster (4 a worker): the reading's tasks; the
-    # partitions count the merge's pieces
-    plan.n_shards = max(plan.n_shards, 4 * max(1, len(client.scheduler_info().get("workers", {}))))
+    # at least the default shards: the reading's tasks; the partitions count the merge's pieces
+    plan.n_shards = max(plan.n_shards, default_shards(os.path.getsize(path), client))
     return plan
+
+
+def default_shards(size: int, client) -> int:
+    """Byte ranges a text of ``size`` bytes is read in: 4 a worker, at least one a 16 MB."""
+    return max(4 * max(1, len(client.scheduler_info().get("workers", {}))), -(-size // (16 << 20)))
 
 
 def whole_fits(client, n_tokens: int) -> bool:
@@ -490,7 +494,7 @@ def vocabulary_on_cluster(client, path: str, vocab_path=None, unk: bool = False,
     except OSError as e:
         raise CorpusError(open_error_message(path, e)) from None
     if n_shards is None:
-        n_shards = max(4 * n_workers, -(-size // (16 << 20)))
+        n_shards = default_shards(size, client)
     tag = uuid.uuid4().hex[:8]
     ranges = split_text(path, n_shards)
     shards = [client.submit(read_shard, path, a, b, key=f"{prefix}-read-{tag}-{i}")

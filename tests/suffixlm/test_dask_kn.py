@@ -258,7 +258,7 @@ def test_limit_plan_bounds_the_shard_path_by_the_workers_limit(sampled_corpus, t
     small = 40 * size  # small enough for several shards
     plan = _limit_plan(Info(3 * small, small), sampled_corpus, 5)
     want = plan_memory(int(small * LIMIT_SHARE), size, 5)
-    assert plan.n_shards == max(want.n_shards, 8) > 1
+    assert plan.n_shards == max(want.n_shards, 2 * 4, -(-size // (16 << 20))) > 1
     assert plan.partitions(10**6) > want.partitions(10**6) / 2 and plan.task == want.task
     assert _limit_plan(Info(small, 0), sampled_corpus, 5) is None  # a worker without a limit
     gz = tmp_path / "t.txt.gz"
