@@ -193,7 +193,8 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
 def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_unk: bool, *encoded):
     """The n-grams of orders 2..order whose first word id lies in ``[lo, hi)`` in the
     shards ``encoded`` (``encode_shard``'s) laid end to end: per order (rows int32[m, n],
-    counts int64[m], prefix int32[m], position int32[m], ends), sorted and distinct, as
+    counts int32[m] (the trie's, without a copy to int64), prefix int32[m],
+    position int32[m], ends), sorted and distinct, as
     ``merge_pieces`` gives them from every shard's piece of the partition, without a merge
     and without counting the other partitions' n-grams (``count_ngrams`` with
     ``first_words``); ``prefix``: the index of each n-gram's context among the
@@ -213,7 +214,7 @@ def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_un
     off = np.concatenate(off)
     if len(off) <= 1:
         empty = np.zeros(0, dtype=np.int32)
-        return [(np.zeros((0, n), dtype=np.int32), np.zeros(0, dtype=np.int64), empty, empty,
+        return [(np.zeros((0, n), dtype=np.int32), empty, empty, empty,
                  empty if n < order else None) for n in range(2, order + 1)]
     n_words = sum(int(e[4]) for e in encoded)
     n_oov = sum(int(e[1]) for e in encoded)
@@ -223,7 +224,7 @@ def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_un
     out = []
     for n in range(2, order + 1):
         prefix = c.prefix[n - 1] - np.int32(lo) if n == 2 else c.prefix[n - 1]
-        out.append((c.rows(n), c.count[n - 1].astype(np.int64), prefix, c.position[n - 1], c.ends[n - 1]))
+        out.append((c.rows(n), c.count[n - 1], prefix, c.position[n - 1], c.ends[n - 1]))
         c.suffix[n - 1] = None  # not read: the suffixes live in other partitions
     return out
 
