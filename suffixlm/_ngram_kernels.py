@@ -119,6 +119,27 @@ def rows_column(out, j, word, prefix, g):
         g[i] = prefix[q]
 
 
+@njit(cache=True, nogil=True)
+def extend_rows(prev, prefix, base, word):
+    """int32[m, k + 1]: the rows (word ids) of m n-grams, each its prefix's row one order
+    down, ``prev[prefix[i] - base]`` (int32[*, k]), then its word ``word[i]``
+    (``ngrams.rows_by_order``). ValueError for a prefix outside ``prev`` or a ``word`` of
+    another length."""
+    m = prefix.shape[0]
+    k = prev.shape[1]
+    if word.shape[0] != m:
+        raise ValueError("extend_rows: prefix and word differ in length")
+    out = np.empty((m, k + 1), dtype=np.int32)
+    for i in range(m):
+        p = prefix[i] - base
+        if p < 0 or p >= prev.shape[0]:
+            raise ValueError("extend_rows: a prefix outside the rows one order down")
+        for j in range(k):
+            out[i, j] = prev[p, j]
+        out[i, k] = word[i]
+    return out
+
+
 #: How many positions ahead ``next_order_runs`` prefetches what it reads at a position.
 GATHER_AHEAD = 16
 

@@ -111,7 +111,10 @@ def events_from_rows(order: int, unigrams: np.ndarray, rows: list[tuple[np.ndarr
 
 def events_from_ngram_counts(counts, order: int):
     """(tokens, offsets, counts) of the events from ``NgramCounts`` of orders 1..order."""
-    rows = [(counts.rows(k), counts.count[k - 1]) for k in range(2, order + 1)]
+    from .ngrams import rows_by_order
+
+    rows, _ = rows_by_order(counts.word[:order], counts.prefix[:order])
+    rows = [(r, counts.count[k - 1]) for k, r in enumerate(rows, 2)]
     return events_from_rows(order, counts.count[0].astype(np.int64), rows)
 
 

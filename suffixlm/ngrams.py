@@ -65,6 +65,35 @@ def ngram_rows(word: list, prefix: list, index=None) -> np.ndarray:
     return out
 
 
+def rows_by_order(word: list, prefix: list, lo: int = 0, hi: int | None = None) -> tuple[list, list]:
+    """The rows (int32[m, n] word ids) of the n-grams of every order n = 2 .. len(word)
+    whose first word id lies in ``[lo, hi)`` (all when None), and the slice of its
+    order each is (``NgramCounts``' arrays ``word``, ``prefix`` of orders 1 .. N; the trie
+    lists an order's n-grams by first word, so the range is one slice of each order,
+    found from the slice one order down through the prefixes). Built order after order
+    (``_ngram_kernels.extend_rows``: each row is its prefix's, one order down, and its
+    word): each row written once, where ``ngram_rows`` of each order walks every n-gram
+    down to its first word and passes over the whole output once a column."""
+    from . import _ngram_kernels as K
+
+    V = len(word[0])
+    lo = int(lo)
+    hi = V if hi is None else int(hi)
+    if not 0 <= lo <= hi <= V:
+        raise ValueError(f"rows_by_order: [{lo}, {hi}) is not a range of word ids within 0..{V}")
+    prev = np.ascontiguousarray(word[0][lo:hi], dtype=np.int32).reshape(-1, 1)  # order 1: word w at index w
+    a, b = lo, hi
+    rows, slices = [], []
+    for n in range(2, len(word) + 1):
+        pre = prefix[n - 1]
+        base = a
+        a, b = (int(x) for x in np.searchsorted(pre, [a, b]))  # the n-grams whose prefix lies in the slice below
+        prev = K.extend_rows(prev, pre[a:b], base, word[n - 1][a:b])
+        rows.append(prev)
+        slices.append(slice(a, b))
+    return rows, slices
+
+
 def count_ngrams(corpus: Corpus, order: int, shelf=None, first_words: tuple[int, int] | None = None,
                  positions: bool = False) -> NgramCounts:
     """Count every n-gram (n = 1..order) inside the sentences of ``corpus``.

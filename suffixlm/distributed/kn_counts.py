@@ -58,7 +58,7 @@ from ..corpus import (
 )
 from ..io import BOM, GZIP_MAGIC, input_name, line_blocks, open_error_message, split_words
 from ..backoff.kn_steps import check_int32_counts
-from ..ngrams import NgramCounts, count_ngrams
+from ..ngrams import NgramCounts, count_ngrams, rows_by_order
 from .spill import projection
 
 
@@ -168,8 +168,8 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
     parts[p] = [(rows int32[m, n], counts int64[m]) for n = 2..order], sorted, each an
     array of its own. The trie's n-grams are in lexicographic order, so each partition
     is a range of every order, found from the range of the order below through the
-    prefixes; its rows are built from there (no rows of the whole order, and no copy of
-    them cut in pieces)."""
+    prefixes; its rows are built from there (``rows_by_order``: no rows of the whole
+    order, and no copy of them cut in pieces)."""
     unigrams, n_oov, tok, off, n_words = encode_shard(shard, vocab_words, has_unk)
     P = len(bounds) - 1
     parts: list[list] = [[] for _ in range(P)]
@@ -180,13 +180,9 @@ def count_shard(shard, vocab_words: list[str], has_unk: bool, order: int, bounds
         return unigrams, n_oov, parts
     c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order)
     del tok
-    cut = np.asarray(bounds, dtype=np.int64)  # the unigrams' ids are the words
-    for n in range(2, order + 1):
-        cut = np.searchsorted(c.prefix[n - 1], cut)  # the n-grams whose prefix is in the range
-        cnt = c.count[n - 1]
-        for p in range(P):
-            piece = slice(cut[p], cut[p + 1])
-            parts[p].append((c.rows(n, piece), cnt[piece].astype(np.int64)))
+    for p in range(P):
+        rows, pieces = rows_by_order(c.word, c.prefix, bounds[p], bounds[p + 1])
+        parts[p] = [(r, c.count[n - 1][piece].astype(np.int64)) for n, (r, piece) in enumerate(zip(rows, pieces), 2)]
     return unigrams, n_oov, parts
 
 
@@ -221,10 +217,11 @@ def count_partition(lo: int, hi: int, order: int, vocab_words: list[str], has_un
     c = count_ngrams(Corpus(tok, off, Vocabulary(vocab_words, has_unk), n_words, n_oov), order,
                      first_words=(lo, hi), positions=True)
     del tok, off
+    rows, _ = rows_by_order(c.word, c.prefix)
     out = []
     for n in range(2, order + 1):
         prefix = c.prefix[n - 1] - np.int32(lo) if n == 2 else c.prefix[n - 1]
-        out.append((c.rows(n), c.count[n - 1], prefix, c.position[n - 1], c.ends[n - 1]))
+        out.append((rows[n - 2], c.count[n - 1], prefix, c.position[n - 1], c.ends[n - 1]))
         c.suffix[n - 1] = None  # not read: the suffixes live in other partitions
     return out
 

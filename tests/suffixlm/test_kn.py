@@ -264,6 +264,46 @@ def test_count_ngrams_matches_brute_force(sents, order):
         assert got == dict(want)
 
 
+@given(st.lists(st.lists(st.sampled_from("abcde"), min_size=0, max_size=7), min_size=1, max_size=6),
+       st.integers(1, 4), st.integers(0, 8), st.integers(0, 8))
+def test_rows_by_order_are_the_rows_of_a_first_word_range(sents, order, lo, hi):
+    """``rows_by_order`` (each order's rows from the order below) gives, for the first
+    words in [lo, hi), exactly the rows of ``NgramCounts.rows`` there (the walk down to
+    the first word, column by column) and the slice of each order they are; the range
+    of every word, empty ranges, and refusals of a range outside the vocabulary and of
+    prefixes outside the rows below."""
+    from suffixlm import _ngram_kernels as K
+    from suffixlm.ngrams import rows_by_order
+
+    sents = [s for s in sents if s] or [["a"]]
+    corpus = Corpus.from_sentences(sents, Corpus.from_strings([" ".join(s) for s in sents]).vocab)
+    c = count_ngrams(corpus, order)
+    V = len(corpus.vocab)
+    lo, hi = min(lo, hi, V), min(max(lo, hi), V)
+    for a, b in ((lo, hi), (0, V)):
+        rows, pieces = rows_by_order(c.word, c.prefix, a, b)
+        assert len(rows) == len(pieces) == order - 1
+        for n, (r, piece) in enumerate(zip(rows, pieces), 2):
+            full = c.rows(n)
+            want = np.flatnonzero((full[:, 0] >= a) & (full[:, 0] < b))
+            assert r.dtype == np.int32 and r.shape == (len(want), n)
+            assert np.array_equal(np.arange(len(full))[piece], want)
+            assert np.array_equal(r, full[want])
+    assert np.array_equal(rows_by_order(c.word, c.prefix)[0][-1] if order > 1 else np.zeros((0, 0)),
+                          c.rows(order) if order > 1 else np.zeros((0, 0)))
+    with pytest.raises(ValueError, match="range of word ids"):
+        rows_by_order(c.word, c.prefix, 0, V + 1)
+    with pytest.raises(ValueError, match="outside the rows"):
+        K.extend_rows(np.zeros((2, 1), dtype=np.int32), np.array([0, 2], dtype=np.int32), 0,
+                      np.zeros(2, dtype=np.int32))
+    with pytest.raises(ValueError, match="outside the rows"):
+        K.extend_rows(np.zeros((2, 1), dtype=np.int32), np.array([0, 1], dtype=np.int32), 1,
+                      np.zeros(2, dtype=np.int32))
+    with pytest.raises(ValueError, match="differ in length"):
+        K.extend_rows(np.zeros((2, 1), dtype=np.int32), np.array([0, 1], dtype=np.int32), 0,
+                      np.zeros(3, dtype=np.int32))
+
+
 @pytest.mark.parametrize("T,V", [(0, 3), (1, 1), (7, 2), (400, 3), (5000, 40), (30000, 900)])
 def test_counting_run_by_run_is_the_two_counting_sorts(T, V):
     """``next_order_runs`` (order n from the level below, run by run; what
