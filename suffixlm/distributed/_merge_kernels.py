@@ -202,26 +202,41 @@ def find_rows_hashed(table, slots, queries):
 
 
 @njit(cache=True, nogil=True)
-def gather_pairs(a, b, idx):
-    """(``a[idx]``, ``b[idx]``) in one pass, each pair's lines prefetched ``AHEAD``
-    positions before (indices checked: ValueError for one outside the arrays)."""
+def gather(a, idx):
+    """``a[idx]`` (1-D), each line prefetched ``AHEAD`` positions before (indices checked:
+    ValueError for one outside the array)."""
     n = idx.shape[0]
-    m = min(a.shape[0], b.shape[0])
-    oa = np.empty(n, dtype=a.dtype)
-    ob = np.empty(n, dtype=b.dtype)
+    m = a.shape[0]
+    out = np.empty(n, dtype=a.dtype)
     for j in range(min(AHEAD, n)):
-        prefetch(a, idx[j])
-        prefetch(b, idx[j])
+        if 0 <= idx[j] < m:
+            prefetch(a, idx[j])
     for j in range(n):
-        if j + AHEAD < n:
+        if j + AHEAD < n and 0 <= idx[j + AHEAD] < m:
             prefetch(a, idx[j + AHEAD])
-            prefetch(b, idx[j + AHEAD])
         i = idx[j]
         if i < 0 or i >= m:
-            raise ValueError("gather_pairs: an index is outside the arrays")
-        oa[j] = a[i]
-        ob[j] = b[i]
-    return oa, ob
+            raise ValueError("gather: an index is outside the array")
+        out[j] = a[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def scatter_pairs(out_a, out_b, sel, pairs):
+    """``out_a[sel] = pairs[:, 0]`` and ``out_b[sel] = pairs[:, 1]`` in one pass (numpy's
+    assignment through an int32 index array makes an int64 copy of it first, then a pass
+    per array). ValueError for a position outside the outputs or pairs of another
+    length."""
+    n = sel.shape[0]
+    m = min(out_a.shape[0], out_b.shape[0])
+    if pairs.shape[0] != n or pairs.shape[1] != 2:
+        raise ValueError("scatter_pairs: the pairs and the positions differ in length")
+    for j in range(n):
+        i = sel[j]
+        if i < 0 or i >= m:
+            raise ValueError("scatter_pairs: a position is outside the outputs")
+        out_a[i] = pairs[j, 0]
+        out_b[i] = pairs[j, 1]
 
 
 @njit(cache=True, nogil=True)

@@ -110,13 +110,6 @@ def _resolve(suffixes: np.ndarray, table: np.ndarray, slots: np.ndarray):
     return M.find_rows_hashed(table, slots, suffixes)
 
 
-def _assemble(m: int, sels, pieces, dtype):
-    out = np.empty(m, dtype=dtype)
-    for sel, piece in zip(sels, pieces):
-        out[sel] = piece
-    return out
-
-
 def _kn_counts(count, rows, nonevent, *idx):
     """SRILM's KN counts of an order below the top: the number of distinct (n+1)-grams
     ending in the n-gram (``idx``: the suffix indices of the (n+1)-grams of every
@@ -140,23 +133,37 @@ def _coc(kn, rows, nonevent):
 def _suffix_values(rows, found1, acc1, sels, *pieces):
     """The suffixes' (found, acc), aligned with ``rows``: bigrams index the unigram level
     (``found1``, ``acc1``), higher orders assemble what their suffixes' partitions sent."""
-    if found1 is not None:
-        return found1[rows[:, 1]], acc1[rows[:, 1]]
-    m = len(rows)
-    return (_assemble(m, sels, [pc[0] for pc in pieces], np.float32),
-            _assemble(m, sels, [pc[1] for pc in pieces], np.float32))
-
-
-def _take_found_acc(found, acc, idx):
     from . import _merge_kernels as M
 
-    return M.gather_pairs(found, acc, idx)
+    if found1 is not None:
+        return found1[rows[:, 1]], acc1[rows[:, 1]]
+    found, acc = np.empty(len(rows), dtype=np.float32), np.empty(len(rows), dtype=np.float32)
+    for sel, pairs in zip(sels, pieces):  # the partitions' positions: every one exactly once
+        M.scatter_pairs(found, acc, sel, pairs)
+    return found, acc
 
 
-def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
+def _pack(found, acc):
+    """(found, acc) side by side, float32[m, 2]: a pull reads one line for the pair of an
+    n-gram where two arrays took two."""
+    fa = np.empty((len(found), 2), dtype=np.float32)
+    fa[:, 0] = found
+    fa[:, 1] = acc
+    return fa
+
+
+def _take_found_acc(fa, idx):
+    """The (found, acc) pairs (``_pack``'s) of the n-grams ``idx``: float32[len(idx), 2]."""
+    from . import _merge_kernels as M
+
+    return M.gather(fa.view(np.int64).reshape(-1), idx).view(np.float32).reshape(-1, 2)
+
+
+def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s, top):
     """First pass over an order: probabilities, the contexts' back-off weights, the
-    back-off walk (as ``kn.estimate_kneser_ney``); ``ctx_unk``: contexts holding a
-    closed-vocabulary <unk> (None in an open vocabulary)."""
+    back-off walk (as ``kn.estimate_kneser_ney``; ``_pack``ed, None at the ``top`` order,
+    whose walk no order above reads); ``ctx_unk``: contexts holding a closed-vocabulary
+    <unk> (None in an open vocabulary)."""
     from ..backoff import _kn_kernels as K
 
     nonevent, min_count, d, vocab_size, interpolate = params
@@ -167,23 +174,24 @@ def _forward(rows, prefix, kn, n_ctx, ctx_unk, params, found_s, acc_s):
     lp, explicit, n_retry = K.estimate_order(start, end, skip, kn, word, lower, nonevent, min_count,
                                              float(d[0]), float(d[1]), float(d[2]), vocab_size, interpolate, False)
     bow_ctx, n_bad = K.backoff_weights(start, end, explicit, lp, lower)
-    found, acc = steps.walk_step(found_s, acc_s, bow_ctx, prefix, lp, explicit)
+    fa = None if top else _pack(*steps.walk_step(found_s, acc_s, bow_ctx, prefix, lp, explicit))
     unk = (ctx_unk[prefix] | (word == UNK_ID)) if ctx_unk is not None else None
-    return lp, explicit, found, acc, bow_ctx, unk, int(n_retry), int(n_bad)
+    return lp, explicit, fa, bow_ctx, unk, int(n_retry), int(n_bad)
 
 
 def _fixup_forward(lp, explicit, bow_ctx, prefix, mark, found_s, acc_s):
-    """Second pass over an order: the back-off walk through the fixed-up lower order, then
-    SRILM's fix-ups of this order's marked n-grams (``mark`` None: the top order)."""
+    """Second pass over an order: the back-off walk through the fixed-up lower order
+    (``_pack``ed), then SRILM's fix-ups of this order's marked n-grams (``mark`` None: the
+    top order, which has none and whose walk no order above reads: nothing to do)."""
+    if mark is None:
+        return lp, explicit, None, 0
     found, acc = steps.walk_step(found_s, acc_s, bow_ctx, prefix, lp, explicit)
-    n_fix = 0
-    if mark is not None:
-        fix = mark & ~explicit
-        n_fix = int(fix.sum())
-        if n_fix:
-            lp, explicit = lp.copy(), explicit.copy()
-            steps.fixup_order(lp, explicit, found, acc, fix)
-    return lp, explicit, found, acc, n_fix
+    fix = mark & ~explicit
+    n_fix = int(fix.sum())
+    if n_fix:
+        lp, explicit = lp.copy(), explicit.copy()
+        steps.fixup_order(lp, explicit, found, acc, fix)
+    return lp, explicit, _pack(found, acc), n_fix
 
 
 def _marked_suffixes(node, sel, idx):
@@ -335,13 +343,13 @@ class ClusterKN:
         for key in [k for k in F if k[0] in ("pos", "ends")]:  # freed once the links are made
             del F[key]
 
-    def _suffix_values(self, p: int, n: int, found1, acc1, found_name: str, acc_name: str):
+    def _suffix_values(self, p: int, n: int, found1, acc1):
         """Future of the (found, acc) of the suffixes of p's n-grams."""
         F = self.F
         if n == 2:
             return self._submit(_suffix_values, F["rows", p, n], found1, acc1, None, name=f"sv-{p}-{n}")
-        pieces = [self._submit(_take_found_acc, F[found_name, q, n - 1], F[acc_name, q, n - 1], F["idx", p, q, n],
-                               name=f"pull-{p}-{q}-{n}") for q in range(self.P)]
+        pieces = [self._submit(_take_found_acc, F["fa", q, n - 1], F["idx", p, q, n], name=f"pull-{p}-{q}-{n}")
+                  for q in range(self.P)]
         sels = [F["sel", p, q, n] for q in range(self.P)]
         return self._submit(_suffix_values, F["rows", p, n], None, None, sels, *pieces, name=f"sv-{p}-{n}")
 
@@ -402,12 +410,12 @@ class ClusterKN:
                 else:
                     n_ctx = self.m[p, n - 1]
                     ctx_unk = F["unk", p, n - 1] if self.closed else None
-                sv = self._suffix_values(p, n, found1, acc1, "found", "acc")
+                sv = self._suffix_values(p, n, found1, acc1)
                 fs, acs = self._split(sv, 2, f"svs-{p}-{n}")
                 t = self._submit(_forward, F["rows", p, n], F["prefix", p, n], F["kn", p, n], n_ctx, ctx_unk,
-                                 params, fs, acs, name=f"fwd-{p}-{n}")
-                (F["lp", p, n], F["explicit", p, n], F["found", p, n], F["acc", p, n], bow_ctx, F["unk", p, n],
-                 retry, bad) = self._split(t, 8, f"fwd-{p}-{n}")
+                                 params, fs, acs, n == N, name=f"fwd-{p}-{n}")
+                (F["lp", p, n], F["explicit", p, n], F["fa", p, n], bow_ctx, F["unk", p, n],
+                 retry, bad) = self._split(t, 7, f"fwd-{p}-{n}")
                 if n == 2:
                     F["bow1", p] = bow_ctx
                 else:
@@ -416,8 +424,7 @@ class ClusterKN:
             for p in range(P):
                 F.pop(("kn", p, n), None)
                 if n >= 3:
-                    F.pop(("found", p, n - 1), None)
-                    F.pop(("acc", p, n - 1), None)
+                    F.pop(("fa", p, n - 1), None)
             res = client.gather(outs)
             self.progress(f"order {n}: probabilities and back-off weights")
             info["retries"].append(sum(r for r, _ in res))
@@ -426,8 +433,7 @@ class ClusterKN:
             if N >= 2:
                 lo, hi = self._lo_hi(p)
                 bow1[lo:hi] = F["bow1", p].result()
-            F.pop(("found", p, N), None)
-            F.pop(("acc", p, N), None)
+            F.pop(("fa", p, N), None)
         self._nodes(N)
         # fix-ups: marks along prefixes, then the walk again through the fixed-up orders
         for n in range(N - 1, 1, -1):
@@ -441,23 +447,20 @@ class ClusterKN:
             for p in range(P):
                 bow_ctx = F["bow1", p] if n == 2 else F["bow", p, n - 1]
                 mark = F["mark", p, n] if n < N else None
-                sv = self._suffix_values(p, n, found1, acc1, "found", "acc")
+                sv = self._suffix_values(p, n, found1, acc1)
                 fs, acs = self._split(sv, 2, f"svf-{p}-{n}")
                 t = self._submit(_fixup_forward, F["lp", p, n], F["explicit", p, n], bow_ctx, F["prefix", p, n],
                                  mark, fs, acs, name=f"fix-{p}-{n}")
-                (F["lp", p, n], F["explicit", p, n], F["found", p, n], F["acc", p, n],
-                 nfix) = self._split(t, 5, f"fix-{p}-{n}")
+                F["lp", p, n], F["explicit", p, n], F["fa", p, n], nfix = self._split(t, 4, f"fix-{p}-{n}")
                 fix_counts.append(nfix)
             for p in range(P):
                 F.pop(("mark", p, n), None)
                 if n >= 3:
-                    F.pop(("found", p, n - 1), None)
-                    F.pop(("acc", p, n - 1), None)
+                    F.pop(("fa", p, n - 1), None)
             info["fixups"].append(0 if n == N else sum(client.gather(fix_counts)))
             self.progress(f"order {n}: fix-ups")
         for p in range(P):
-            F.pop(("found", p, N), None)
-            F.pop(("acc", p, N), None)
+            F.pop(("fa", p, N), None)
         for key in [k for k in F if k[0] == "node"]:
             del F[key]
         node1 = self._nodes(N)

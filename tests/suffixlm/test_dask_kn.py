@@ -91,19 +91,22 @@ def test_merge_partition_and_find_rows_brute_force():
                 assert find_rows_hashed(rows, row_slots(rows), qs).tolist() == want
 
 
-def test_gather_pairs_and_group_by_range_against_numpy():
-    """The pulls' gather (both arrays in one pass) is numpy's fancy indexing, and refuses
-    an index outside the arrays; the suffix split's counting sort is numpy's stable
+def test_gather_and_group_by_range_against_numpy():
+    """The pulls' gather (of the packed (found, acc) pairs) is numpy's fancy indexing, and
+    refuses an index outside the array; the suffix split's counting sort is numpy's stable
     argsort of the range numbers, and refuses a key outside the ranges."""
-    from suffixlm.distributed._merge_kernels import gather_pairs, group_by_range
+    from suffixlm.distributed._merge_kernels import gather, group_by_range
+    from suffixlm.distributed.kn_estimate import _pack, _take_found_acc
 
     rng = np.random.default_rng(2)
     for n, m in ((0, 5), (3, 5), (200, 50), (5000, 7)):
         a = rng.standard_normal(m).astype(np.float32)
         b = rng.standard_normal(m).astype(np.float32)
         idx = rng.integers(0, m, size=n).astype(np.int32)
-        x, y = gather_pairs(a, b, idx)
-        assert np.array_equal(x, a[idx]) and np.array_equal(y, b[idx])
+        assert np.array_equal(gather(a, idx), a[idx])
+        pairs = _take_found_acc(_pack(a, b), idx)
+        assert pairs.dtype == np.float32 and pairs.shape == (n, 2)
+        assert np.array_equal(pairs[:, 0], a[idx]) and np.array_equal(pairs[:, 1], b[idx])
         bounds = np.array([0, 2, 2, 9, 40], dtype=np.int64)
         keys = rng.integers(0, 40, size=n).astype(np.int32)
         order, start = group_by_range(keys, bounds)
@@ -111,8 +114,9 @@ def test_gather_pairs_and_group_by_range_against_numpy():
         want = np.argsort(q, kind="stable")
         assert order.tolist() == want.tolist()
         assert start.tolist() == np.searchsorted(q[want], np.arange(len(bounds))).tolist()
-    with pytest.raises(ValueError, match="outside"):
-        gather_pairs(a, b, np.array([0, m], dtype=np.int32))
+    for bad in (-1, m):
+        with pytest.raises(ValueError, match="outside"):
+            gather(a, np.array([0, bad], dtype=np.int32))
     with pytest.raises(ValueError, match="outside"):
         group_by_range(np.array([1, 40], dtype=np.int32), bounds)
 
@@ -134,6 +138,33 @@ def test_ids_at_against_numpy():
     ends[2] = -1
     with pytest.raises(ValueError, match="no n-gram"):
         ids_at(ends, np.array([0, 2], dtype=np.int32))
+
+
+def test_scatter_pairs_against_numpy():
+    """The suffix values' assembly (both arrays in one pass) is numpy's assignment through
+    the partitions' positions, and refuses a position outside the outputs or pieces of
+    another length."""
+    from suffixlm.distributed._merge_kernels import group_by_range, scatter_pairs
+
+    rng = np.random.default_rng(4)
+    for m in (0, 1, 7, 300, 5000):
+        bounds = np.array([0, 3, 3, 10], dtype=np.int64)
+        order, start = group_by_range(rng.integers(0, 10, size=m).astype(np.int32), bounds)
+        sels = [order[start[q]:start[q + 1]] for q in range(3)]  # a partition of 0 .. m - 1
+        pieces = [rng.standard_normal((len(s), 2)).astype(np.float32) for s in sels]
+        fa, fb = np.full(m, np.nan, dtype=np.float32), np.full(m, np.nan, dtype=np.float32)
+        wa, wb = fa.copy(), fb.copy()
+        for sel, pairs in zip(sels, pieces):
+            scatter_pairs(fa, fb, sel, pairs)
+            wa[sel], wb[sel] = pairs[:, 0], pairs[:, 1]
+        assert np.array_equal(fa, wa) and np.array_equal(fb, wb) and not np.isnan(fa).any()
+    out_a, out_b = np.zeros(4, dtype=np.float32), np.zeros(4, dtype=np.float32)
+    two = np.ones((2, 2), dtype=np.float32)
+    for bad in (-1, 4):
+        with pytest.raises(ValueError, match="outside the outputs"):
+            scatter_pairs(out_a, out_b, np.array([0, bad], dtype=np.int32), two)
+    with pytest.raises(ValueError, match="differ in length"):
+        scatter_pairs(out_a, out_b, np.array([0, 1, 2], dtype=np.int32), two)
 
 
 def test_count_into_is_bincount():
