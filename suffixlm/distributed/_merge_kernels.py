@@ -222,6 +222,21 @@ def gather(a, idx):
 
 
 @njit(cache=True, nogil=True)
+def pack_pairs(a, b):
+    """float32[m, 2]: ``a`` and ``b`` side by side (lengths checked: ValueError). Made here
+    rather than by numpy, which asks the kernel for huge pages for a large array: the
+    first touch of a fresh one can then wait on the kernel's compaction of memory."""
+    m = a.shape[0]
+    if b.shape[0] != m:
+        raise ValueError("pack_pairs: the arrays differ in length")
+    out = np.empty((m, 2), dtype=np.float32)
+    for i in range(m):
+        out[i, 0] = a[i]
+        out[i, 1] = b[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def scatter_pairs(out_a, out_b, sel, pairs):
     """``out_a[sel] = pairs[:, 0]`` and ``out_b[sel] = pairs[:, 1]`` in one pass (numpy's
     assignment through an int32 index array makes an int64 copy of it first, then a pass

@@ -144,12 +144,11 @@ def _suffix_values(rows, found1, acc1, sels, *pieces):
 
 
 def _pack(found, acc):
-    """(found, acc) side by side, float32[m, 2]: a pull reads one line for the pair of an
-    n-gram where two arrays took two."""
-    fa = np.empty((len(found), 2), dtype=np.float32)
-    fa[:, 0] = found
-    fa[:, 1] = acc
-    return fa
+    """(found, acc) side by side, float32[m, 2] (``_merge_kernels.pack_pairs``): a pull
+    reads one line for the pair of an n-gram where two arrays took two."""
+    from . import _merge_kernels as M
+
+    return M.pack_pairs(found, acc)
 
 
 def _take_found_acc(fa, idx):

@@ -117,6 +117,8 @@ def test_gather_and_group_by_range_against_numpy():
     for bad in (-1, m):
         with pytest.raises(ValueError, match="outside"):
             gather(a, np.array([0, bad], dtype=np.int32))
+    with pytest.raises(ValueError, match="differ in length"):
+        _pack(a, b[:-1])
     with pytest.raises(ValueError, match="outside"):
         group_by_range(np.array([1, 40], dtype=np.int32), bounds)
 
