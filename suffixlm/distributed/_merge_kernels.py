@@ -9,7 +9,7 @@ from .._address import prefetch
 from .._jit import njit
 
 #: How many rows ahead the hashed joins prefetch (``row_slots``, ``find_rows_hashed``,
-#: ``gather_pairs``): their probes land in tables far larger than the caches, so each
+#: ``gather``, ``ids_at``): their probes land in tables far larger than the caches, so each
 #: waits on memory unless its line was asked for some rows before.
 AHEAD = 16
 
