@@ -6,7 +6,9 @@ costs more than the single-process estimator would.
     python scripts/profile_dask_kn.py /tmp/s50m.txt [--workers 2] [--shards N] [--partitions P]
 
 Writes the ARPA file to a temporary directory. Task kinds are the task keys without their
-numbers and tags (``kn-count``, ``kn-merge``, ``kn-est-idx``, ...).
+numbers and tags (``kn-count``, ``kn-merge``, ``kn-est-idx``, ...). Last, each stage's compute
+seconds per worker (the estimate's ``kn-est-*`` tasks, and the reading and counting): how
+evenly the partitions load the workers.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main(text, order, workers, shards, partitions):
             t3 = time.time()
         print(f"estimate {t2 - t1:.2f} s, write {t3 - t2:.2f} s")
         compute, transfer, tasks = collections.Counter(), collections.Counter(), collections.Counter()
+        by_worker = collections.defaultdict(collections.Counter)  # stage -> worker -> compute s
         for t in ts.data:
             key = t["key"][0] if isinstance(t["key"], tuple) else t["key"]
             kind = "-".join(p for p in key.split("-") if not re.fullmatch(r"\d+|[0-9a-f]{8}", p))
@@ -51,6 +54,8 @@ def main(text, order, workers, shards, partitions):
                 if s["action"] == "compute":
                     compute[kind] += s["stop"] - s["start"]
                     tasks[kind] += 1
+                    stage = "estimate" if kind.startswith("kn-est") else "read and count"
+                    by_worker[stage][t.get("worker")] += s["stop"] - s["start"]
                 elif s["action"] == "transfer":
                     transfer[kind] += s["stop"] - s["start"]
         print(f"compute {sum(compute.values()):.2f} s, transfer {sum(transfer.values()):.2f} s, "
@@ -58,6 +63,8 @@ def main(text, order, workers, shards, partitions):
         print(f"{'task kind':24s} {'compute s':>10s} {'transfer s':>11s} {'tasks':>6s}")
         for kind, v in compute.most_common():
             print(f"{kind:24s} {v:10.2f} {transfer[kind]:11.2f} {tasks[kind]:6d}")
+        for stage, per in by_worker.items():  # how evenly each stage's work falls on the workers
+            print(f"{stage}: compute s per worker " + ", ".join(f"{v:.2f}" for _, v in sorted(per.items())))
 
 
 if __name__ == "__main__":
