@@ -7,7 +7,7 @@ say, instead of from the record found one probe before):
     python scripts/bench_walk_bound.py --work /tmp/sbq      # writes benchmarks/walk_bound.{json,md}
 
 Models: those of ``scripts/bench_lanes.py`` (made in --work when missing). Per model, in
-one process, on one thread, PTB test (``score_sentences``'s walk, ``_walk_span``, a
+one process, on one thread, PTB test (``score_sentences``'s walk, ``_walk``, a
 sentence after the other), --repeats interleaved rounds, medians in ns a word:
 
 - ``walk``: the walk alone (as ``score_ids`` with the lanes off);
@@ -77,7 +77,8 @@ def kernel():
 
     @njit
     def touch_walk(D, V, S, order, ids, offsets, missing, touch, toffs, walk):
-        F, regs, ctx, nxt, qb = K._walk_space(D, V, S, order)
+        F, regs, C, qb = K._walk_space(D, V, S, order)
+        R = regs.reshape(-1)
         no_lp = np.empty(0, dtype=np.float64)
         n = offsets.shape[0] - 1
         sums = np.zeros(n, dtype=np.float32)
@@ -86,8 +87,8 @@ def kernel():
             for t in range(toffs[s], toffs[s + 1]):
                 acc += D[touch[t]]
             if walk:
-                sums[s] = K._walk_span(D, F, qb, V, order, regs, ids, offsets[s], offsets[s + 1], True, missing,
-                                       no_lp, ids[:0], ctx, nxt)
+                sums[s] = K._walk(D, F, qb, V, order, R, ids, offsets[s], offsets[s + 1], True, missing, no_lp,
+                                  ids[:0], C)
         return sums, acc
 
     return touch_walk

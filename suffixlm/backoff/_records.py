@@ -21,6 +21,12 @@ order)``: the word offsets of the unigram values and of the codebooks (unused, 0
 16-byte layout). A length L and a code are at most the model's order and 255, and the
 loader checks that the table holds the codebooks of every length up to the order, so a
 value read never leaves the table.
+
+The accessors index ``D`` and ``F`` with unsigned integers: numba adds a branch or a
+select for Python's negative indices to every signed one, a tenth of a batch walk's
+time (``_binary_kernels._walk``, measured here). So a record number they take must
+be one the kernels have checked (0 .. V + S - 1), as every caller's is: a negative one
+is not wrapped round but read far outside the table.
 """
 
 from __future__ import annotations
@@ -70,9 +76,9 @@ def bow_of(D, F, r, L, q):
 @overload(rec)
 def _rec(D, r):
     if _layout(D) == 1:
-        return lambda D, r: D[2 * r]
+        return lambda D, r: D[np.uint64(2 * r)]
     if _layout(D) == 2:
-        return lambda D, r: np.int64(D[r])
+        return lambda D, r: np.int64(D[np.uint64(r)])
 
 
 @overload(keyof)
@@ -109,13 +115,13 @@ def _value_of(D, F, r, L, q, j):
 @overload(_value_of)
 def _value(D, F, r, L, q, j):
     if _layout(D) == 1:
-        return lambda D, F, r, L, q, j: F[4 * r + 2 + j]
+        return lambda D, F, r, L, q, j: F[np.uint64(4 * r + 2 + j)]
     if _layout(D) == 2:
         def impl(D, F, r, L, q, j):
             if L <= 1:
-                return F[2 * (q[0] + r) + j]
-            c = (D[r] >> np.uint64(QBOW_SHIFT if j else QPROB_SHIFT)) & np.uint64(QCODE_MASK)
-            return F[2 * (q[1] + L * QCODES + np.int64(c)) + j]
+                return F[np.uint64(2 * (q[0] + r) + j)]
+            c = (D[np.uint64(r)] >> np.uint64(QBOW_SHIFT if j else QPROB_SHIFT)) & np.uint64(QCODE_MASK)
+            return F[np.uint64(2 * (q[1] + L * QCODES + np.int64(c)) + j)]
         return impl
 
 

@@ -491,3 +491,47 @@ def test_large_batches_on_threads_are_the_serial_numbers(tmp_path, monkeypatch, 
                                                  lanes, np.array(cut, dtype=np.int64))
                 ref = K.score_sentences(b._D, b._V, b._S, b.order, flat, offsets, True, b._missing, lp1, n1)
                 assert got.tobytes() == ref.tobytes() and lp.tobytes() == lp1.tobytes() and np.array_equal(n, n1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_window_probe_is_the_slot_by_slot_scan(seed):
+    """``_binary_kernels._probe`` reads ``WINDOW`` slots at once from a key's home: on a
+    region Robin Hood fills to load 0.8 it finds every key where a scan slot by slot does
+    (keys in the window and beyond it, across the region's end) and no absent key, the
+    window's three ways out (a hit, an empty slot, the Robin Hood rule) and the scan past
+    it all taken."""
+    from suffixlm.backoff import _binary_kernels as K
+
+    rng = np.random.default_rng(seed)
+    n = 4099
+    keys = rng.choice(1 << 40, size=int(0.8 * n), replace=False).astype(np.int64)
+    D = np.full(2 * n + 4, -1, dtype=np.int64)
+    zero = np.zeros(len(keys), dtype=np.float32)
+    K.fill_region(D, 0, 0, n, keys, np.zeros(len(keys), dtype=np.int64), zero, zero)
+    slot_of = {int(D[2 * r]): r for r in range(n) if D[2 * r] != -1}
+    assert len(slot_of) == len(keys)
+
+    def home(k):
+        return int(K.home(k, n))
+
+    shift = {k: (r - home(k)) % n for k, r in slot_of.items()}
+    assert max(shift.values()) >= K.WINDOW  # found past the window
+    assert any(home(k) + K.WINDOW > n for k in slot_of)  # a window that would cross the region's end
+    for k, r in slot_of.items():
+        assert K._probe(D, 0, n, k) == r
+    absent = rng.integers(0, 1 << 40, 20000)
+    absent = absent[~np.isin(absent, keys)]
+    ways = set()
+    for k in absent.tolist():
+        assert K._probe(D, 0, n, k) == -1
+        h = home(k)
+        if h + K.WINDOW <= n:
+            window = [int(D[2 * (h + j)]) for j in range(K.WINDOW)]
+            last = window[-1]
+            if min(window) == -1:
+                ways.add("empty")
+            elif (h + 3 - home(last)) % n < 3:
+                ways.add("robin hood")
+            else:
+                ways.add("past")
+    assert ways == {"empty", "robin hood", "past"}
