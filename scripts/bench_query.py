@@ -60,6 +60,15 @@ WORKER = r'''
 import json, sys, time
 peer, path, test = sys.argv[1], sys.argv[2], sys.argv[3]
 PASSES = 5  # timed passes of each whole-text query after its first, their median taken
+
+
+def median_pass(call):
+    passes = []
+    for _ in range(PASSES):
+        t0 = time.perf_counter(); got = call(); passes.append(time.perf_counter() - t0)
+    return sorted(passes)[PASSES // 2], got
+
+
 t0 = time.perf_counter()
 if peer == "kenlm":
     import kenlm as M
@@ -81,13 +90,12 @@ for l in lines:
     total += m.score(l, bos=True, eos=True)
 out["score_first_s"] = time.perf_counter() - t0  # a binary model's pages come in on this pass
 out["log10_sum"] = total
-passes = []
-for _ in range(PASSES):
-    t0 = time.perf_counter()
+def score_lines():
     for l in lines:
         m.score(l, bos=True, eos=True)
-    passes.append(time.perf_counter() - t0)
-out["score_s"] = sorted(passes)[PASSES // 2]
+
+
+out["score_s"] = median_pass(score_lines)[0]
 words = [w for l in lines for w in (l.split() + ["</s>"])]
 calls = 0
 s, o = State(), State()
@@ -128,10 +136,7 @@ else:
     out["distribution_words"] = len(m.vocab)
     if hasattr(m, "score_batch"):
         m.score_batch(lines)  # a first pass, outside the timing (kernels loaded, threads started)
-        passes = []
-        for _ in range(PASSES):
-            t0 = time.perf_counter(); sums = m.score_batch(lines); passes.append(time.perf_counter() - t0)
-        out["batch_s"] = sorted(passes)[PASSES // 2]
+        out["batch_s"], sums = median_pass(lambda: m.score_batch(lines))
         out["batch_log10_sum"] = float(sums.sum())
         import numpy as np
         get = m.vocab.index.get
@@ -140,10 +145,7 @@ else:
             ids.extend([get(w, 2) for w in l.split()] + [1]); offs.append(len(ids))
         ids, offs = np.array(ids), np.array(offs)
         m.score_ids(ids, offs)  # a first pass, outside the timing
-        passes = []
-        for _ in range(PASSES):
-            t0 = time.perf_counter(); m.score_ids(ids, offs); passes.append(time.perf_counter() - t0)
-        out["score_ids_s"] = sorted(passes)[PASSES // 2]
+        out["score_ids_s"] = median_pass(lambda: m.score_ids(ids, offs))[0]
 print(json.dumps(out))
 '''
 

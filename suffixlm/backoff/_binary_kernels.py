@@ -406,22 +406,6 @@ def _unigram(D, F, qb, V, w, missing_lp):
 AHEAD = 2
 
 
-@njit(cache=True)
-def _walk_span(D, F, qb, V, order, regs, tokens, a, b, bos, missing_lp, out_lp, out_len, C):
-    """``_walk`` of the sentence ``tokens[a:b]``."""
-    return _walk(D, F, qb, V, order, regs.reshape(-1), tokens, a, b, bos, missing_lp, out_lp, out_len, C)
-
-
-@njit(cache=True)
-def _walk_spans(D, F, qb, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, C, sums):
-    """``_walk`` of sentences ``first .. last - 1`` into ``sums``: one call for them all
-    (a call of ``_walk_span`` a sentence takes and drops a reference to each of its
-    arrays, atomic operations that cost about as much as a word's walk)."""
-    R = regs.reshape(-1)
-    for s in range(first, last):
-        sums[s] = _walk(D, F, qb, V, order, R, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp, out_len, C)
-
-
 @njit(cache=True, inline="always")
 def _walk(D, F, qb, V, order, R, tokens, a, b, bos, missing_lp, out_lp, out_len, C):
     """The float32 sum of the sentence ``tokens[a:b]`` (``score_sentences``), filling
@@ -680,7 +664,9 @@ def _span_sums(D, V, S, order, tokens, offsets, first, last, bos, missing_lp, ou
     if lanes:
         _walk_lanes(D, F, qb, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, sums)
         return
-    _walk_spans(D, F, qb, V, order, regs, tokens, offsets, first, last, bos, missing_lp, out_lp, out_len, C, sums)
+    R = regs.reshape(-1)
+    for s in range(first, last):  # _walk inlined: a call a sentence would take and drop a reference to each array
+        sums[s] = _walk(D, F, qb, V, order, R, tokens, offsets[s], offsets[s + 1], bos, missing_lp, out_lp, out_len, C)
 
 
 @njit(cache=True)
@@ -823,12 +809,12 @@ def _score_line_in(params, P, D, text):
     work = array_at(P[STEP_PARAMS + 4], P[STEP_PARAMS + 5], np.int64)
     m = max(order, 1)
     a = 2 * (order + 1)
-    regs = work[:a].reshape((order + 1, 2))
+    R = work[:a]  # the regions, flat (``_walk``)
     C = work[a:a + 4 * m]
     ids = work[a + 4 * m:]
     n = text_ids(W, blob, text, 0, len(text), True, 2, 1, ids, 0)
-    total = _walk_span(D, D.view(np.float32), bases(D, V, S, order), V, order, regs, ids, 0, n, True, missing_lp,
-                       array_at(P[STEP_PARAMS + 4], 0, np.float64), ids[:0], C)
+    total = _walk(D, D.view(np.float32), bases(D, V, S, order), V, order, R, ids, 0, n, True, missing_lp,
+                  array_at(P[STEP_PARAMS + 4], 0, np.float64), ids[:0], C)
     return np.float64(total)
 
 
