@@ -10,7 +10,10 @@ over the same text, each in a process of its own (the kenlm one imports only ken
 policy (docs/threads.md): the second thread of a parallel kernel sleeps as soon as it
 waits, so every ``score_ids`` call wakes it. Variants, each a fresh process:
 
-- ``default``: the environment as a user has it (``PASSIVE`` set by the import);
+- ``default``: the environment as a user has it (``PASSIVE`` set by the import; the
+  call's threads held on CPUs apart, ``threads.spread``);
+- ``SUFFIXLM_SPREAD=0``: the same without ``spread`` (Linux then often runs the woken
+  thread on the caller's CPU, after the caller's half: docs/threads.md);
 - ``GOMP_SPINCOUNT=100000``: libgomp's threads spin about that many iterations before
   they sleep (set before the import; what a decoder that calls batches back to back
   may choose);
@@ -75,11 +78,12 @@ print(json.dumps({"times": times, "burn_s": sorted(burn)[1]}))
 
 VARIANTS = {
     "default": {},
+    "SUFFIXLM_SPREAD=0": {"SUFFIXLM_SPREAD": "0"},
     "GOMP_SPINCOUNT=100000": {"GOMP_SPINCOUNT": "100000"},
     "OMP_WAIT_POLICY=ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"},
     "NUMBA_NUM_THREADS=1": {"NUMBA_NUM_THREADS": "1"},
 }
-POLICY_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_NUM_THREADS")
+POLICY_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_NUM_THREADS", "SUFFIXLM_SPREAD")
 
 
 def run_one(python: str, peer: str, env_add: dict, args) -> dict:

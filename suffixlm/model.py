@@ -912,8 +912,9 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             if bounds is None:
                 K.kenlm_score_lines(address, ln_unseen, m, *step.word_table, text, bos, eos, *specials, sums)
             else:
-                K.kenlm_score_lines_parallel(address, ln_unseen, m, *step.word_table, text, starts, bos, eos,
-                                             *specials, sums, bounds)
+                with _threads.spread():
+                    K.kenlm_score_lines_parallel(address, ln_unseen, m, *step.word_table, text, starts, bos, eos,
+                                                 *specials, sums, bounds)
             return sums
 
         def score_ids(ids: np.ndarray, offsets: np.ndarray, bos: bool) -> np.ndarray:
@@ -923,7 +924,8 @@ class LogLinearLM(ParamsMixin, KenLMInterface):
             if bounds is None:
                 K.kenlm_score_ids(address, ln_unseen, m, ids, offsets, bos, *specials, sums)
             else:
-                K.kenlm_score_ids_parallel(address, ln_unseen, m, ids, offsets, bos, *specials, sums, bounds)
+                with _threads.spread():
+                    K.kenlm_score_ids_parallel(address, ln_unseen, m, ids, offsets, bos, *specials, sums, bounds)
             return sums
 
         def line_entry():

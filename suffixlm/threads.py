@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from contextlib import contextmanager
 
 from .checks import is_int
@@ -205,3 +206,114 @@ def serial_if_small(size: int) -> None:
         import numba
 
         numba.set_num_threads(1)
+
+
+#: Environment variable that turns :func:`spread` off (``0``); anything else, or unset: on.
+SPREAD_ENV = "SUFFIXLM_SPREAD"
+_spread_lock = threading.Lock()
+_spread_state: dict = {"off": False, "getcpu": None, "pools": {}}
+
+
+def _current_cpu():
+    """The CPU the calling thread runs on (libc's ``sched_getcpu``), or None where there
+    is none to call."""
+    get = _spread_state["getcpu"]
+    if get is None:
+        get = False
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None).sched_getcpu
+            fn.argtypes, fn.restype = (), ctypes.c_int
+            get = fn
+        except (OSError, AttributeError):
+            pass
+        _spread_state["getcpu"] = get
+    if not get:
+        return None
+    cpu = get()
+    return cpu if cpu >= 0 else None
+
+
+def _pool_threads(count: int) -> list[int]:
+    """The kernel ids of the threads numba runs a parallel region on when the calling
+    thread launches it with ``count`` threads, the caller's own left out (asked once a
+    caller and count: ``_thread_kernels.thread_ids``; asked again if one has ended)."""
+    me = threading.get_native_id()
+    pools = _spread_state["pools"]
+    tids = pools.get((me, count))
+    if tids is None or not all(os.path.exists(f"/proc/self/task/{t}") for t in tids):
+        from ._thread_kernels import thread_ids
+
+        tids = sorted(set(thread_ids(64 * count).tolist()) - {me})
+        pools[(me, count)] = tids
+    return tids
+
+
+@contextmanager
+def spread():
+    """``with spread():`` around one parallel kernel call that takes milliseconds (a
+    batch of queries): the calling thread is held on the CPU it runs on and numba's other
+    threads kept off that CPU for the call, then every thread's CPU mask is put back.
+
+    Why: with idle threads asleep (rule 1), every call wakes numba's threads, and Linux
+    places a woken thread on the CPU of the thread that woke it when it judges that
+    cheaper (``wake_affine``); then the two halves of the batch run one after the other
+    on one CPU while the other idles. Measured on this project's 2-core virtual machine
+    (``scripts/bench_batch_wait.py``, docs/query.md): ``score_ids`` over PTB test took
+    about as long on two threads as on one until the masks kept them apart. Training and
+    counting, with the masks held for the whole job, gained nothing measurable (their
+    regions last long enough for the scheduler to part the threads), so only the batch
+    queries use it.
+
+    Nothing is done (the block just runs) where the platform has no CPU masks, where the
+    caller may use one CPU only, on one thread, when ``SUFFIXLM_SPREAD=0``, when another
+    thread is inside a ``spread`` block (masks are never set from two places at once), or
+    after a mask could not be set once (the process's masks are then left to the
+    system)."""
+    if (_spread_state["off"] or not hasattr(os, "sched_setaffinity")
+            or os.environ.get(SPREAD_ENV, "").strip() == "0" or not _spread_lock.acquire(blocking=False)):
+        yield
+        return
+    restore: list[tuple[int, set]] = []
+    try:
+        try:
+            _hold_apart(restore)
+        except Exception:  # a thread gone, masks not ours to set, no gettid: leave them to the system
+            _spread_state["off"] = True
+            _put_back(restore)
+        yield
+    finally:
+        _put_back(restore)
+        _spread_lock.release()
+
+
+def _put_back(restore: list) -> None:
+    """Every mask :func:`_hold_apart` set, as it was (the list emptied)."""
+    while restore:
+        tid, mask = restore.pop()
+        try:
+            os.sched_setaffinity(tid, mask)
+        except OSError:  # the thread has ended
+            pass
+
+
+def _hold_apart(restore: list) -> None:
+    """:func:`spread`'s masks: the caller on its CPU, numba's other threads off it; each
+    (thread id, mask before) appended to ``restore`` as it is set (0: the caller)."""
+    import numba
+
+    count = numba.get_num_threads()
+    cpu = _current_cpu() if count > 1 else None
+    if cpu is None:
+        return
+    mine = os.sched_getaffinity(0)
+    if cpu not in mine or len(mine) < 2:
+        return
+    for tid in _pool_threads(count):
+        mask = os.sched_getaffinity(tid)
+        if cpu in mask and len(mask) > 1:
+            os.sched_setaffinity(tid, mask - {cpu})
+            restore.append((tid, mask))
+    os.sched_setaffinity(0, {cpu})
+    restore.append((0, mine))

@@ -16,6 +16,7 @@ import numpy as np
 from . import _table_numpy as tnp
 from ..corpus import BOS_ID, EOS_ID, UNK_ID, UnknownIsUnk
 from ..io import split_words
+from ..threads import spread
 from .index import Int64Map
 from ..query import (UNKNOWN_MISSING_LOG10, FullScoreReturn, KenLMInterface, State, as_str, checked_ids,
                      decoder_calls, joined_lines, line_chunks, sentence_chunks)
@@ -85,7 +86,8 @@ def walk_sentences(D, V, S, order, ids, offsets, bos, missing, lp, n) -> np.ndar
     lanes = lanes_pay(D)
     if bounds is None:
         return K.score_sentences(D, V, S, order, ids, offsets, bos, missing, lp, n, lanes)
-    return K.score_sentences_parallel(D, V, S, order, ids, offsets, bos, missing, lp, n, lanes, bounds)
+    with spread():
+        return K.score_sentences_parallel(D, V, S, order, ids, offsets, bos, missing, lp, n, lanes, bounds)
 
 
 def kernels():
@@ -409,7 +411,8 @@ class TableQueries(KenLMInterface):
             if bounds is None:
                 sums = K.score_lines(*model, len(sentences), bool(bos), bool(eos), self._missing, lanes)
             else:
-                sums = K.score_lines_parallel(*model, starts, bool(bos), bool(eos), self._missing, lanes, bounds)
+                with spread():
+                    sums = K.score_lines_parallel(*model, starts, bool(bos), bool(eos), self._missing, lanes, bounds)
             return sums.astype(np.float64)
         to_id = self._to_id
         ids, offsets = [], [0]

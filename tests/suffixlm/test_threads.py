@@ -223,3 +223,96 @@ def test_models_are_the_same_bits_on_one_and_two_threads(monkeypatch):
     k1 = KneserNeyLM(order=4, threads=1).fit(SENTENCES)
     k2 = KneserNeyLM(order=4, n_jobs=2).fit(SENTENCES)
     assert k1.corpus_perplexity(test) == k2.corpus_perplexity(test)
+
+
+def _masks() -> dict:
+    """The CPU mask of the calling thread (0) and of numba's other threads."""
+    return {tid: os.sched_getaffinity(tid) for tid in [0, *threads._pool_threads(numba.get_num_threads())]}
+
+
+spread_needs = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2
+                                  or numba.config.NUMBA_NUM_THREADS < 2, reason="needs CPU masks, 2 CPUs, 2 threads")
+
+
+def test_the_pool_threads_are_numba_threads_other_than_the_caller():
+    import threading
+
+    from suffixlm._thread_kernels import thread_ids
+
+    numba.set_num_threads(TWO)
+    got = set(thread_ids(64 * TWO).tolist())
+    assert threading.get_native_id() in got and len(got) == TWO
+    assert threads._pool_threads(TWO) == sorted(got - {threading.get_native_id()})
+    assert all(os.path.exists(f"/proc/self/task/{t}") for t in got)
+
+
+@spread_needs
+def test_spread_holds_the_caller_on_its_cpu_and_the_others_off_it_then_puts_every_mask_back(monkeypatch):
+    monkeypatch.delenv(threads.SPREAD_ENV, raising=False)
+    numba.set_num_threads(2)
+    before = _masks()
+    with threads.spread():
+        inside = _masks()
+        cpu = threads._current_cpu()
+    assert inside[0] == {cpu}
+    assert all(cpu not in mask and mask == before[tid] - {cpu} for tid, mask in inside.items() if tid != 0)
+    assert _masks() == before
+    with pytest.raises(KeyError), threads.spread():  # an error in the block: the masks are put back too
+        raise KeyError("x")
+    assert _masks() == before and not threads._spread_lock.locked()
+
+
+@spread_needs
+def test_spread_does_nothing_when_turned_off_on_one_thread_or_while_another_block_runs(monkeypatch):
+    import threading
+
+    numba.set_num_threads(2)
+    before = _masks()
+    monkeypatch.setenv(threads.SPREAD_ENV, "0")
+    with threads.spread():
+        assert _masks() == before
+    monkeypatch.delenv(threads.SPREAD_ENV)
+    numba.set_num_threads(1)
+    with threads.spread():
+        assert os.sched_getaffinity(0) == before[0]
+    numba.set_num_threads(2)
+    entered, leave, seen = threading.Event(), threading.Event(), {}
+
+    def other():
+        with threads.spread():
+            seen["mask"] = os.sched_getaffinity(0)
+            entered.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert entered.wait(30)
+    with threads.spread():  # the other thread's block holds the masks: this one leaves them be
+        assert os.sched_getaffinity(0) == before[0]
+    leave.set()
+    t.join(30)
+    assert len(seen["mask"]) == 1 and _masks() == before
+
+
+@spread_needs
+def test_a_large_batch_runs_in_a_spread_block_and_leaves_every_mask_as_it_was(tmp_path, monkeypatch):
+    from suffixlm import query
+    from suffixlm.backoff import table
+    from suffixlm.backoff.binary import BinaryLM, write_binary
+    from suffixlm.backoff.kn import KneserNeyLM
+    from suffixlm.corpus import Corpus
+
+    numba.set_num_threads(2)
+    write_binary(KneserNeyLM(order=3).fit(Corpus.from_strings(SENTENCES)).model_, tmp_path / "m.bin")
+    b = BinaryLM(tmp_path / "m.bin")
+    monkeypatch.setattr(table, "TIER", "compiled")
+    monkeypatch.setattr(query, "PARALLEL_MIN_TOKENS", 1)
+    before, held = _masks(), []
+    hold = threads._hold_apart
+    monkeypatch.setattr(threads, "_hold_apart", lambda restore: (hold(restore), held.append(len(restore))))
+    sums = b.score_batch(SENTENCES)
+    ids = b.score_ids(np.arange(40) % len(b.vocab), np.array([0, 10, 25, 40]))
+    assert held and all(n >= 1 for n in held) and _masks() == before  # the caller's mask at least was set
+    monkeypatch.setenv(threads.SPREAD_ENV, "0")
+    assert b.score_batch(SENTENCES).tolist() == sums.tolist()
+    assert b.score_ids(np.arange(40) % len(b.vocab), np.array([0, 10, 25, 40])).tolist() == ids.tolist()
