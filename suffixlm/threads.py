@@ -2,7 +2,7 @@
 
 The default is every thread numba has (``NUMBA_NUM_THREADS``, itself every core by
 default), with three rules that keep it from collapsing when other processes share the
-cores:
+cores, and a fourth that keeps a batch query's threads apart:
 
 1. **Idle threads sleep.** numba's default threading layer here is ``omp`` (GNU OpenMP).
    Unless told otherwise, libgomp makes a thread that waits (for the next parallel
@@ -26,6 +26,10 @@ cores:
    turns the rule off).
 3. **Tiny tree levels run serially** inside the LM kernels (``_lm_kernels``: a level of
    fewer than ``_MIN_LEVEL`` nodes, e.g. the root's, is no parallel region).
+4. **A batch query's threads run on separate CPUs** (:func:`spread`): the calling thread
+   is held on its CPU and numba's other threads kept off it for the call, as Linux often
+   ran the woken thread on the caller's CPU after the caller's half
+   (``SUFFIXLM_SPREAD=0`` turns it off).
 
 Results do not depend on the thread count wherever the kernels promise it (the
 log-linear LM, the tree penalties, the CRF gradient); the CRF's quasi-Newton vector
@@ -246,6 +250,8 @@ def _pool_threads(count: int) -> list[int]:
         from ._thread_kernels import thread_ids
 
         tids = sorted(set(thread_ids(64 * count).tolist()) - {me})
+        if len(pools) >= 64:  # callers come and go (a server's threads): the oldest ones forgotten
+            pools.clear()
         pools[(me, count)] = tids
     return tids
 
