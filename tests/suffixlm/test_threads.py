@@ -252,9 +252,12 @@ def test_the_pool_threads_are_numba_threads_other_than_the_caller():
 
     numba.set_num_threads(TWO)
     got = set(thread_ids(64 * TWO).tolist())
-    assert threading.get_native_id() in got and len(got) == TWO
-    assert threads._pool_threads(TWO) == sorted(got - {threading.get_native_id()})
-    assert all(os.path.exists(f"/proc/self/task/{t}") for t in got)
+    assert all(os.path.exists(f"/proc/self/task/{t}") for t in got)  # threads of this process
+    if numba.threading_layer() == "omp":  # the caller is one of the team; static chunks: every thread runs
+        assert threading.get_native_id() in got and len(got) == TWO
+        assert threads._pool_threads(TWO) == sorted(got - {threading.get_native_id()})
+    else:  # a layer that schedules its iterations as it likes (TBB) may use fewer of them
+        assert 1 <= len(got) <= TWO
 
 
 @spread_needs
