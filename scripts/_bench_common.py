@@ -48,6 +48,12 @@ def write_json(name: str, payload: dict) -> Path:
     return out
 
 
+def busy_loops(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that spin (``python -c 'while True: pass'``): the cores kept busy
+    beside a measurement; the caller kills them."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
 def shared(*parts: str) -> Path:
     sys.path.insert(0, str(ROOT))
     from suffixlm.corpora import shared_path

@@ -140,12 +140,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--busy", action="store_true", help="two busy loops beside the measurement")
     args = ap.parse_args()
+    if args.passes < 4 or args.rounds < 1 or args.repeats < 1:
+        ap.error("--passes must be at least 4 (calls 4.. of a round are reported), --rounds and --repeats at least 1")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _bench_common import BENCH_DIR, machine_info, shared, write_json
+    from _bench_common import BENCH_DIR, busy_loops, machine_info, shared, write_json
 
     args.test = args.test or str(shared("corpora", "ptb", "ptb.test.txt"))
     args.arpa = args.arpa or str(shared("anchors", "srilm", "ptb.kn5.srilm-default.arpa.gz"))
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 if args.busy else 0)]
+    busy = busy_loops(2 if args.busy else 0)
     load = open("/proc/loadavg").read().split()[0]
     outs: dict[str, list] = {name: [] for name in [*VARIANTS, "kenlm"]}
     try:

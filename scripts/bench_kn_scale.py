@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import BENCH_DIR, write_json  # noqa: E402
+from _bench_common import BENCH_DIR, busy_loops, write_json  # noqa: E402
 
 MB = 1 << 20
 #: seconds between samples of the temporary directory's size (a walk over a spill
@@ -98,10 +98,6 @@ def lmplz_text(path: str, work: str) -> str:
                 dst.write(line.replace(b"<unk>", b"UNKTOK"))
         os.replace(out + ".tmp", out)
     return out
-
-
-def busy_loops(k: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(k)]
 
 
 def main() -> None:

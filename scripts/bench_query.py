@@ -195,10 +195,6 @@ def ppl_commands(args, models: dict, test: str) -> list[dict]:
     return rows
 
 
-def busy_loops(n: int):
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-
-
 def prepare(work: Path) -> dict:
     from _bench_common import shared
 
@@ -240,7 +236,7 @@ def n_grams(arpa: str) -> int:
 
 
 def run_all(args) -> dict:
-    from _bench_common import machine_info, shared
+    from _bench_common import busy_loops, machine_info, shared
 
     work = Path(args.work)
     models = prepare(work)

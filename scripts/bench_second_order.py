@@ -245,10 +245,6 @@ def run(args, kind, task, split, order=1, params=None, python=None) -> dict:
     return out
 
 
-def busy_loops(n):
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -271,7 +267,7 @@ def main() -> None:
         print(json.dumps(out))
         return
     sys.path.insert(0, str(ROOT / "scripts"))
-    from _bench_common import machine_info
+    from _bench_common import busy_loops, machine_info
 
     if args.corpus is None:
         sys.path.insert(0, str(ROOT))

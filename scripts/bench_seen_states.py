@@ -369,7 +369,7 @@ def main() -> None:
     if not isinstance(args.ours_args, list) or not all(isinstance(a, str) for a in args.ours_args):
         raise SystemExit("--ours-args: a JSON list of strings")
     sys.path.insert(0, str(ROOT / "scripts"))
-    from _bench_common import machine_info
+    from _bench_common import busy_loops, machine_info
 
     corpus = Path(args.corpus) if args.corpus else DEFAULT_CORPUS
     if not (corpus / "train.txt").exists() or not (corpus / "test.txt").exists():
@@ -395,7 +395,7 @@ def main() -> None:
             commands["crfsuite_held"] = [" ".join(crfsuite_command(args, corpus, "TMP", held=True))]
             systems.append(("crfsuite_held", lambda a, c, t: run_crfsuite(a, c, t, held=True)))
         results = {name: [] for name, _ in systems}
-        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 if args.busy else 0)]
+        busy = busy_loops(2 if args.busy else 0)
         for r in range(args.runs):
             for system, runner in systems:
                 res = runner(args, corpus, tmp)

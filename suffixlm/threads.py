@@ -266,8 +266,9 @@ def spread():
     places a woken thread on the CPU of the thread that woke it when it judges that
     cheaper (``wake_affine``); then the two halves of the batch run one after the other
     on one CPU while the other idles. Measured on this project's 2-core virtual machine
-    (``scripts/bench_batch_wait.py``, docs/query.md): ``score_ids`` over PTB test took
-    about as long on two threads as on one until the masks kept them apart. Training and
+    (``scripts/bench_batch_wait.py``, benchmarks/batch_wait.md): ``score_ids`` over PTB
+    test called back to back took nearly as long on two threads as on one until the masks
+    kept them apart. Training and
     counting, with the masks held for the whole job, gained nothing measurable (their
     regions last long enough for the scheduler to part the threads), so only the batch
     queries use it.
